@@ -1,0 +1,15 @@
+//! Chain sources: where blocks come from. One trait, two implementations: a client for
+//! real nodes ([`node::NodeClient`]) and the deterministic built-in [`devnet::Devnet`].
+
+pub mod address;
+pub mod decode;
+pub mod devnet;
+pub mod node;
+pub mod proto;
+pub mod source;
+pub mod timefmt;
+pub mod types;
+pub mod wire;
+
+pub use source::{ChainSource, Source, SourceError};
+pub use types::{Attribute, BlockBundle, Event, Proposer, TxBundle, TxResult};

@@ -1,0 +1,408 @@
+//! A client for a real node: CometBFT RPC (`/status`, `/block`, `/block_results`) plus the
+//! Cosmos REST routes for decoded txs and the proposer's moniker. Several URLs rotate on
+//! failure; every call has a timeout and is retried with exponential backoff.
+
+pub mod wire;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use dashmap::DashMap;
+use prost::Message;
+use serde::de::DeserializeOwned;
+
+use super::proto::TxRaw;
+use super::timefmt::parse_rfc3339;
+use super::types::{BlockBundle, Proposer, TxBundle, TxResult};
+use super::{address, SourceError};
+use wire::*;
+
+/// How to reach a node.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub rpc: Vec<String>,
+    pub rest: Vec<String>,
+    pub timeout: Duration,
+    /// Attempts per call before the error is handed up (and the follower restarts).
+    pub retries: u32,
+    pub bech32_prefix: String,
+}
+
+pub struct NodeClient {
+    config: NodeConfig,
+    http: reqwest::Client,
+    rpc_cursor: AtomicUsize,
+    rest_cursor: AtomicUsize,
+    monikers: DashMap<String, Proposer>,
+}
+
+enum Api {
+    Rpc,
+    Rest,
+}
+
+const REST_PAGE: usize = 100;
+
+impl NodeClient {
+    pub fn new(config: NodeConfig) -> Result<Self, SourceError> {
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .build()
+            .map_err(|e| SourceError::Transport(e.to_string()))?;
+        Ok(NodeClient {
+            config,
+            http,
+            rpc_cursor: AtomicUsize::new(0),
+            rest_cursor: AtomicUsize::new(0),
+            monikers: DashMap::new(),
+        })
+    }
+
+    fn base(&self, api: &Api) -> &str {
+        let (urls, cursor) = match api {
+            Api::Rpc => (&self.config.rpc, &self.rpc_cursor),
+            Api::Rest => (&self.config.rest, &self.rest_cursor),
+        };
+        urls[cursor.load(Ordering::Relaxed) % urls.len()].trim_end_matches('/')
+    }
+
+    fn rotate(&self, api: &Api) {
+        match api {
+            Api::Rpc => self.rpc_cursor.fetch_add(1, Ordering::Relaxed),
+            Api::Rest => self.rest_cursor.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// One GET with retries, URL rotation and backoff. A "future height" answer is returned
+    /// at once: it means "not yet", not "broken".
+    async fn get_text(&self, api: Api, path: &str) -> Result<(u16, String), SourceError> {
+        let mut last = SourceError::Transport("no attempt made".into());
+        for attempt in 0..self.config.retries.max(1) {
+            if attempt > 0 {
+                let backoff = Duration::from_millis((100u64 << attempt.min(6)).min(5_000));
+                tokio::time::sleep(backoff).await;
+            }
+            let url = format!("{}{}", self.base(&api), path);
+            match self.http.get(&url).send().await {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    match response.text().await {
+                        Ok(body) if status < 500 || matches!(api, Api::Rpc) => {
+                            return Ok((status, body))
+                        }
+                        Ok(body) => {
+                            last = SourceError::Node(format!(
+                                "{url}: HTTP {status}: {}",
+                                truncate(&body)
+                            ))
+                        }
+                        Err(e) => last = SourceError::Transport(format!("{url}: {e}")),
+                    }
+                }
+                Err(e) => last = SourceError::Transport(format!("{url}: {e}")),
+            }
+            metrics::counter!("weaver_source_retries_total").increment(1);
+            self.rotate(&api);
+        }
+        Err(last)
+    }
+
+    async fn rpc<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        height: Option<u64>,
+    ) -> Result<T, SourceError> {
+        let mut last = SourceError::Transport("no attempt made".into());
+        for _ in 0..self.config.retries.max(1) {
+            let (status, body) = self.get_text(Api::Rpc, path).await?;
+            let envelope: RpcEnvelope<T> = match serde_json::from_str(&body) {
+                Ok(envelope) => envelope,
+                Err(e) => {
+                    last = malformed(path, format!("HTTP {status}: {e}"));
+                    self.rotate(&Api::Rpc);
+                    continue;
+                }
+            };
+            if let Some(error) = envelope.error {
+                let text = if error.data.is_empty() {
+                    error.message
+                } else {
+                    error.data
+                };
+                if let Some(h) = height {
+                    if text.contains("must be less than or equal to the current blockchain height")
+                        || text.contains("could not find results for height")
+                    {
+                        return Err(SourceError::FutureHeight(h));
+                    }
+                }
+                last = SourceError::Node(format!("{path}: {text}"));
+                self.rotate(&Api::Rpc);
+                continue;
+            }
+            return envelope
+                .result
+                .ok_or_else(|| malformed(path, "neither result nor error".into()));
+        }
+        Err(last)
+    }
+
+    async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
+        let (status, body) = self.get_text(Api::Rest, path).await?;
+        if status >= 400 {
+            return Err(SourceError::Node(format!(
+                "{path}: HTTP {status}: {}",
+                truncate(&body)
+            )));
+        }
+        serde_json::from_str(&body).map_err(|e| malformed(path, e.to_string()))
+    }
+
+    pub async fn chain_id(&self) -> Result<String, SourceError> {
+        Ok(self.rpc::<Status>("/status", None).await?.node_info.network)
+    }
+
+    pub async fn latest_height(&self) -> Result<u64, SourceError> {
+        let status: Status = self.rpc("/status", None).await?;
+        Ok(status.sync_info.latest_block_height.max(0) as u64)
+    }
+
+    pub async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        let block_path = format!("/block?height={height}");
+        let results_path = format!("/block_results?height={height}");
+        let (block, results) = futures_util::future::try_join(
+            self.rpc::<BlockResponse>(&block_path, Some(height)),
+            self.rpc::<BlockResults>(&results_path, Some(height)),
+        )
+        .await?;
+        if block.block.header.height as u64 != height || results.height as u64 != height {
+            return Err(malformed(
+                &block_path,
+                format!(
+                    "asked for height {height}, got {}",
+                    block.block.header.height
+                ),
+            ));
+        }
+        let raws: Vec<Vec<u8>> = block
+            .block
+            .data
+            .txs
+            .iter()
+            .map(|t| B64.decode(t))
+            .collect::<Result<_, _>>()
+            .map_err(|e| malformed(&block_path, format!("tx is not base64: {e}")))?;
+        if raws.len() != results.txs_results.len() {
+            return Err(malformed(
+                &results_path,
+                format!(
+                    "{} txs in the block but {} results",
+                    raws.len(),
+                    results.txs_results.len()
+                ),
+            ));
+        }
+        let jsons = if raws.is_empty() {
+            vec![]
+        } else {
+            self.rest_txs(height, &raws).await?
+        };
+        let proposer_address = hex::decode(&block.block.header.proposer_address)
+            .map_err(|e| malformed(&block_path, format!("proposer_address: {e}")))?;
+        let proposer = self.proposer(&proposer_address).await;
+        let mut finalize_events = results.finalize_block_events;
+        finalize_events.extend(results.begin_block_events);
+        finalize_events.extend(results.end_block_events);
+        let txs = raws
+            .into_iter()
+            .zip(results.txs_results)
+            .zip(jsons)
+            .map(|((raw, result), json)| -> Result<TxBundle, SourceError> {
+                let data = if result.data.is_empty() {
+                    vec![]
+                } else {
+                    B64.decode(&result.data)
+                        .map_err(|e| malformed(&results_path, format!("tx data: {e}")))?
+                };
+                Ok(TxBundle {
+                    raw,
+                    json,
+                    result: TxResult {
+                        code: result.code,
+                        codespace: result.codespace,
+                        data,
+                        log: result.log,
+                        info: result.info,
+                        gas_wanted: result.gas_wanted,
+                        gas_used: result.gas_used,
+                        events: result.events,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(BlockBundle {
+            chain_id: block.block.header.chain_id,
+            height,
+            hash: hex::decode(&block.block_id.hash)
+                .map_err(|e| malformed(&block_path, format!("block hash: {e}")))?,
+            time_ns: parse_rfc3339(&block.block.header.time).ok_or_else(|| {
+                malformed(
+                    &block_path,
+                    format!("bad time {:?}", block.block.header.time),
+                )
+            })?,
+            proposer_address,
+            proposer,
+            txs,
+            finalize_events,
+        })
+    }
+
+    /// The REST (decoded) form of each raw tx, matched to it by its joined signatures.
+    async fn rest_txs(
+        &self,
+        height: u64,
+        raws: &[Vec<u8>],
+    ) -> Result<Vec<serde_json::Value>, SourceError> {
+        let mut fetched = Vec::with_capacity(raws.len());
+        let mut key: Option<String> = None;
+        loop {
+            let path = match &key {
+                Some(k) => format!(
+                    "/cosmos/tx/v1beta1/txs/block/{height}?pagination.limit={REST_PAGE}&pagination.key={}",
+                    form_encode(k)
+                ),
+                None => format!(
+                    "/cosmos/tx/v1beta1/txs/block/{height}?pagination.limit={REST_PAGE}&pagination.offset={}",
+                    fetched.len()
+                ),
+            };
+            let page: RestBlockTxs = self.rest(&path).await?;
+            let got = page.txs.len();
+            fetched.extend(page.txs);
+            let total: usize = page
+                .pagination
+                .as_ref()
+                .and_then(|p| p.total.parse().ok())
+                .unwrap_or(0);
+            key = page
+                .pagination
+                .and_then(|p| p.next_key)
+                .filter(|k| !k.is_empty());
+            // Some nodes drop next_key early: fall back to offsets while short of the total.
+            if got == 0
+                || (key.is_none() && fetched.len() >= total.max(raws.len()))
+                || fetched.len() >= raws.len()
+            {
+                break;
+            }
+        }
+        if fetched.len() != raws.len() {
+            return Err(SourceError::Node(format!(
+                "REST returned {} of the {} txs of height {height}",
+                fetched.len(),
+                raws.len()
+            )));
+        }
+        let mut by_signatures: std::collections::HashMap<String, serde_json::Value> = fetched
+            .into_iter()
+            .map(|tx| {
+                let joined = tx["signatures"]
+                    .as_array()
+                    .map(|s| {
+                        s.iter()
+                            .filter_map(|v| v.as_str())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    })
+                    .unwrap_or_default();
+                (joined, tx)
+            })
+            .collect();
+        raws.iter()
+            .map(|raw| {
+                let signatures = TxRaw::decode(raw.as_slice())
+                    .map(|tx| {
+                        tx.signatures
+                            .iter()
+                            .map(|s| B64.encode(s))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    })
+                    .unwrap_or_default();
+                by_signatures.remove(&signatures).ok_or_else(|| {
+                    malformed(
+                        "/cosmos/tx/v1beta1/txs/block",
+                        format!("no REST tx matches a raw tx of height {height}"),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The proposer's moniker from opchild, cached; a failed lookup is not fatal.
+    async fn proposer(&self, consensus_address: &[u8]) -> Proposer {
+        let valoper = address::to_bech32(
+            &format!("{}valoper", self.config.bech32_prefix),
+            consensus_address,
+        );
+        if let Some(hit) = self.monikers.get(&valoper) {
+            return hit.clone();
+        }
+        match self
+            .rest::<RestValidator>(&format!("/opinit/opchild/v1/validator/{valoper}"))
+            .await
+        {
+            Ok(found) => {
+                let proposer = Proposer {
+                    moniker: found.validator.moniker,
+                    operator_address: if found.validator.operator_address.is_empty() {
+                        valoper.clone()
+                    } else {
+                        found.validator.operator_address
+                    },
+                };
+                self.monikers.insert(valoper, proposer.clone());
+                proposer
+            }
+            Err(e) => {
+                tracing::debug!(%valoper, error = %e, "proposer lookup failed");
+                Proposer {
+                    moniker: String::new(),
+                    operator_address: valoper,
+                }
+            }
+        }
+    }
+}
+
+fn malformed(path: &str, reason: String) -> SourceError {
+    metrics::counter!("weaver_source_malformed_total").increment(1);
+    SourceError::Malformed {
+        path: path.to_string(),
+        reason,
+    }
+}
+
+fn truncate(text: &str) -> &str {
+    let end = text
+        .char_indices()
+        .nth(200)
+        .map(|(i, _)| i)
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+fn form_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

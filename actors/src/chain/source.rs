@@ -1,0 +1,60 @@
+//! The one interface the follower pulls blocks through.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::devnet::DevnetSource;
+use super::node::NodeClient;
+use super::types::BlockBundle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The height does not exist yet: the follower is caught up.
+    #[error("height {0} is not available yet")]
+    FutureHeight(u64),
+    #[error("transport error: {0}")]
+    Transport(String),
+    #[error("node error: {0}")]
+    Node(String),
+    /// The node answered something we cannot parse; logged and counted, then retried.
+    #[error("malformed answer to {path}: {reason}")]
+    Malformed { path: String, reason: String },
+    #[error("devnet fault injected at height {0}")]
+    Injected(u64),
+}
+
+pub trait ChainSource: Send + Sync {
+    fn latest_height(&self) -> impl Future<Output = Result<u64, SourceError>> + Send;
+    fn block(&self, height: u64) -> impl Future<Output = Result<BlockBundle, SourceError>> + Send;
+}
+
+/// Every source weaver can follow.
+pub enum Source {
+    Devnet(Arc<DevnetSource>),
+    Node(NodeClient),
+}
+
+impl ChainSource for Source {
+    async fn latest_height(&self) -> Result<u64, SourceError> {
+        match self {
+            Source::Devnet(devnet) => Ok(devnet.latest_height()),
+            Source::Node(node) => node.latest_height().await,
+        }
+    }
+
+    async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        match self {
+            // Generating (and signing) a devnet block is CPU work: keep it off the runtime
+            // so concurrent fetches use every core. A panic (an injected fault) propagates.
+            Source::Devnet(devnet) => {
+                let devnet = devnet.clone();
+                match tokio::task::spawn_blocking(move || devnet.block(height)).await {
+                    Ok(result) => result,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(e) => Err(SourceError::Transport(format!("devnet task: {e}"))),
+                }
+            }
+            Source::Node(node) => node.block(height).await,
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The chain data a source hands to the follower: one decoded block with everything the
+//! indexers need, independent of where it came from (a real node or the devnet).
+
+use serde::{Deserialize, Serialize};
+
+/// One ABCI event attribute, exactly as CometBFT 0.38 renders it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribute {
+    pub key: String,
+    #[serde(default)]
+    pub value: String,
+    #[serde(default)]
+    pub index: bool,
+}
+
+/// One ABCI event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, deserialize_with = "crate::chain::wire::null_as_default")]
+    pub attributes: Vec<Attribute>,
+}
+
+impl Event {
+    pub fn new(kind: &str, attributes: &[(&str, &str)]) -> Self {
+        Event {
+            kind: kind.to_string(),
+            attributes: attributes
+                .iter()
+                .map(|(k, v)| Attribute {
+                    key: k.to_string(),
+                    value: v.to_string(),
+                    index: true,
+                })
+                .collect(),
+        }
+    }
+
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|a| a.key == key)
+            .map(|a| a.value.as_str())
+    }
+}
+
+/// The execution result of one tx (`ExecTxResult`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TxResult {
+    pub code: u32,
+    pub codespace: String,
+    pub data: Vec<u8>,
+    pub log: String,
+    pub info: String,
+    pub gas_wanted: i64,
+    pub gas_used: i64,
+    pub events: Vec<Event>,
+}
+
+/// One transaction of a block: its raw bytes, its result and the decoded JSON form
+/// (`{body, auth_info, signatures}`) as the Cosmos REST API renders it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxBundle {
+    pub raw: Vec<u8>,
+    pub result: TxResult,
+    pub json: serde_json::Value,
+}
+
+/// The block proposer as the opchild module names it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Proposer {
+    pub moniker: String,
+    pub operator_address: String,
+}
+
+/// A whole block as the indexers consume it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockBundle {
+    pub chain_id: String,
+    pub height: u64,
+    /// Block ID hash (32 bytes).
+    pub hash: Vec<u8>,
+    /// Header time, nanoseconds since the Unix epoch.
+    pub time_ns: i64,
+    pub proposer_address: Vec<u8>,
+    pub proposer: Proposer,
+    pub txs: Vec<TxBundle>,
+    pub finalize_events: Vec<Event>,
+}

@@ -1,0 +1,129 @@
+//! Following one chain: pull heights in order (concurrently while catching up, bounded in
+//! flight), hand each block to the domain indexer, and report progress. [`Follower`] is the
+//! plain logic with a `step()`; [`ChainFollower`] is the supervised actor around it.
+
+mod actor;
+mod progress;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+pub use actor::{ChainFollower, InjectPanic};
+
+use crate::chain::{ChainSource, SourceError};
+use crate::indexers::{CoreIndexer, IndexError};
+use progress::ProgressLog;
+
+#[derive(Debug, Clone)]
+pub struct FollowerSettings {
+    /// Blocks fetched concurrently while catching up.
+    pub in_flight: usize,
+    /// Most blocks one `step()` indexes before yielding back to the actor.
+    pub batch_blocks: u64,
+    /// Wait between polls of the tip once caught up.
+    pub poll_interval: Duration,
+    /// First height to index when the store is empty (0 or 1 = from genesis).
+    pub start_height: u64,
+}
+
+impl Default for FollowerSettings {
+    fn default() -> Self {
+        FollowerSettings {
+            in_flight: 16,
+            batch_blocks: 256,
+            poll_interval: Duration::from_millis(200),
+            start_height: 1,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Blocks were indexed up to `height`.
+    Indexed { blocks: u64, height: u64 },
+    /// Nothing new at the tip.
+    CaughtUp { height: u64 },
+}
+
+pub struct Follower<S> {
+    source: Arc<S>,
+    indexer: CoreIndexer,
+    settings: FollowerSettings,
+    tip: u64,
+    progress: ProgressLog,
+}
+
+impl<S: ChainSource + 'static> Follower<S> {
+    pub fn new(source: Arc<S>, indexer: CoreIndexer, settings: FollowerSettings) -> Self {
+        let chain_id = indexer.store().chain_id().to_string();
+        Follower {
+            source,
+            indexer,
+            settings,
+            tip: 0,
+            progress: ProgressLog::new(chain_id),
+        }
+    }
+
+    pub fn indexer(&self) -> &CoreIndexer {
+        &self.indexer
+    }
+
+    fn next_height(&self) -> u64 {
+        match self.indexer.watermark() {
+            0 => self.settings.start_height.max(1),
+            indexed => indexed + 1,
+        }
+    }
+
+    pub async fn step(&mut self) -> Result<Progress, FollowError> {
+        let next = self.next_height();
+        if next > self.tip {
+            self.tip = self.source.latest_height().await?;
+            metrics::gauge!("weaver_chain_tip_height", "chain_id" => self.progress.chain_id().to_string()).set(self.tip as f64);
+        }
+        if next > self.tip {
+            self.progress.caught_up(self.indexer.watermark());
+            return Ok(Progress::CaughtUp {
+                height: self.indexer.watermark(),
+            });
+        }
+        let end = self.tip.min(next + self.settings.batch_blocks.max(1) - 1);
+        let source = self.source.clone();
+        let mut blocks = futures_util::stream::iter(next..=end)
+            .map(move |height| {
+                let source = source.clone();
+                async move { source.block(height).await }
+            })
+            .buffered(self.settings.in_flight.max(1));
+        let mut indexed = 0;
+        while let Some(fetched) = blocks.next().await {
+            let bundle = match fetched {
+                Ok(bundle) => bundle,
+                Err(SourceError::FutureHeight(_)) => {
+                    // The node is behind what it reported; ask again next step.
+                    self.tip = self.indexer.watermark();
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let applied = self.indexer.apply(&bundle)?;
+            indexed += 1;
+            self.progress.indexed(applied, self.tip);
+        }
+        Ok(Progress::Indexed {
+            blocks: indexed,
+            height: self.indexer.watermark(),
+        })
+    }
+}

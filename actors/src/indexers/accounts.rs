@@ -1,0 +1,144 @@
+//! Which accounts a tx touches, read from its events the way the reference indexer does:
+//! bech32 values with the chain's prefix, whole-value hex addresses, addresses inside Move
+//! event data, and EVM log address plus address-shaped topics. EVM `call` return values are
+//! skipped (they are data, not accounts).
+
+use std::collections::BTreeSet;
+
+use crate::chain::address::{decode_bech32, parse_hex_address};
+use crate::chain::types::Event;
+
+pub fn touched_accounts(events: &[Event], prefix: &str) -> BTreeSet<Vec<u8>> {
+    let mut found = BTreeSet::new();
+    for event in events {
+        for attribute in &event.attributes {
+            match (event.kind.as_str(), attribute.key.as_str()) {
+                ("call", "ret") => continue,
+                ("evm", "log") => evm_log(&attribute.value, &mut found),
+                ("move", "data") => move_data(&attribute.value, &mut found),
+                _ => {
+                    for part in attribute.value.split(',') {
+                        value(part.trim(), prefix, &mut found);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+fn value(text: &str, prefix: &str, found: &mut BTreeSet<Vec<u8>>) {
+    if text.starts_with("0x") {
+        if text.len() <= 66 {
+            if let Some(bytes) = parse_hex_address(text) {
+                found.insert(bytes);
+            }
+        }
+    } else if text.len() > prefix.len() + 1
+        && text.starts_with(prefix)
+        && text.as_bytes()[prefix.len()] == b'1'
+    {
+        if let Some((hrp, bytes)) = decode_bech32(text) {
+            if hrp == prefix && (bytes.len() == 20 || bytes.len() == 32) {
+                found.insert(bytes);
+            }
+        }
+    }
+}
+
+fn move_data(text: &str, found: &mut BTreeSet<Vec<u8>>) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i + 2 < bytes.len() {
+        if bytes[i] == b'0' && bytes[i + 1] == b'x' {
+            let start = i + 2;
+            let mut end = start;
+            while end < bytes.len() && bytes[end].is_ascii_hexdigit() {
+                end += 1;
+            }
+            if end > start && end - start <= 64 {
+                if let Some(addr) = parse_hex_address(&text[start..end]) {
+                    found.insert(addr);
+                }
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+fn evm_log(text: &str, found: &mut BTreeSet<Vec<u8>>) {
+    let Ok(log) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
+    if let Some(bytes) = log["address"].as_str().and_then(parse_hex_address) {
+        found.insert(bytes);
+    }
+    if let Some(topics) = log["topics"].as_array() {
+        for topic in topics.iter().skip(1).filter_map(|t| t.as_str()) {
+            let digits = topic.trim_start_matches("0x");
+            if digits.len() == 64 && digits.starts_with("000000000000000000000000") {
+                if let Some(bytes) = parse_hex_address(&digits[24..]) {
+                    found.insert(bytes);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::address::to_bech32;
+
+    #[test]
+    fn finds_bech32_hex_move_and_evm_accounts() {
+        let a = to_bech32("init", &[1u8; 20]);
+        let b = to_bech32("init", &[2u8; 32]);
+        let other_chain = to_bech32("cosmos", &[3u8; 20]);
+        let topic = format!("0x{:0>64}", hex::encode([4u8; 20]));
+        let log = format!(
+            r#"{{"address":"0x{}","topics":["0xddf2","{}"],"data":"0x"}}"#,
+            hex::encode([5u8; 20]),
+            topic
+        );
+        let events = vec![
+            Event::new(
+                "transfer",
+                &[
+                    ("recipient", &format!("{a},{b}")),
+                    ("sender", &other_chain),
+                    ("amount", "10uinit"),
+                ],
+            ),
+            Event::new(
+                "move",
+                &[(
+                    "data",
+                    &format!(r#"{{"store":"0x{}"}}"#, hex::encode([6u8; 32])),
+                )],
+            ),
+            Event::new("evm", &[("log", &log)]),
+            Event::new("call", &[("ret", &format!("0x{}", hex::encode([7u8; 20])))]),
+            Event::new("x", &[("who", "0x1")]),
+        ];
+        let found = touched_accounts(&events, "init");
+        assert!(found.contains(&vec![1u8; 20]));
+        assert!(found.contains(&vec![2u8; 32]));
+        assert!(
+            !found.contains(&vec![3u8; 20]),
+            "other prefixes are not this chain's accounts"
+        );
+        assert!(found.contains(&vec![4u8; 20]));
+        assert!(found.contains(&vec![5u8; 20]));
+        assert!(found.contains(&vec![6u8; 32]));
+        assert!(
+            !found.contains(&vec![7u8; 20]),
+            "call return values are skipped"
+        );
+        let mut one = vec![0u8; 20];
+        one[19] = 1;
+        assert!(found.contains(&one));
+    }
+}

@@ -1,0 +1,8 @@
+//! weaver's engine: chain sources, the sled store with its hot tier, the domain indexers,
+//! the per-chain follower actors and the supervision tree.
+
+pub mod chain;
+pub mod follower;
+pub mod indexers;
+pub mod store;
+pub mod system;

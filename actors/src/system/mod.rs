@@ -1,0 +1,95 @@
+//! The supervision tree: every long-lived actor runs on its own arbiter under an actix
+//! `Supervisor` (restart on stop), and a watchdog respawns any actor whose mailbox closed
+//! because a panic unwound its arbiter (actix 0.13 does not supervise panics).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+
+type Probe = Box<dyn Fn() -> bool>;
+type Respawn = Box<dyn Fn()>;
+
+/// A supervised actor whose current address survives respawns.
+pub struct Supervised<A: Actor<Context = Context<A>>> {
+    addr: Arc<Mutex<Addr<A>>>,
+}
+
+impl<A: Actor<Context = Context<A>>> Clone for Supervised<A> {
+    fn clone(&self) -> Self {
+        Supervised {
+            addr: self.addr.clone(),
+        }
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> Supervised<A> {
+    pub fn addr(&self) -> Addr<A> {
+        self.addr.lock().expect("address lock").clone()
+    }
+}
+
+/// Owns the watchdog. Create it inside a running actix `System`.
+pub struct Supervision {
+    entries: Arc<Mutex<Vec<(String, Probe, Respawn)>>>,
+    arbiters: Arc<Mutex<Vec<Arbiter>>>,
+}
+
+impl Supervision {
+    pub fn new(check_every: Duration) -> Self {
+        let supervision = Supervision {
+            entries: Arc::new(Mutex::new(Vec::new())),
+            arbiters: Arc::new(Mutex::new(Vec::new())),
+        };
+        let entries = supervision.entries.clone();
+        actix::spawn(async move {
+            let mut tick = tokio::time::interval(check_every);
+            loop {
+                tick.tick().await;
+                let entries = entries.lock().expect("watchdog lock");
+                for (name, alive, respawn) in entries.iter() {
+                    if !alive() {
+                        tracing::error!(actor = %name, "actor died (panic); respawning it");
+                        metrics::counter!("weaver_actor_restarts_total", "actor" => name.clone(), "reason" => "died").increment(1);
+                        respawn();
+                    }
+                }
+            }
+        });
+        supervision
+    }
+
+    /// Starts `factory()` on a fresh arbiter under a `Supervisor`, watched by the watchdog.
+    pub fn start<A, F>(&self, name: &str, factory: F) -> Supervised<A>
+    where
+        A: Actor<Context = Context<A>> + actix::Supervised + Send,
+        F: Fn() -> A + Send + Sync + Clone + 'static,
+    {
+        let arbiters = self.arbiters.clone();
+        let spawn = move || -> Addr<A> {
+            let arbiter = Arbiter::new();
+            let make = factory.clone();
+            let addr = actix::Supervisor::start_in_arbiter(&arbiter.handle(), move |_| make());
+            arbiters.lock().expect("arbiter lock").push(arbiter);
+            addr
+        };
+        let handle = Supervised {
+            addr: Arc::new(Mutex::new(spawn())),
+        };
+        let probe_handle = handle.clone();
+        let respawn_handle = handle.clone();
+        self.entries.lock().expect("watchdog lock").push((
+            name.to_string(),
+            Box::new(move || probe_handle.addr().connected()),
+            Box::new(move || *respawn_handle.addr.lock().expect("address lock") = spawn()),
+        ));
+        handle
+    }
+
+    /// Stops every arbiter started by this supervision.
+    pub fn stop(&self) {
+        for arbiter in self.arbiters.lock().expect("arbiter lock").drain(..) {
+            arbiter.stop();
+        }
+    }
+}
