@@ -1,1 +1,9 @@
+//! The weaver daemon's front: configuration, boot, HTTP listeners and the devnet node.
 
+pub mod boot;
+pub mod config;
+pub mod devnet_node;
+pub mod http;
+
+pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
+pub const COMMIT_HASH: &str = env!("WEAVER_COMMIT_HASH");

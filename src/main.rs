@@ -1,1 +1,201 @@
-fn main() {}
+//! The `weaver` binary: parses the command line and hands over to the library.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use weaver::config::Config;
+use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSpec, Vm};
+
+#[derive(Parser)]
+#[command(
+    name = "weaver",
+    version,
+    about = "Indexer and cross-chain router for Initia-style rollups"
+)]
+struct Cli {
+    /// Configuration file (TOML); `WEAVER_*` environment variables override it.
+    #[arg(
+        long,
+        global = true,
+        env = "WEAVER_CONFIG",
+        default_value = "config/weaver.toml"
+    )]
+    config: PathBuf,
+    /// Data directory (overrides `data_dir` of the config and `WEAVER_DATA_DIR`).
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon (the default).
+    Run,
+    /// Validate the configuration and exit (0 when valid, 2 otherwise).
+    CheckConfig,
+    /// The built-in devnet.
+    Devnet {
+        #[command(subcommand)]
+        command: DevnetCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum DevnetCommand {
+    /// Serve a devnet chain as a fake node (CometBFT RPC + Cosmos REST) on loopback.
+    Serve(DevnetServe),
+}
+
+#[derive(clap::Args)]
+struct DevnetServe {
+    #[arg(long, default_value = "minimove-1")]
+    chain_id: String,
+    #[arg(long, default_value = "move", value_parser = parse_vm)]
+    vm: Vm,
+    #[arg(long, default_value = "init")]
+    bech32_prefix: String,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    #[arg(long, default_value_t = 500)]
+    block_interval_ms: u64,
+    #[arg(long, default_value_t = 4)]
+    txs_per_block: u32,
+    #[arg(long, default_value = "umin")]
+    fee_denom: String,
+    /// Blocks that exist when the node starts.
+    #[arg(long, default_value_t = 300)]
+    history_blocks: u64,
+    /// Fixed genesis time in ms since the epoch (default: now minus the history).
+    #[arg(long)]
+    genesis_unix_ms: Option<i64>,
+    #[arg(long, default_value = "127.0.0.1:26657")]
+    rpc_listen: SocketAddr,
+    #[arg(long, default_value = "127.0.0.1:1317")]
+    rest_listen: SocketAddr,
+    /// Write the bound addresses as JSON to this file once listening.
+    #[arg(long)]
+    listeners_file: Option<PathBuf>,
+}
+
+fn parse_vm(text: &str) -> Result<Vm, String> {
+    match text {
+        "evm" => Ok(Vm::Evm),
+        "move" => Ok(Vm::Move),
+        "wasm" => Ok(Vm::Wasm),
+        other => Err(format!("unknown vm {other:?} (evm, move or wasm)")),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WEAVER_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,actix_server=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
+}
+
+fn load_config(cli: &Cli) -> Result<Config, ExitCode> {
+    match Config::load(&cli.config) {
+        Ok(mut config) => {
+            if let Some(dir) = &cli.data_dir {
+                config.data_dir = dir.clone();
+            }
+            Ok(config)
+        }
+        Err(e) => {
+            eprintln!(
+                "weaver: invalid configuration ({}): {e}",
+                cli.config.display()
+            );
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match &cli.command {
+        None | Some(Command::Run) => {
+            let config = match load_config(&cli) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match actix::System::new().block_on(weaver::boot::run(config)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("weaver: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::CheckConfig) => match load_config(&cli) {
+            Ok(config) => {
+                println!(
+                    "configuration {} is valid: {} chain(s)",
+                    cli.config.display(),
+                    config.chains.len()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Some(Command::Devnet {
+            command: DevnetCommand::Serve(args),
+        }) => match actix::System::new().block_on(serve_devnet(args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weaver devnet serve: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
+    if !weaver_actors::chain::address::valid_prefix(&args.bech32_prefix) {
+        anyhow::bail!(
+            "--bech32-prefix {:?} is not a bech32 prefix",
+            args.bech32_prefix
+        );
+    }
+    let interval_ns = args.block_interval_ms.max(10) as i64 * 1_000_000;
+    let genesis_time_ns = match args.genesis_unix_ms {
+        Some(ms) => ms * 1_000_000,
+        None => now_ns() - args.history_blocks as i64 * interval_ns,
+    };
+    let devnet = Arc::new(Devnet::new(DevnetSpec {
+        chain_id: args.chain_id.clone(),
+        vm: args.vm,
+        bech32_prefix: args.bech32_prefix.clone(),
+        seed: args.seed,
+        block_interval_ms: args.block_interval_ms.max(10),
+        txs_per_block: args.txs_per_block,
+        fee_denom: args.fee_denom.clone(),
+        genesis_time_ns,
+    }));
+    let (servers, rpc, rest) =
+        weaver::devnet_node::bind(devnet, args.rpc_listen, args.rest_listen)?;
+    tracing::info!(chain_id = %args.chain_id, %rpc, %rest, "devnet node serving");
+    if let Some(path) = &args.listeners_file {
+        std::fs::write(
+            path,
+            serde_json::to_vec(&serde_json::json!({"rpc": rpc, "rest": rest}))?,
+        )?;
+    }
+    let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
+    for server in servers {
+        actix::spawn(server);
+    }
+    weaver::boot::wait_for_signal().await;
+    for handle in handles {
+        handle.stop(true).await;
+    }
+    Ok(())
+}

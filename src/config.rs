@@ -1,0 +1,449 @@
+//! Configuration: a TOML file (default `config/weaver.toml`) overridden by `WEAVER_*`
+//! environment variables (`__` separates nested keys, e.g. `WEAVER_METRICS__LISTEN`), then
+//! validated so that a bad value is reported with the key that holds it.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+use weaver_actors::chain::address;
+use weaver_actors::chain::devnet::{Fault, Vm};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {0} does not exist")]
+    Missing(PathBuf),
+    #[error("{0}")]
+    Parse(#[from] Box<figment::Error>),
+    #[error("{key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where sled keeps its files.
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    /// Blocks per chain kept in the in-memory hot tier (0 disables it).
+    #[serde(default = "default_hot_tier_blocks")]
+    pub hot_tier_blocks: u64,
+    /// sled page cache, in MiB.
+    #[serde(default = "default_cache_mb")]
+    pub cache_mb: u64,
+    /// actix-web worker threads per listener.
+    #[serde(default = "default_http_workers")]
+    pub http_workers: usize,
+    #[serde(default)]
+    pub router: ListenConfig<RouterPort>,
+    #[serde(default)]
+    pub metrics: ListenConfig<MetricsPort>,
+    #[serde(default)]
+    pub chains: Vec<ChainConfig>,
+}
+
+/// A listener section whose default port depends on the section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenConfig<P: DefaultPort> {
+    pub listen: SocketAddr,
+    #[serde(skip)]
+    _port: std::marker::PhantomData<P>,
+}
+
+pub trait DefaultPort {
+    const PORT: u16;
+}
+
+#[derive(Debug, Clone)]
+pub struct RouterPort;
+impl DefaultPort for RouterPort {
+    const PORT: u16 = 8090;
+}
+
+#[derive(Debug, Clone)]
+pub struct MetricsPort;
+impl DefaultPort for MetricsPort {
+    const PORT: u16 = 9090;
+}
+
+impl<P: DefaultPort> Default for ListenConfig<P> {
+    fn default() -> Self {
+        ListenConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], P::PORT)),
+            _port: std::marker::PhantomData,
+        }
+    }
+}
+
+/// The data domains an indexer can keep. Blocks are always indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Domain {
+    Blocks,
+    Txs,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainConfig {
+    pub chain_id: String,
+    pub vm: Vm,
+    #[serde(default = "default_prefix")]
+    pub bech32_prefix: String,
+    /// Indexer API listener of this chain.
+    pub listen: SocketAddr,
+    #[serde(default = "default_domains")]
+    pub domains: Vec<Domain>,
+    pub source: SourceConfig,
+    #[serde(default)]
+    pub follower: FollowerConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum SourceConfig {
+    /// The built-in deterministic devnet, in process.
+    Devnet(DevnetSourceConfig),
+    /// A real node (or `weaver devnet serve`).
+    Node(NodeSourceConfig),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevnetSourceConfig {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_block_interval_ms")]
+    pub block_interval_ms: u64,
+    #[serde(default = "default_txs_per_block")]
+    pub txs_per_block: u32,
+    #[serde(default = "default_fee_denom")]
+    pub fee_denom: String,
+    /// Blocks that already exist at first boot (the follower catches up on them).
+    #[serde(default = "default_history_blocks")]
+    pub history_blocks: u64,
+    /// Fixed genesis time (ms since the epoch); by default it is chosen at first boot and
+    /// kept in the data directory.
+    #[serde(default)]
+    pub genesis_unix_ms: Option<i64>,
+    /// Failures injected once each (supervision drills).
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSourceConfig {
+    /// CometBFT RPC URLs, rotated on failure.
+    pub rpc: Vec<String>,
+    /// Cosmos REST (LCD) URLs, rotated on failure.
+    pub rest: Vec<String>,
+    /// EVM JSON-RPC URLs (EVM chains; used by later domains).
+    #[serde(default)]
+    pub json_rpc: Vec<String>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FollowerConfig {
+    #[serde(default = "default_in_flight")]
+    pub in_flight: usize,
+    #[serde(default = "default_batch_blocks")]
+    pub batch_blocks: u64,
+    #[serde(default = "default_poll_interval_ms")]
+    pub poll_interval_ms: u64,
+    #[serde(default = "default_start_height")]
+    pub start_height: u64,
+}
+
+impl Default for FollowerConfig {
+    fn default() -> Self {
+        FollowerConfig {
+            in_flight: default_in_flight(),
+            batch_blocks: default_batch_blocks(),
+            poll_interval_ms: default_poll_interval_ms(),
+            start_height: default_start_height(),
+        }
+    }
+}
+
+fn default_data_dir() -> PathBuf {
+    PathBuf::from("./data")
+}
+fn default_hot_tier_blocks() -> u64 {
+    1000
+}
+fn default_cache_mb() -> u64 {
+    256
+}
+fn default_http_workers() -> usize {
+    2
+}
+fn default_prefix() -> String {
+    "init".into()
+}
+fn default_domains() -> Vec<Domain> {
+    vec![Domain::Blocks, Domain::Txs]
+}
+fn default_seed() -> u64 {
+    42
+}
+fn default_block_interval_ms() -> u64 {
+    500
+}
+fn default_txs_per_block() -> u32 {
+    4
+}
+fn default_fee_denom() -> String {
+    "umin".into()
+}
+fn default_history_blocks() -> u64 {
+    300
+}
+fn default_timeout_ms() -> u64 {
+    10_000
+}
+fn default_retries() -> u32 {
+    5
+}
+fn default_in_flight() -> usize {
+    16
+}
+fn default_batch_blocks() -> u64 {
+    256
+}
+fn default_poll_interval_ms() -> u64 {
+    200
+}
+fn default_start_height() -> u64 {
+    1
+}
+
+impl Config {
+    /// Reads `path` (which must exist), applies `WEAVER_*` overrides and validates.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        if !path.exists() {
+            return Err(ConfigError::Missing(path.to_path_buf()));
+        }
+        Self::from_figment(Figment::new().merge(Toml::file_exact(path)))
+    }
+
+    /// Parses TOML text, applies `WEAVER_*` overrides and validates.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        Self::from_figment(Figment::new().merge(Toml::string(text)))
+    }
+
+    fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
+        let config: Config = figment
+            .merge(
+                Env::prefixed("WEAVER_")
+                    .split("__")
+                    .ignore(&["config", "log"]),
+            )
+            .extract()
+            .map_err(Box::new)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.chains.is_empty() {
+            return Err(invalid(
+                "chains",
+                "at least one [[chains]] entry is required",
+            ));
+        }
+        if self.http_workers == 0 || self.http_workers > 256 {
+            return Err(invalid("http_workers", "must be between 1 and 256"));
+        }
+        let mut listeners: HashMap<SocketAddr, String> = HashMap::new();
+        let mut claim = |addr: SocketAddr, key: String| -> Result<(), ConfigError> {
+            if addr.port() == 0 {
+                return Ok(());
+            }
+            match listeners.insert(addr, key.clone()) {
+                Some(other) => Err(invalid(
+                    key,
+                    format!("address {addr} is already used by {other}"),
+                )),
+                None => Ok(()),
+            }
+        };
+        claim(self.router.listen, "router.listen".into())?;
+        claim(self.metrics.listen, "metrics.listen".into())?;
+        let mut ids = HashMap::new();
+        for (i, chain) in self.chains.iter().enumerate() {
+            let key = |field: &str| format!("chains[{i}].{field}");
+            if chain.chain_id.is_empty()
+                || !chain
+                    .chain_id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                return Err(invalid(
+                    key("chain_id"),
+                    format!(
+                        "{:?} is not a chain id (letters, digits, '-', '_', '.')",
+                        chain.chain_id
+                    ),
+                ));
+            }
+            if let Some(other) = ids.insert(chain.chain_id.clone(), i) {
+                return Err(invalid(
+                    key("chain_id"),
+                    format!(
+                        "{} is already configured at chains[{other}]",
+                        chain.chain_id
+                    ),
+                ));
+            }
+            if !address::valid_prefix(&chain.bech32_prefix) {
+                return Err(invalid(
+                    key("bech32_prefix"),
+                    format!("{:?} is not a bech32 prefix", chain.bech32_prefix),
+                ));
+            }
+            claim(chain.listen, key("listen"))?;
+            if !chain.domains.contains(&Domain::Blocks) {
+                return Err(invalid(
+                    key("domains"),
+                    "\"blocks\" is required: every other domain builds on it",
+                ));
+            }
+            let f = &chain.follower;
+            if f.in_flight == 0 || f.in_flight > 1000 {
+                return Err(invalid(
+                    key("follower.in_flight"),
+                    "must be between 1 and 1000",
+                ));
+            }
+            if f.batch_blocks == 0 {
+                return Err(invalid(key("follower.batch_blocks"), "must be at least 1"));
+            }
+            match &chain.source {
+                SourceConfig::Devnet(d) => {
+                    if d.block_interval_ms < 10 {
+                        return Err(invalid(
+                            key("source.block_interval_ms"),
+                            "must be at least 10",
+                        ));
+                    }
+                    if d.txs_per_block > 1000 {
+                        return Err(invalid(key("source.txs_per_block"), "must be at most 1000"));
+                    }
+                    if d.fee_denom.is_empty() {
+                        return Err(invalid(key("source.fee_denom"), "must not be empty"));
+                    }
+                }
+                SourceConfig::Node(n) => {
+                    for (field, urls) in [("rpc", &n.rpc), ("rest", &n.rest)] {
+                        if urls.is_empty() {
+                            return Err(invalid(
+                                key(&format!("source.{field}")),
+                                "at least one URL is required",
+                            ));
+                        }
+                    }
+                    for (field, urls) in [
+                        ("rpc", &n.rpc),
+                        ("rest", &n.rest),
+                        ("json_rpc", &n.json_rpc),
+                    ] {
+                        for (j, url) in urls.iter().enumerate() {
+                            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                                return Err(invalid(
+                                    key(&format!("source.{field}[{j}]")),
+                                    format!("{url:?} is not an http(s) URL"),
+                                ));
+                            }
+                        }
+                    }
+                    if n.timeout_ms == 0 {
+                        return Err(invalid(key("source.timeout_ms"), "must be at least 1"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ChainConfig {
+    pub fn indexes(&self, domain: Domain) -> bool {
+        self.domains.contains(&domain)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        [[chains]]
+        chain_id = "minimove-1"
+        vm = "move"
+        listen = "127.0.0.1:8080"
+        source = { kind = "devnet" }
+    "#;
+
+    #[test]
+    fn minimal_config_gets_defaults() {
+        let config = Config::from_toml(MINIMAL).unwrap();
+        assert_eq!(config.router.listen.port(), 8090);
+        assert_eq!(config.metrics.listen.port(), 9090);
+        assert_eq!(config.chains[0].bech32_prefix, "init");
+        assert!(
+            matches!(&config.chains[0].source, SourceConfig::Devnet(d) if d.block_interval_ms == 500)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let duplicate = format!("{MINIMAL}\n[[chains]]\nchain_id = \"minievm-1\"\nvm = \"evm\"\nlisten = \"127.0.0.1:8080\"\nsource = {{ kind = \"devnet\" }}\n");
+        let error = Config::from_toml(&duplicate).unwrap_err().to_string();
+        assert!(error.contains("chains[1].listen"), "{error}");
+
+        let bad_vm = MINIMAL.replace("\"move\"", "\"cairo\"");
+        let error = Config::from_toml(&bad_vm).unwrap_err().to_string();
+        assert!(error.contains("vm"), "{error}");
+
+        let unknown = MINIMAL.replace("vm = \"move\"", "vm = \"move\"\nlisten_adress = \"x\"");
+        let error = Config::from_toml(&unknown).unwrap_err().to_string();
+        assert!(error.contains("listen_adress"), "{error}");
+
+        let node = MINIMAL.replace(
+            "source = { kind = \"devnet\" }",
+            "source = { kind = \"node\", rpc = [\"ftp://x\"], rest = [\"http://x\"] }",
+        );
+        let error = Config::from_toml(&node).unwrap_err().to_string();
+        assert!(error.contains("chains[0].source.rpc[0]"), "{error}");
+
+        assert!(Config::from_toml("")
+            .unwrap_err()
+            .to_string()
+            .contains("chains"));
+    }
+
+    #[test]
+    fn the_shipped_configs_are_valid() {
+        for file in ["config/weaver.toml"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+            Config::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
+}

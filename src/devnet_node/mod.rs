@@ -1,0 +1,255 @@
+//! `weaver devnet serve`: the devnet as a fake node on loopback, answering the CometBFT RPC
+//! and Cosmos REST routes a follower uses with a real node's wire formats and error
+//! behaviour (JSON-RPC envelopes, HTTP 500 for heights above the tip, gRPC-gateway errors).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use actix_web::{web, HttpRequest, HttpResponse, HttpServer};
+use serde_json::{json, Value};
+use weaver_actors::chain::devnet::{render, Devnet};
+use weaver_actors::chain::types::BlockBundle;
+
+const CACHED_BLOCKS: usize = 512;
+
+/// Shared state of both devnet listeners.
+pub struct DevnetNode {
+    devnet: Arc<Devnet>,
+    cache: Mutex<BTreeMap<u64, Arc<BlockBundle>>>,
+}
+
+impl DevnetNode {
+    pub fn new(devnet: Arc<Devnet>) -> Self {
+        DevnetNode {
+            devnet,
+            cache: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn block(&self, height: u64) -> Arc<BlockBundle> {
+        if let Some(hit) = self.cache.lock().expect("cache lock").get(&height) {
+            return hit.clone();
+        }
+        let block = Arc::new(self.devnet.block(height));
+        let mut cache = self.cache.lock().expect("cache lock");
+        cache.insert(height, block.clone());
+        while cache.len() > CACHED_BLOCKS {
+            cache.pop_first();
+        }
+        block
+    }
+
+    /// Resolves a requested height against the tip, as CometBFT's `getHeight` does.
+    fn height(&self, requested: Option<&str>, results: bool) -> Result<u64, String> {
+        let tip = self.devnet.tip_now();
+        let Some(text) = requested.filter(|t| !t.is_empty()) else {
+            return Ok(tip);
+        };
+        let height: i64 = text.trim_matches('"').parse().map_err(|_| {
+            format!("error converting http params to arguments: invalid height {text:?}")
+        })?;
+        if height <= 0 {
+            return Err(format!("height must be greater than 0, but got {height}"));
+        }
+        let height = height as u64;
+        if height > tip {
+            return Err(if results {
+                format!("could not find results for height #{height}")
+            } else {
+                render::future_height_error(height, tip)
+            });
+        }
+        Ok(height)
+    }
+
+    fn rpc_call(&self, method: &str, params: &Value) -> Result<Value, String> {
+        let height = params.get("height").map(|h| match h {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        match method {
+            "status" => {
+                let tip = self.devnet.tip_now();
+                let block = (tip > 0).then(|| self.block(tip));
+                Ok(render::status(&self.devnet, block.as_deref()))
+            }
+            "block" => {
+                let h = self.height(height.as_deref(), false)?;
+                let previous = (h > 1).then(|| self.block(h - 1));
+                Ok(render::block(&self.block(h), previous.as_deref()))
+            }
+            "block_results" => {
+                let h = self.height(height.as_deref(), true)?;
+                Ok(render::block_results(&self.block(h)))
+            }
+            "health" => Ok(json!({})),
+            other => Err(format!(
+                "method {other:?} is not served by the weaver devnet"
+            )),
+        }
+    }
+}
+
+fn rpc_response(id: &Value, outcome: Result<Value, String>) -> HttpResponse {
+    match outcome {
+        Ok(result) => HttpResponse::Ok().json(render::envelope(id, result)),
+        Err(data) => HttpResponse::InternalServerError().json(render::error_envelope(id, &data)),
+    }
+}
+
+fn query_param(req: &HttpRequest, name: &str) -> Option<String> {
+    form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+async fn rpc_get(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
+    let method = req
+        .match_info()
+        .get("method")
+        .unwrap_or_default()
+        .to_string();
+    let params = match query_param(&req, "height") {
+        Some(h) => json!({ "height": h }),
+        None => json!({}),
+    };
+    rpc_response(&json!(-1), node.rpc_call(&method, &params))
+}
+
+async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
+    let Ok(call) = serde_json::from_slice::<Value>(&body) else {
+        return HttpResponse::InternalServerError()
+            .json(json!({"jsonrpc": "2.0", "id": -1, "error": {"code": -32700, "message": "Parse error. Invalid JSON", "data": ""}}));
+    };
+    let id = call.get("id").cloned().unwrap_or(json!(-1));
+    let method = call
+        .get("method")
+        .and_then(|m| m.as_str())
+        .unwrap_or_default();
+    let params = call.get("params").cloned().unwrap_or(json!({}));
+    rpc_response(&id, node.rpc_call(method, &params))
+}
+
+fn rest_error(status: actix_web::http::StatusCode, code: i32, message: &str) -> HttpResponse {
+    HttpResponse::build(status).json(render::rest_error(code, message))
+}
+
+async fn rest_block_txs(
+    node: web::Data<DevnetNode>,
+    height: web::Path<String>,
+    req: HttpRequest,
+) -> HttpResponse {
+    let height = match node.height(Some(&height), false) {
+        Ok(h) => h,
+        Err(message) => return rest_error(actix_web::http::StatusCode::BAD_REQUEST, 3, &message),
+    };
+    let limit = query_param(&req, "pagination.limit")
+        .and_then(|l| l.parse().ok())
+        .filter(|l| *l > 0)
+        .unwrap_or(100usize);
+    let offset = match query_param(&req, "pagination.key").filter(|k| !k.is_empty()) {
+        Some(key) => {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(key)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0usize)
+        }
+        None => query_param(&req, "pagination.offset")
+            .and_then(|o| o.parse().ok())
+            .unwrap_or(0usize),
+    };
+    HttpResponse::Ok().json(render::rest_block_txs(&node.block(height), offset, limit))
+}
+
+async fn rest_validator(node: web::Data<DevnetNode>, valoper: web::Path<String>) -> HttpResponse {
+    let tip = node.devnet.tip_now().max(1);
+    let block = node.block(tip);
+    if block.proposer.operator_address != *valoper {
+        return rest_error(
+            actix_web::http::StatusCode::NOT_FOUND,
+            5,
+            &format!("validator {valoper} not found"),
+        );
+    }
+    HttpResponse::Ok().json(render::validator(&block))
+}
+
+async fn rest_latest_block(node: web::Data<DevnetNode>) -> HttpResponse {
+    let tip = node.devnet.tip_now().max(1);
+    let block = node.block(tip);
+    HttpResponse::Ok().json(json!({
+        "block_id": {"hash": hex::encode_upper(&block.hash)},
+        "block": {"header": {"chain_id": block.chain_id, "height": block.height.to_string()}}
+    }))
+}
+
+async fn rest_node_info(node: web::Data<DevnetNode>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({
+        "default_node_info": {"network": node.devnet.spec().chain_id, "moniker": "weaver-devnet", "version": "0.38.19"},
+        "application_version": {"name": "weaver-devnet", "app_name": "weaver-devnet", "version": crate::VERSION}
+    }))
+}
+
+async fn rest_unknown(req: HttpRequest) -> HttpResponse {
+    rest_error(
+        actix_web::http::StatusCode::NOT_IMPLEMENTED,
+        12,
+        &format!("Not Implemented: {}", req.path()),
+    )
+}
+
+/// Binds the RPC and REST listeners; returns the servers and their bound addresses.
+pub fn bind(
+    devnet: Arc<Devnet>,
+    rpc: SocketAddr,
+    rest: SocketAddr,
+) -> anyhow::Result<(Vec<actix_web::dev::Server>, SocketAddr, SocketAddr)> {
+    let node = web::Data::new(DevnetNode::new(devnet));
+    let rpc_node = node.clone();
+    let rpc_server = HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(rpc_node.clone())
+            .route("/", web::post().to(rpc_post))
+            .route("/{method}", web::get().to(rpc_get))
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(rpc)
+    .map_err(|e| anyhow::anyhow!("cannot listen on {rpc} (devnet RPC): {e}"))?;
+    let rpc_bound = rpc_server.addrs()[0];
+    let rest_server = HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(node.clone())
+            .route(
+                "/cosmos/tx/v1beta1/txs/block/{height}",
+                web::get().to(rest_block_txs),
+            )
+            .route(
+                "/opinit/opchild/v1/validator/{valoper}",
+                web::get().to(rest_validator),
+            )
+            .route(
+                "/cosmos/base/tendermint/v1beta1/blocks/latest",
+                web::get().to(rest_latest_block),
+            )
+            .route(
+                "/cosmos/base/tendermint/v1beta1/node_info",
+                web::get().to(rest_node_info),
+            )
+            .default_service(web::to(rest_unknown))
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(rest)
+    .map_err(|e| anyhow::anyhow!("cannot listen on {rest} (devnet REST): {e}"))?;
+    let rest_bound = rest_server.addrs()[0];
+    Ok((
+        vec![rpc_server.run(), rest_server.run()],
+        rpc_bound,
+        rest_bound,
+    ))
+}

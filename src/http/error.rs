@@ -1,0 +1,119 @@
+//! The one error body every listener answers with: `{"code", "message", "details"}`, where
+//! `code` is the gRPC status code matching the HTTP status (as grpc-gateway, the KV indexer
+//! and the Skip API do).
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    code: u16,
+    message: &'a str,
+    details: [(); 0],
+}
+
+impl ApiError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            message: message.into(),
+        }
+    }
+
+    pub fn method_not_allowed() -> Self {
+        ApiError {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            message: "method not allowed".into(),
+        }
+    }
+
+    /// A fault of ours: the cause is logged, the client gets a generic message.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error while serving a request");
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: "internal error".into(),
+        }
+    }
+
+    /// `[INVALID_VALUE] invalid value for <what>: <value> (<why>)`, the reference wording.
+    pub fn invalid_value(what: &str, value: &str, why: &str) -> Self {
+        Self::bad_request(format!(
+            "[INVALID_VALUE] invalid value for {what}: {value} ({why})"
+        ))
+    }
+
+    /// gRPC status code for the HTTP status.
+    pub fn grpc_code(&self) -> u16 {
+        match self.status.as_u16() {
+            400 => 3,
+            401 => 16,
+            403 => 7,
+            404 => 5,
+            405 => 12,
+            409 => 6,
+            429 => 8,
+            503 => 14,
+            504 => 4,
+            _ => 13,
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status).json(Body {
+            code: self.grpc_code(),
+            message: &self.message,
+            details: [],
+        })
+    }
+}
+
+impl From<weaver_actors::store::StoreError> for ApiError {
+    fn from(e: weaver_actors::store::StoreError) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+/// Default service: unknown routes are a JSON 404.
+pub async fn unknown_route(req: actix_web::HttpRequest) -> HttpResponse {
+    ApiError::not_found(format!("Cannot {} {}", req.method(), req.path())).error_response()
+}
+
+pub async fn not_allowed() -> HttpResponse {
+    ApiError::method_not_allowed().error_response()
+}
+
+pub type ApiResult = Result<HttpResponse, ApiError>;
+
+/// A 200 `application/json` response from already-serialized bytes.
+pub fn json_bytes(body: Vec<u8>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body)
+}

@@ -1,0 +1,219 @@
+//! The indexer API of one chain (spec endpoints 1–8): status, blocks and transactions.
+//! Handlers read the store directly — sled point reads and the hot tier — and stitch the
+//! stored JSON records into the response without re-serializing them.
+
+use actix_web::{web, HttpRequest};
+use serde::Serialize;
+use weaver_actors::chain::address::parse_account;
+use weaver_actors::store::{ChainStore, Page, Total, TxFilter};
+
+use super::error::{json_bytes, ApiError, ApiResult};
+use super::query::{
+    cursor_key, offset_key, parse_height, parse_list_query, parse_tx_hash, CursorKind, ListQuery,
+};
+
+/// What a chain listener serves from.
+pub struct ChainApi {
+    pub store: ChainStore,
+}
+
+/// Blocks averaged by `/indexer/block/v1/avg_blocktime`.
+const AVG_BLOCKS: usize = 100;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    super::get(cfg, "/status", status);
+    super::get(cfg, "/indexer/block/v1/avg_blocktime", avg_blocktime);
+    super::get(cfg, "/indexer/block/v1/blocks", blocks);
+    super::get(cfg, "/indexer/block/v1/blocks/{height}", block);
+    super::get(cfg, "/indexer/tx/v1/txs", txs);
+    super::get(
+        cfg,
+        "/indexer/tx/v1/txs/by_account/{account}",
+        txs_by_account,
+    );
+    super::get(cfg, "/indexer/tx/v1/txs/by_height/{height}", txs_by_height);
+    super::get(cfg, "/indexer/tx/v1/txs/{tx_hash}", tx);
+}
+
+#[derive(Serialize)]
+struct Status<'a> {
+    version: &'a str,
+    commit_hash: &'a str,
+    chain_id: &'a str,
+    height: u64,
+}
+
+async fn status(api: web::Data<ChainApi>) -> ApiResult {
+    let body = Status {
+        version: crate::VERSION,
+        commit_hash: crate::COMMIT_HASH,
+        chain_id: api.store.chain_id(),
+        height: api.store.watermark()?,
+    };
+    Ok(actix_web::HttpResponse::Ok().json(body))
+}
+
+async fn avg_blocktime(api: web::Data<ChainApi>) -> ApiResult {
+    let times = api.store.newest_block_times(AVG_BLOCKS)?;
+    let seconds = match (times.first(), times.last()) {
+        (Some(newest), Some(oldest)) if times.len() >= 2 => {
+            (newest - oldest) as f64 / 1e9 / (times.len() - 1) as f64
+        }
+        _ => 0.0,
+    };
+    Ok(actix_web::HttpResponse::Ok().json(serde_json::json!({ "avg_block_time": seconds })))
+}
+
+async fn block(api: web::Data<ChainApi>, height: web::Path<String>) -> ApiResult {
+    let height = parse_height(&height)?;
+    let record = api
+        .store
+        .block(height)?
+        .ok_or_else(|| ApiError::not_found("[NOT_FOUND] block not found"))?;
+    Ok(json_bytes(wrap("block", &record)))
+}
+
+async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> ApiResult {
+    let hash = parse_tx_hash(&hash)?;
+    let record = api
+        .store
+        .tx_by_hash(&hash)?
+        .ok_or_else(|| ApiError::not_found("[NOT_FOUND] transaction not found"))?;
+    Ok(json_bytes(wrap("tx", &record)))
+}
+
+async fn blocks(api: web::Data<ChainApi>, req: HttpRequest) -> ApiResult {
+    let query = parse_list_query(req.query_string(), CursorKind::Height)?;
+    let page = api.store.blocks_page(&query.page)?;
+    Ok(json_bytes(list_body(
+        "blocks",
+        &page,
+        &query,
+        CursorKind::Height,
+    )))
+}
+
+async fn txs(api: web::Data<ChainApi>, req: HttpRequest) -> ApiResult {
+    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+    let filter = TxFilter {
+        msgs: query.msgs.clone(),
+        ..Default::default()
+    };
+    tx_list(api, filter, query).await
+}
+
+async fn txs_by_account(
+    api: web::Data<ChainApi>,
+    account: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+    let bytes = parse_account(&account)
+        .map_err(|_| ApiError::invalid_value("account", &account, "invalid address format"))?;
+    let filter = TxFilter {
+        account: Some(bytes),
+        signer_only: query.is_signer,
+        msgs: query.msgs.clone(),
+        ..Default::default()
+    };
+    tx_list(api, filter, query).await
+}
+
+async fn txs_by_height(
+    api: web::Data<ChainApi>,
+    height: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let height = parse_height(&height)?;
+    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+    let filter = TxFilter {
+        height: Some(height),
+        msgs: query.msgs.clone(),
+        ..Default::default()
+    };
+    tx_list(api, filter, query).await
+}
+
+async fn tx_list(api: web::Data<ChainApi>, filter: TxFilter, query: ListQuery) -> ApiResult {
+    // Combined filters are counted by a (bounded) scan: keep that off the worker thread.
+    let scans = query.page.count_total
+        && (filter.msgs.len() > 1
+            || (!filter.msgs.is_empty() && (filter.account.is_some() || filter.height.is_some()))
+            || filter.height.is_some());
+    let page = if scans {
+        let store = api.store.clone();
+        let request = query.page.clone();
+        web::block(move || store.txs_page(&filter, &request))
+            .await
+            .map_err(ApiError::internal)??
+    } else {
+        api.store.txs_page(&filter, &query.page)?
+    };
+    Ok(json_bytes(list_body(
+        "txs",
+        &page,
+        &query,
+        CursorKind::Sequence,
+    )))
+}
+
+fn wrap(name: &str, record: &[u8]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(record.len() + name.len() + 5);
+    body.extend_from_slice(b"{\"");
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(b"\":");
+    body.extend_from_slice(record);
+    body.push(b'}');
+    body
+}
+
+fn json_string_or_null(value: Option<String>) -> String {
+    match value {
+        Some(text) => format!("\"{text}\""),
+        None => "null".into(),
+    }
+}
+
+/// `{"<name>":[records…],"pagination":{"previous_key","next_key","total"}}`.
+fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Vec<u8> {
+    let (previous_key, next_key) = if query.offset_mode {
+        let limit = query.page.limit as u64;
+        let offset = query.page.offset;
+        (
+            (offset > 0 && offset >= limit).then(|| offset_key(offset - limit)),
+            page.has_more.then(|| offset_key(offset + limit)),
+        )
+    } else {
+        (
+            None,
+            page.has_more
+                .then(|| page.items.last().map(|(k, _)| cursor_key(kind, *k)))
+                .flatten(),
+        )
+    };
+    let total = match page.total {
+        Total::Exact(n) => n.to_string(),
+        Total::Unknown => "-1".into(),
+        Total::Skipped => "0".into(),
+    };
+    let size: usize = page.items.iter().map(|(_, r)| r.len() + 1).sum();
+    let mut body = Vec::with_capacity(size + 128);
+    body.extend_from_slice(b"{\"");
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(b"\":[");
+    for (i, (_, record)) in page.items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(record);
+    }
+    body.extend_from_slice(
+        format!(
+            "],\"pagination\":{{\"previous_key\":{},\"next_key\":{},\"total\":\"{total}\"}}}}",
+            json_string_or_null(previous_key),
+            json_string_or_null(next_key)
+        )
+        .as_bytes(),
+    );
+    body
+}

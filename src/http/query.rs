@@ -1,0 +1,307 @@
+//! Query-string parsing for the indexer list endpoints: the `pagination.*` parameters, the
+//! `msgs` filter (comma-separated and/or repeated) and `is_signer`. Every bad value is a
+//! 400 that names the parameter.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use weaver_actors::store::{Order, PageRequest};
+
+use super::error::ApiError;
+
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 1000;
+
+/// Which keyset cursor a list pages by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CursorKind {
+    Sequence,
+    Height,
+}
+
+impl CursorKind {
+    fn field(self) -> &'static str {
+        match self {
+            CursorKind::Sequence => "sequence",
+            CursorKind::Height => "height",
+        }
+    }
+}
+
+/// Parsed list parameters.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub page: PageRequest,
+    /// True when the client paged by a numeric offset key: answer with offset keys.
+    pub offset_mode: bool,
+    pub msgs: Vec<String>,
+    pub is_signer: bool,
+}
+
+fn parse_bool(name: &str, value: &str) -> Result<bool, ApiError> {
+    match value {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(ApiError::bad_request(format!(
+            "{name} must be true or false, got {value:?}"
+        ))),
+    }
+}
+
+/// A fully qualified message type: dot-separated identifiers, optional leading `/`.
+fn parse_msg_type(value: &str) -> Result<Option<String>, ApiError> {
+    let trimmed = value.trim().trim_start_matches('/');
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    let valid = trimmed.split('.').count() >= 2
+        && trimmed.split('.').all(|part| {
+            !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    if !valid {
+        return Err(ApiError::invalid_value(
+            "msgs",
+            value,
+            "must be a fully qualified message type such as cosmos.bank.v1beta1.MsgSend",
+        ));
+    }
+    Ok(Some(trimmed.to_string()))
+}
+
+enum Key {
+    Cursor(u64),
+    Offset(u64),
+}
+
+fn parse_key(raw: &str, kind: CursorKind) -> Result<Key, ApiError> {
+    // A `+` sent unescaped arrives as a space.
+    let text = raw.replace(' ', "+");
+    let decoded = B64.decode(text.trim()).map_err(|_| {
+        ApiError::bad_request("pagination.key must be a valid base64 encoded string")
+    })?;
+    let decoded = String::from_utf8(decoded).map_err(|_| {
+        ApiError::bad_request("pagination.key must be a valid base64 encoded string")
+    })?;
+    let trimmed = decoded.trim();
+    if trimmed.starts_with('{') {
+        let value: serde_json::Value = serde_json::from_str(trimmed)
+            .map_err(|_| ApiError::bad_request("pagination.key is not a valid cursor"))?;
+        if let Some(n) = value.get(kind.field()).and_then(|v| v.as_u64()) {
+            return Ok(Key::Cursor(n));
+        }
+        if let Some(n) = value.get("offset").and_then(|v| v.as_u64()) {
+            return Ok(Key::Offset(n));
+        }
+        return Err(ApiError::bad_request(format!(
+            "pagination.key is not a {} cursor of this list",
+            kind.field()
+        )));
+    }
+    trimmed
+        .parse::<u64>()
+        .map(Key::Offset)
+        .map_err(|_| ApiError::bad_request("pagination.key must decode to a nonnegative integer"))
+}
+
+pub fn parse_list_query(query_string: &str, kind: CursorKind) -> Result<ListQuery, ApiError> {
+    let mut limit = DEFAULT_LIMIT;
+    let mut offset = 0u64;
+    let mut key = None;
+    let mut count_total = true;
+    let mut reverse = true;
+    let mut msgs = Vec::new();
+    let mut is_signer = false;
+    for (name, value) in form_urlencoded::parse(query_string.as_bytes()) {
+        match name.as_ref() {
+            "pagination.limit" => {
+                let n: i64 = value.trim().parse().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "pagination.limit must be an integer, got {value:?}"
+                    ))
+                })?;
+                if !(1..=MAX_LIMIT as i64).contains(&n) {
+                    return Err(ApiError::bad_request(format!(
+                        "pagination.limit must be between 1 and {MAX_LIMIT}"
+                    )));
+                }
+                limit = n as usize;
+            }
+            "pagination.offset" => {
+                let n: i64 = value.trim().parse().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "pagination.offset must be an integer, got {value:?}"
+                    ))
+                })?;
+                if n < 0 {
+                    return Err(ApiError::bad_request(
+                        "pagination.offset cannot be negative",
+                    ));
+                }
+                offset = n as u64;
+            }
+            "pagination.key" => {
+                if !value.is_empty() {
+                    key = Some(parse_key(&value, kind)?);
+                }
+            }
+            "pagination.count_total" => count_total = parse_bool("pagination.count_total", &value)?,
+            "pagination.reverse" => reverse = parse_bool("pagination.reverse", &value)?,
+            "msgs" => {
+                for part in value.split(',') {
+                    if let Some(msg) = parse_msg_type(part)? {
+                        if !msgs.contains(&msg) {
+                            msgs.push(msg);
+                        }
+                    }
+                }
+            }
+            "is_signer" => is_signer = parse_bool("is_signer", &value)?,
+            _ => {}
+        }
+    }
+    let (after, offset_mode) = match key {
+        Some(Key::Cursor(n)) => (Some(n), false),
+        Some(Key::Offset(n)) => {
+            offset = n;
+            (None, true)
+        }
+        None => (None, false),
+    };
+    Ok(ListQuery {
+        page: PageRequest {
+            after,
+            offset,
+            limit,
+            order: if reverse { Order::Desc } else { Order::Asc },
+            count_total,
+        },
+        offset_mode,
+        msgs,
+        is_signer,
+    })
+}
+
+/// `{"height":N}` / `{"sequence":N}` as base64, the key of the next page.
+pub fn cursor_key(kind: CursorKind, value: u64) -> String {
+    B64.encode(format!("{{\"{}\":{value}}}", kind.field()))
+}
+
+pub fn offset_key(offset: u64) -> String {
+    B64.encode(offset.to_string())
+}
+
+/// Parses a `{height}` path segment (int64, at least 1).
+pub fn parse_height(text: &str) -> Result<u64, ApiError> {
+    let n: i64 = text
+        .parse()
+        .map_err(|_| ApiError::invalid_value("height", text, "must be a valid integer"))?;
+    if n < 1 {
+        return Err(ApiError::invalid_value(
+            "height",
+            text,
+            "must be a positive integer",
+        ));
+    }
+    Ok(n as u64)
+}
+
+/// Parses a tx hash: hex, `0x` optional, any case, 32 bytes (odd length is left-padded).
+pub fn parse_tx_hash(text: &str) -> Result<[u8; 32], ApiError> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    let padded = if digits.len() % 2 == 1 {
+        format!("0{digits}")
+    } else {
+        digits.to_string()
+    };
+    hex::decode(padded)
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .ok_or_else(|| ApiError::bad_request("invalid hash format"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let q = parse_list_query("", CursorKind::Sequence).unwrap();
+        assert_eq!(q.page.limit, 100);
+        assert_eq!(q.page.order, Order::Desc);
+        assert!(q.page.count_total);
+        assert!(q.page.after.is_none());
+    }
+
+    #[test]
+    fn msgs_are_split_and_repeated() {
+        let q = parse_list_query("msgs=cosmos.bank.v1beta1.MsgSend,%2Finitia.move.v1.MsgExecute&msgs=cosmos.bank.v1beta1.MsgSend&msgs=a.b", CursorKind::Sequence).unwrap();
+        assert_eq!(
+            q.msgs,
+            vec![
+                "cosmos.bank.v1beta1.MsgSend",
+                "initia.move.v1.MsgExecute",
+                "a.b"
+            ]
+        );
+        assert!(parse_list_query("msgs=not-a-type", CursorKind::Sequence).is_err());
+    }
+
+    #[test]
+    fn keys_decode_to_cursors_or_offsets() {
+        let key = cursor_key(CursorKind::Sequence, 42);
+        let q = parse_list_query(&format!("pagination.key={key}"), CursorKind::Sequence).unwrap();
+        assert_eq!(q.page.after, Some(42));
+        assert!(parse_list_query(&format!("pagination.key={key}"), CursorKind::Height).is_err());
+        let q = parse_list_query(
+            &format!("pagination.key={}", offset_key(200)),
+            CursorKind::Height,
+        )
+        .unwrap();
+        assert_eq!((q.page.offset, q.offset_mode), (200, true));
+        assert!(parse_list_query("pagination.key=!!!", CursorKind::Sequence).is_err());
+        assert!(parse_list_query(
+            &format!("pagination.key={}", B64.encode("-1")),
+            CursorKind::Sequence
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        for bad in [
+            "pagination.limit=0",
+            "pagination.limit=1001",
+            "pagination.limit=x",
+            "pagination.offset=-1",
+            "pagination.reverse=maybe",
+            "pagination.count_total=2",
+            "is_signer=yes",
+        ] {
+            assert!(
+                parse_list_query(bad, CursorKind::Sequence).is_err(),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_list_query("pagination.limit=1000", CursorKind::Sequence)
+                .unwrap()
+                .page
+                .limit,
+            1000
+        );
+    }
+
+    #[test]
+    fn heights_and_hashes() {
+        assert_eq!(parse_height("7").unwrap(), 7);
+        assert!(parse_height("0").is_err());
+        assert!(parse_height("abc").is_err());
+        let hash = "ab".repeat(32);
+        assert!(parse_tx_hash(&hash).is_ok());
+        assert!(parse_tx_hash(&format!("0x{}", hash.to_uppercase())).is_ok());
+        assert!(parse_tx_hash("abc").is_err());
+        assert!(parse_tx_hash("zz").is_err());
+    }
+}
