@@ -10,7 +10,7 @@ fn main() {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
-    println!("cargo:rustc-env=WEAVER_COMMIT_HASH={commit}");
+    println!("cargo:rustc-env=BUILD_COMMIT_HASH={commit}");
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/refs/heads");
 }

@@ -6,4 +6,4 @@ pub mod devnet_node;
 pub mod http;
 
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
-pub const COMMIT_HASH: &str = env!("WEAVER_COMMIT_HASH");
+pub const COMMIT_HASH: &str = env!("BUILD_COMMIT_HASH");

@@ -1,0 +1,49 @@
+//! The command line: `check-config` and exit codes.
+
+use std::process::Command;
+
+use crate::harness::BIN;
+
+#[test]
+fn check_config_accepts_the_default_and_names_bad_keys() {
+    let ok = Command::new(BIN)
+        .args([
+            "check-config",
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/weaver.toml"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[chains]]\nchain_id = \"a\"\nvm = \"move\"\nlisten = \"127.0.0.1:1\"\nsource = { kind = \"devnet\", block_interval_ms = 1 }\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chains[0].source.block_interval_ms"));
+
+    let missing = Command::new(BIN)
+        .args(["check-config", "--config", "/nonexistent/weaver.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+
+    // Environment variables override the file.
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&bad)
+        .env("WEAVER_HTTP_WORKERS", "0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("http_workers"));
+}

@@ -1,0 +1,308 @@
+//! Booting the real daemon (and the devnet node) as child processes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_weaver");
+
+/// A genesis far enough in the past that `history` blocks exist now.
+pub fn genesis_ms_for_history(history: u64, interval_ms: u64) -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    now - (history * interval_ms) as i64
+}
+
+/// One devnet chain in a test config.
+pub fn devnet_chain(chain_id: &str, vm: &str, extra_source: &str) -> String {
+    format!(
+        r#"
+[[chains]]
+chain_id = "{chain_id}"
+vm = "{vm}"
+listen = "127.0.0.1:0"
+[chains.source]
+kind = "devnet"
+seed = 9
+block_interval_ms = 200
+txs_per_block = 4
+history_blocks = 120
+{extra_source}
+"#
+    )
+}
+
+pub fn config_with(chains: &str) -> String {
+    format!(
+        "hot_tier_blocks = 50\ncache_mb = 32\nhttp_workers = 1\n[router]\nlisten = \"127.0.0.1:0\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n{chains}"
+    )
+}
+
+pub struct Daemon {
+    pub child: Child,
+    pub dir: Option<tempfile::TempDir>,
+    pub config: PathBuf,
+    pub listeners: Value,
+    pub http: reqwest::blocking::Client,
+}
+
+fn wait_for_file(path: &Path, child: &mut Child, what: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(value) = serde_json::from_str(&text) {
+                return value;
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited early with {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Daemon {
+    pub fn start(config_text: &str) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("weaver.toml");
+        std::fs::write(&config, config_text).unwrap();
+        Self::start_in(dir, config)
+    }
+
+    pub fn start_in(dir: tempfile::TempDir, config: PathBuf) -> Daemon {
+        let listeners_file = dir.path().join("data").join("listeners.json");
+        let _ = std::fs::remove_file(&listeners_file);
+        let mut child = Command::new(BIN)
+            .arg("--config")
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .env("WEAVER_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let listeners = wait_for_file(&listeners_file, &mut child, "weaver");
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        Daemon {
+            child,
+            dir: Some(dir),
+            config,
+            listeners,
+            http,
+        }
+    }
+
+    pub fn chain_url(&self, chain_id: &str) -> String {
+        format!(
+            "http://{}",
+            self.listeners["chains"][chain_id]
+                .as_str()
+                .expect("chain listener")
+        )
+    }
+
+    pub fn metrics_url(&self) -> String {
+        format!(
+            "http://{}/metrics",
+            self.listeners["metrics"].as_str().unwrap()
+        )
+    }
+
+    /// GET returning (status, content type, parsed JSON body).
+    pub fn get(&self, url: &str) -> (u16, String, Value) {
+        let response = self.http.get(url).send().unwrap();
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let text = response.text().unwrap();
+        let body = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{url} answered non-JSON ({e}): {text}"));
+        (status, content_type, body)
+    }
+
+    pub fn ok(&self, url: &str) -> Value {
+        let (status, _, body) = self.get(url);
+        assert_eq!(status, 200, "{url}: {body}");
+        body
+    }
+
+    pub fn height(&self, chain_id: &str) -> u64 {
+        self.ok(&format!("{}/status", self.chain_url(chain_id)))["height"]
+            .as_u64()
+            .unwrap()
+    }
+
+    /// Waits (bounded) until the chain is indexed to at least `height`.
+    pub fn wait_height(&self, chain_id: &str, height: u64) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.height(chain_id) < height {
+            assert!(
+                Instant::now() < deadline,
+                "{chain_id} did not reach height {height}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn metrics(&self) -> String {
+        self.http
+            .get(self.metrics_url())
+            .send()
+            .unwrap()
+            .text()
+            .unwrap()
+    }
+
+    /// SIGTERM and wait: the clean shutdown path.
+    pub fn stop(mut self) -> (tempfile::TempDir, PathBuf, std::process::ExitStatus) {
+        unsafe_signal(&self.child, "TERM");
+        let status = wait_bounded(&mut self.child);
+        (
+            self.dir.take().expect("data dir"),
+            self.config.clone(),
+            status,
+        )
+    }
+
+    /// `kill -9`: no chance to flush.
+    pub fn kill9(mut self) -> (tempfile::TempDir, PathBuf) {
+        unsafe_signal(&self.child, "KILL");
+        wait_bounded(&mut self.child);
+        (self.dir.take().expect("data dir"), self.config.clone())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn unsafe_signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process did not exit within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `weaver devnet serve` on ephemeral loopback ports.
+pub struct DevnetNode {
+    child: Child,
+    pub rpc: String,
+    pub rest: String,
+    _dir: tempfile::TempDir,
+}
+
+impl DevnetNode {
+    pub fn start(args: &[&str]) -> DevnetNode {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("node.json");
+        let mut child = Command::new(BIN)
+            .args([
+                "devnet",
+                "serve",
+                "--rpc-listen",
+                "127.0.0.1:0",
+                "--rest-listen",
+                "127.0.0.1:0",
+                "--listeners-file",
+            ])
+            .arg(&file)
+            .args(args)
+            .env("WEAVER_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let listeners = wait_for_file(&file, &mut child, "weaver devnet serve");
+        DevnetNode {
+            child,
+            rpc: format!("http://{}", listeners["rpc"].as_str().unwrap()),
+            rest: format!("http://{}", listeners["rest"].as_str().unwrap()),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for DevnetNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Walks a list endpoint to the end; returns every record in order.
+pub fn walk(daemon: &Daemon, base: &str, list: &str, extra: &str) -> Vec<Value> {
+    let mut records = Vec::new();
+    let mut key: Option<String> = None;
+    for _ in 0..10_000 {
+        let limit = extra
+            .split('&')
+            .find_map(|p| p.strip_prefix("pagination.limit="))
+            .map(|l| l.parse::<usize>().unwrap())
+            .unwrap_or(7);
+        let mut url = if extra.contains("pagination.limit=") {
+            format!("{base}?{}", &extra[1..])
+        } else {
+            format!("{base}?pagination.limit=7{extra}")
+        };
+        if let Some(k) = &key {
+            url.push_str(&format!("&pagination.key={}", urlencode(k)));
+        }
+        let body = daemon.ok(&url);
+        let page = body[list].as_array().unwrap();
+        assert!(page.len() <= limit);
+        records.extend(page.iter().cloned());
+        match body["pagination"]["next_key"].as_str() {
+            Some(next) => {
+                assert!(!page.is_empty(), "a next_key on an empty page");
+                key = Some(next.to_string());
+            }
+            None => return records,
+        }
+    }
+    panic!("pagination did not end");
+}
+
+pub fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,9 @@
+//! Integration tests: they boot the real `weaver` binary on ephemeral loopback ports
+//! (against the embedded devnet or against `weaver devnet serve`) and talk HTTP to it.
+
+mod api;
+mod cli;
+mod crash;
+mod harness;
+mod node_source;
+mod supervision;

@@ -1,0 +1,53 @@
+//! A follower that fails — by error and by panic — is restarted with backoff while the
+//! HTTP listeners keep serving.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::{config_with, devnet_chain, walk, Daemon};
+
+const CHAIN: &str = "minievm-1";
+
+#[test]
+fn follower_failures_are_restarted_while_http_keeps_serving() {
+    let faults = "faults = [{ height = 40, mode = \"error\" }, { height = 70, mode = \"panic\" }]";
+    let chain =
+        devnet_chain(CHAIN, "evm", faults).replace("history_blocks = 120", "history_blocks = 100");
+    let config = format!(
+        "{}\n[chains.follower]\nbatch_blocks = 5\nin_flight = 2\n",
+        config_with(&chain)
+    );
+    let daemon = Daemon::start(&config);
+    let base = daemon.chain_url(CHAIN);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut served = 0;
+    while daemon.height(CHAIN) < 100 {
+        assert!(
+            Instant::now() < deadline,
+            "the follower did not get past the injected faults"
+        );
+        let (status, _, _) = daemon.get(&format!(
+            "{base}/indexer/block/v1/blocks?pagination.limit=5"
+        ));
+        assert_eq!(status, 200);
+        served += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(served > 0);
+    let metrics = daemon.metrics();
+    for reason in ["error", "panic"] {
+        let line = format!("weaver_actor_restarts_total{{actor=\"chain_follower\",chain_id=\"{CHAIN}\",reason=\"{reason}\"}} 1");
+        assert!(metrics.contains(&line), "missing {line}:\n{metrics}");
+    }
+    let blocks = walk(
+        &daemon,
+        &format!("{base}/indexer/block/v1/blocks"),
+        "blocks",
+        "&pagination.reverse=false&pagination.limit=1000",
+    );
+    let heights: Vec<u64> = blocks
+        .iter()
+        .take(100)
+        .map(|b| b["height"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(heights, (1..=100).collect::<Vec<_>>());
+}
