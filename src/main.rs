@@ -47,7 +47,7 @@ enum Command {
 #[derive(Subcommand)]
 enum DevnetCommand {
     /// Serve a devnet chain as a fake node (CometBFT RPC + Cosmos REST) on loopback.
-    Serve(DevnetServe),
+    Serve(Box<DevnetServe>),
 }
 
 #[derive(clap::Args)]

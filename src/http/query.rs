@@ -138,11 +138,7 @@ pub fn parse_list_query(query_string: &str, kind: CursorKind) -> Result<ListQuer
                 }
                 offset = n as u64;
             }
-            "pagination.key" => {
-                if !value.is_empty() {
-                    key = Some(parse_key(&value, kind)?);
-                }
-            }
+            "pagination.key" if !value.is_empty() => key = Some(parse_key(&value, kind)?),
             "pagination.count_total" => count_total = parse_bool("pagination.count_total", &value)?,
             "pagination.reverse" => reverse = parse_bool("pagination.reverse", &value)?,
             "msgs" => {

@@ -2,6 +2,8 @@
 //! `Supervisor` (restart on stop), and a watchdog respawns any actor whose mailbox closed
 //! because a panic unwound its arbiter (actix 0.13 does not supervise panics).
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,14 +33,15 @@ impl<A: Actor<Context = Context<A>>> Supervised<A> {
 
 /// Owns the watchdog. Create it inside a running actix `System`.
 pub struct Supervision {
-    entries: Arc<Mutex<Vec<(String, Probe, Respawn)>>>,
+    // Lives on the System arbiter only: the watchdog task and `start` run there.
+    entries: Rc<RefCell<Vec<(String, Probe, Respawn)>>>,
     arbiters: Arc<Mutex<Vec<Arbiter>>>,
 }
 
 impl Supervision {
     pub fn new(check_every: Duration) -> Self {
         let supervision = Supervision {
-            entries: Arc::new(Mutex::new(Vec::new())),
+            entries: Rc::new(RefCell::new(Vec::new())),
             arbiters: Arc::new(Mutex::new(Vec::new())),
         };
         let entries = supervision.entries.clone();
@@ -46,7 +49,7 @@ impl Supervision {
             let mut tick = tokio::time::interval(check_every);
             loop {
                 tick.tick().await;
-                let entries = entries.lock().expect("watchdog lock");
+                let entries = entries.borrow();
                 for (name, alive, respawn) in entries.iter() {
                     if !alive() {
                         tracing::error!(actor = %name, "actor died (panic); respawning it");
@@ -78,7 +81,7 @@ impl Supervision {
         };
         let probe_handle = handle.clone();
         let respawn_handle = handle.clone();
-        self.entries.lock().expect("watchdog lock").push((
+        self.entries.borrow_mut().push((
             name.to_string(),
             Box::new(move || probe_handle.addr().connected()),
             Box::new(move || *respawn_handle.addr.lock().expect("address lock") = spawn()),

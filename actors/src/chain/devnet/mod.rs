@@ -78,7 +78,7 @@ impl Devnet {
         let mut counts = [0u32; PERIOD];
         let max = spec.txs_per_block.saturating_mul(2);
         for count in counts.iter_mut() {
-            *count = if max == 0 || rng.next_u32() % 8 == 0 {
+            *count = if max == 0 || rng.next_u32().is_multiple_of(8) {
                 0
             } else {
                 rng.next_u32() % (max + 1)

@@ -74,7 +74,7 @@ pub(super) fn build(devnet: &Devnet, slot: u64) -> TxBundle {
 
     let shape = rng.next_u32() % 20;
     let mut messages = Vec::new();
-    if shape < 10 || shape >= 17 {
+    if !(10..17).contains(&shape) {
         messages.push(bank_send(
             devnet,
             &sender.bech32,
@@ -85,9 +85,9 @@ pub(super) fn build(devnet: &Devnet, slot: u64) -> TxBundle {
     if shape >= 10 {
         messages.push(vm_call(devnet, sender, recipient, &mut rng));
     }
-    let failed = rng.next_u32() % 12 == 0;
+    let failed = rng.next_u32().is_multiple_of(12);
 
-    let memo = if rng.next_u32() % 5 == 0 {
+    let memo = if rng.next_u32().is_multiple_of(5) {
         format!("devnet memo {slot}")
     } else {
         String::new()

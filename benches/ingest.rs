@@ -1,0 +1,104 @@
+//! Ingestion throughput: blocks/s indexed (decode, records, edges, one sled batch per
+//! block), from pre-generated devnet blocks, and end to end from the devnet source through
+//! the follower (generation and signing included).
+//! Run: `cargo bench --bench ingest`
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSource, DevnetSpec, Vm};
+use weaver_actors::chain::Source;
+use weaver_actors::follower::{Follower, FollowerSettings, Progress};
+use weaver_actors::indexers::CoreIndexer;
+use weaver_actors::store::Store;
+
+const BLOCKS: u64 = 500;
+
+fn spec(genesis_time_ns: i64) -> DevnetSpec {
+    DevnetSpec {
+        chain_id: "minievm-1".into(),
+        vm: Vm::Evm,
+        bech32_prefix: "init".into(),
+        seed: 2,
+        block_interval_ms: 100,
+        txs_per_block: 8,
+        fee_denom: "GAS".into(),
+        genesis_time_ns,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let devnet = Devnet::new(spec(1_767_225_600_000_000_000));
+    let blocks: Vec<_> = (1..=BLOCKS).map(|h| devnet.block(h)).collect();
+    let txs: usize = blocks.iter().map(|b| b.txs.len()).sum();
+    eprintln!(
+        "ingest bench: {BLOCKS} blocks, {txs} txs ({:.1} txs/block)",
+        txs as f64 / BLOCKS as f64
+    );
+
+    let mut group = c.benchmark_group("ingest");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(BLOCKS));
+    group.bench_function("index_blocks", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let dir = tempfile::tempdir().unwrap();
+                let store = Store::open(dir.path(), 64 << 20).unwrap();
+                let mut indexer =
+                    CoreIndexer::open(store.chain("minievm-1", 1000).unwrap(), "init", true)
+                        .unwrap();
+                let started = Instant::now();
+                for block in &blocks {
+                    indexer.apply(block).unwrap();
+                }
+                total += started.elapsed();
+            }
+            total
+        })
+    });
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    group.bench_function("follow_devnet", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let dir = tempfile::tempdir().unwrap();
+                let store = Store::open(dir.path(), 64 << 20).unwrap();
+                let indexer =
+                    CoreIndexer::open(store.chain("minievm-1", 1000).unwrap(), "init", true)
+                        .unwrap();
+                // A genesis far enough back that exactly BLOCKS heights exist (interval 100 ms).
+                let genesis = now_ns() - (BLOCKS as i64 * 100 + 50) * 1_000_000;
+                let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
+                    Arc::new(Devnet::new(spec(genesis))),
+                    vec![],
+                ))));
+                let settings = FollowerSettings {
+                    in_flight: 16,
+                    batch_blocks: 256,
+                    ..Default::default()
+                };
+                let mut follower = Follower::new(source, indexer, settings);
+                let started = Instant::now();
+                runtime.block_on(async {
+                    while follower.indexer().watermark() < BLOCKS {
+                        if let Progress::CaughtUp { .. } = follower.step().await.unwrap() {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                    }
+                });
+                total += started.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
