@@ -4,5 +4,6 @@
 pub mod chain;
 pub mod follower;
 pub mod indexers;
+pub mod planner;
 pub mod store;
 pub mod system;
