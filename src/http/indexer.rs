@@ -20,6 +20,9 @@ pub struct ChainApi {
 /// Blocks averaged by `/indexer/block/v1/avg_blocktime`.
 const AVG_BLOCKS: usize = 100;
 
+/// Offsets up to this are skipped inline; deeper ones on the blocking pool.
+const INLINE_OFFSET: u64 = 1000;
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
     super::get(cfg, "/indexer/block/v1/avg_blocktime", avg_blocktime);
@@ -84,7 +87,14 @@ async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> ApiResult {
 
 async fn blocks(api: web::Data<ChainApi>, req: HttpRequest) -> ApiResult {
     let query = parse_list_query(req.query_string(), CursorKind::Height)?;
-    let page = api.store.blocks_page(&query.page)?;
+    let page = if query.page.offset > INLINE_OFFSET {
+        let (store, request) = (api.store.clone(), query.page.clone());
+        web::block(move || store.blocks_page(&request))
+            .await
+            .map_err(ApiError::internal)??
+    } else {
+        api.store.blocks_page(&query.page)?
+    };
     Ok(json_bytes(list_body(
         "blocks",
         &page,
@@ -136,11 +146,13 @@ async fn txs_by_height(
 
 async fn tx_list(api: web::Data<ChainApi>, filter: TxFilter, query: ListQuery) -> ApiResult {
     // Combined filters are counted by a (bounded) scan: keep that off the worker thread.
-    let scans = query.page.count_total
-        && (filter.msgs.len() > 1
-            || (!filter.msgs.is_empty() && (filter.account.is_some() || filter.height.is_some()))
-            || filter.height.is_some());
-    let page = if scans {
+    // Walks that may touch many entries (a filtered count, a filter applied row by row,
+    // a deep offset) run on the blocking pool so they cannot stall the HTTP workers.
+    let filtered_walk =
+        !filter.msgs.is_empty() && (filter.account.is_some() || filter.height.is_some());
+    let filtered_count = query.page.count_total
+        && (filter.msgs.len() > 1 || filtered_walk || filter.height.is_some());
+    let page = if filtered_walk || filtered_count || query.page.offset > INLINE_OFFSET {
         let store = api.store.clone();
         let request = query.page.clone();
         web::block(move || store.txs_page(&filter, &request))

@@ -40,7 +40,7 @@ pub fn spawn_upkeep(handle: PrometheusHandle) {
 pub fn record_request(
     listener: &'static str,
     route: String,
-    method: String,
+    method: &'static str,
     status: u16,
     elapsed: Duration,
 ) {

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
 use actix_web::{web, App, Handler, Responder};
 
 pub use error::ApiError;
@@ -48,7 +49,17 @@ pub fn app(
         .wrap_fn(move |req, service| {
             let started = Instant::now();
             let route = req.match_pattern().unwrap_or_else(|| "unmatched".into());
-            let method = req.method().to_string();
+            // A fixed label set: arbitrary extension methods must not create new series.
+            let method = match *req.method() {
+                Method::GET => "GET",
+                Method::HEAD => "HEAD",
+                Method::POST => "POST",
+                Method::PUT => "PUT",
+                Method::DELETE => "DELETE",
+                Method::OPTIONS => "OPTIONS",
+                Method::PATCH => "PATCH",
+                _ => "other",
+            };
             let response = service.call(req);
             async move {
                 let response = response.await?;

@@ -10,6 +10,8 @@ use super::error::ApiError;
 
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
+/// Most message types one request may filter by.
+pub const MAX_MSGS: usize = 32;
 
 /// Which keyset cursor a list pages by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +149,11 @@ pub fn parse_list_query(query_string: &str, kind: CursorKind) -> Result<ListQuer
                         if !msgs.contains(&msg) {
                             msgs.push(msg);
                         }
+                        if msgs.len() > MAX_MSGS {
+                            return Err(ApiError::bad_request(format!(
+                                "msgs: at most {MAX_MSGS} message types per request"
+                            )));
+                        }
                     }
                 }
             }
@@ -155,7 +162,11 @@ pub fn parse_list_query(query_string: &str, kind: CursorKind) -> Result<ListQuer
         }
     }
     let (after, offset_mode) = match key {
-        Some(Key::Cursor(n)) => (Some(n), false),
+        // A cursor already says where the page starts; an offset on top would skip rows.
+        Some(Key::Cursor(n)) => {
+            offset = 0;
+            (Some(n), false)
+        }
         Some(Key::Offset(n)) => {
             offset = n;
             (None, true)
@@ -262,6 +273,20 @@ mod tests {
             CursorKind::Sequence
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_cursor_overrides_an_offset_and_msgs_are_capped() {
+        let key = cursor_key(CursorKind::Sequence, 42);
+        let q = parse_list_query(
+            &format!("pagination.offset=10&pagination.key={key}"),
+            CursorKind::Sequence,
+        )
+        .unwrap();
+        assert_eq!((q.page.after, q.page.offset), (Some(42), 0));
+        let many: Vec<String> = (0..=MAX_MSGS).map(|i| format!("msgs=a.M{i}")).collect();
+        assert!(parse_list_query(&many.join("&"), CursorKind::Sequence).is_err());
+        assert!(parse_list_query(&many[..MAX_MSGS].join("&"), CursorKind::Sequence).is_ok());
     }
 
     #[test]

@@ -31,6 +31,11 @@ pub fn from_pubkey(type_url: &str, key: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// bech32 of bytes from the network, which may be too long to encode.
+pub fn try_to_bech32(prefix: &str, bytes: &[u8]) -> Option<String> {
+    bech32::encode::<Bech32>(Hrp::parse(prefix).ok()?, bytes).ok()
+}
+
 pub fn to_bech32(prefix: &str, bytes: &[u8]) -> String {
     let hrp = Hrp::parse(prefix).expect("bech32 prefix is validated when the config loads");
     bech32::encode::<Bech32>(hrp, bytes).expect("20 or 32 byte payloads always encode")

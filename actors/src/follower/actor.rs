@@ -73,6 +73,21 @@ impl<S: ChainSource + 'static> Actor for ChainFollower<S> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // Opening happens in a message, after the backoff: a failure to open must not
+        // restart the actor in a tight loop (the Supervisor restarts synchronously).
+        ctx.notify_later(Open, self.backoff());
+    }
+}
+
+/// Open the index and start stepping.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Open;
+
+impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
+    type Result = ();
+
+    fn handle(&mut self, _: Open, ctx: &mut Context<Self>) {
         match CoreIndexer::open(self.store.clone(), &self.bech32_prefix, self.index_txs) {
             Ok(indexer) => {
                 tracing::info!(chain_id = %self.chain_id(), watermark = indexer.watermark(), "follower started");
@@ -81,7 +96,7 @@ impl<S: ChainSource + 'static> Actor for ChainFollower<S> {
                     indexer,
                     self.settings.clone(),
                 ));
-                ctx.notify_later(Step, self.backoff());
+                ctx.notify(Step);
             }
             Err(e) => self.fail(ctx, "error", format!("cannot open the index: {e}")),
         }

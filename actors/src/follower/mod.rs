@@ -121,6 +121,12 @@ impl<S: ChainSource + 'static> Follower<S> {
             indexed += 1;
             self.progress.indexed(applied, self.tip);
         }
+        if indexed == 0 {
+            // The node reported a tip it cannot serve yet: wait a poll interval, don't spin.
+            return Ok(Progress::CaughtUp {
+                height: self.indexer.watermark(),
+            });
+        }
         Ok(Progress::Indexed {
             blocks: indexed,
             height: self.indexer.watermark(),

@@ -78,8 +78,10 @@ pub fn block_record(bundle: &BlockBundle, block_time_ms: i64, total_fee: &[Coin]
     serde_json::to_vec(&record).expect("block record serializes")
 }
 
+// Go's CometBFT types mark every field omit-if-empty.
 #[derive(Serialize)]
 struct AttributeJson<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
     key: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
     value: &'a str,
@@ -89,8 +91,9 @@ struct AttributeJson<'a> {
 
 #[derive(Serialize)]
 struct EventJson<'a> {
-    #[serde(rename = "type")]
+    #[serde(rename = "type", skip_serializing_if = "str::is_empty")]
     kind: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     attributes: Vec<AttributeJson<'a>>,
 }
 
@@ -150,5 +153,64 @@ pub fn tx_record(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8
         timestamp: rfc3339_nano(bundle.time_ns),
         events: served_events(&tx.result.events),
     };
-    serde_json::to_vec(&record).expect("tx record serializes")
+    let bytes = serde_json::to_vec(&record).expect("tx record serializes");
+    // As the reference indexer stores it: NUL characters become U+FFFD.
+    if bytes.windows(6).any(|w| w == b"\\u0000") {
+        return String::from_utf8(bytes)
+            .expect("serde_json writes UTF-8")
+            .replace("\\u0000", "\u{fffd}")
+            .into_bytes();
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::types::{Attribute, Proposer, TxResult};
+
+    #[test]
+    fn events_omit_empty_fields_and_nul_becomes_replacement_char() {
+        let tx = TxBundle {
+            raw: vec![1],
+            json: serde_json::json!({"body": {"memo": "a\u{0}b"}}),
+            result: TxResult {
+                log: "x".into(),
+                events: vec![
+                    Event {
+                        kind: "empty".into(),
+                        attributes: vec![],
+                    },
+                    Event {
+                        kind: "t".into(),
+                        attributes: vec![Attribute {
+                            key: "k".into(),
+                            value: String::new(),
+                            index: false,
+                        }],
+                    },
+                ],
+                ..Default::default()
+            },
+        };
+        let block = BlockBundle {
+            chain_id: "c".into(),
+            height: 1,
+            hash: vec![0; 32],
+            time_ns: 0,
+            proposer_address: vec![],
+            proposer: Proposer::default(),
+            txs: vec![],
+            finalize_events: vec![],
+        };
+        let text = String::from_utf8(tx_record(&block, &tx, &[0; 32])).unwrap();
+        assert!(text.contains(r#"{"type":"empty"}"#), "{text}");
+        assert!(
+            text.contains(r#"{"type":"t","attributes":[{"key":"k"}]}"#),
+            "{text}"
+        );
+        assert!(text.contains("a\u{fffd}b"), "{text}");
+        assert!(!text.contains("\\u0000"), "{text}");
+        assert!(text.contains(r#""logs":[]"#));
+    }
 }

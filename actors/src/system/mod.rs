@@ -3,11 +3,14 @@
 //! because a panic unwound its arbiter (actix 0.13 does not supervise panics).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
+use actix::ArbiterHandle;
 
 type Probe = Box<dyn Fn() -> bool>;
 type Respawn = Box<dyn Fn()>;
@@ -35,20 +38,27 @@ impl<A: Actor<Context = Context<A>>> Supervised<A> {
 pub struct Supervision {
     // Lives on the System arbiter only: the watchdog task and `start` run there.
     entries: Rc<RefCell<Vec<(String, Probe, Respawn)>>>,
-    arbiters: Arc<Mutex<Vec<Arbiter>>>,
+    /// The arbiter each named actor currently runs on.
+    arbiters: Arc<Mutex<HashMap<String, ArbiterHandle>>>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl Supervision {
     pub fn new(check_every: Duration) -> Self {
         let supervision = Supervision {
             entries: Rc::new(RefCell::new(Vec::new())),
-            arbiters: Arc::new(Mutex::new(Vec::new())),
+            arbiters: Arc::new(Mutex::new(HashMap::new())),
+            stopping: Arc::new(AtomicBool::new(false)),
         };
         let entries = supervision.entries.clone();
+        let stopping = supervision.stopping.clone();
         actix::spawn(async move {
             let mut tick = tokio::time::interval(check_every);
             loop {
                 tick.tick().await;
+                if stopping.load(Ordering::SeqCst) {
+                    return;
+                }
                 let entries = entries.borrow();
                 for (name, alive, respawn) in entries.iter() {
                     if !alive() {
@@ -69,12 +79,19 @@ impl Supervision {
         F: Fn() -> A + Send + Sync + Clone + 'static,
     {
         let arbiters = self.arbiters.clone();
+        let key = name.to_string();
         let spawn = move || -> Addr<A> {
-            let arbiter = Arbiter::new();
+            let arbiter = Arbiter::new().handle();
+            // The old arbiter's thread outlives the panic that killed its actor: end it.
+            if let Some(old) = arbiters
+                .lock()
+                .expect("arbiter lock")
+                .insert(key.clone(), arbiter.clone())
+            {
+                old.stop();
+            }
             let make = factory.clone();
-            let addr = actix::Supervisor::start_in_arbiter(&arbiter.handle(), move |_| make());
-            arbiters.lock().expect("arbiter lock").push(arbiter);
-            addr
+            actix::Supervisor::start_in_arbiter(&arbiter, move |_| make())
         };
         let handle = Supervised {
             addr: Arc::new(Mutex::new(spawn())),
@@ -89,9 +106,10 @@ impl Supervision {
         handle
     }
 
-    /// Stops every arbiter started by this supervision.
+    /// Stops the watchdog and every arbiter started by this supervision.
     pub fn stop(&self) {
-        for arbiter in self.arbiters.lock().expect("arbiter lock").drain(..) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for (_, arbiter) in self.arbiters.lock().expect("arbiter lock").drain() {
             arbiter.stop();
         }
     }

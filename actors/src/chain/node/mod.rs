@@ -5,7 +5,7 @@
 pub mod wire;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -35,7 +35,7 @@ pub struct NodeClient {
     http: reqwest::Client,
     rpc_cursor: AtomicUsize,
     rest_cursor: AtomicUsize,
-    monikers: DashMap<String, Proposer>,
+    monikers: DashMap<String, (Proposer, Instant)>,
 }
 
 enum Api {
@@ -44,6 +44,8 @@ enum Api {
 }
 
 const REST_PAGE: usize = 100;
+/// How long a proposer's moniker (or a failed lookup) is reused.
+const MONIKER_TTL: Duration = Duration::from_secs(600);
 
 impl NodeClient {
     pub fn new(config: NodeConfig) -> Result<Self, SourceError> {
@@ -152,6 +154,14 @@ impl NodeClient {
 
     async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
         let (status, body) = self.get_text(Api::Rest, path).await?;
+        if status >= 400
+            && (body.contains("bigger then the chain length")
+                || body.contains("bigger than the chain length")
+                || body.contains("requested height"))
+        {
+            // The REST node lags the RPC node: "not yet", not a failure.
+            return Err(SourceError::FutureHeight(0));
+        }
         if status >= 400 {
             return Err(SourceError::Node(format!(
                 "{path}: HTTP {status}: {}",
@@ -307,75 +317,91 @@ impl NodeClient {
                 raws.len()
             )));
         }
-        let mut by_signatures: std::collections::HashMap<String, serde_json::Value> = fetched
-            .into_iter()
-            .map(|tx| {
-                let joined = tx["signatures"]
-                    .as_array()
-                    .map(|s| {
-                        s.iter()
-                            .filter_map(|v| v.as_str())
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    })
-                    .unwrap_or_default();
-                (joined, tx)
+        // REST keeps block order: match by position when the signatures agree (or the raw tx
+        // is undecodable); fall back to matching by signatures when the order differs.
+        let joined = |tx: &serde_json::Value| {
+            tx["signatures"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .filter_map(|v| v.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default()
+        };
+        let signatures_of = |raw: &[u8]| {
+            TxRaw::decode(raw).ok().map(|tx| {
+                tx.signatures
+                    .iter()
+                    .map(|s| B64.encode(s))
+                    .collect::<Vec<_>>()
+                    .join(",")
             })
-            .collect();
+        };
+        if fetched
+            .iter()
+            .zip(raws)
+            .all(|(tx, raw)| signatures_of(raw).is_none_or(|s| s == joined(tx)))
+        {
+            return Ok(fetched);
+        }
+        let mut by_signatures: std::collections::HashMap<String, serde_json::Value> =
+            fetched.into_iter().map(|tx| (joined(&tx), tx)).collect();
         raws.iter()
             .map(|raw| {
-                let signatures = TxRaw::decode(raw.as_slice())
-                    .map(|tx| {
-                        tx.signatures
-                            .iter()
-                            .map(|s| B64.encode(s))
-                            .collect::<Vec<_>>()
-                            .join(",")
+                by_signatures
+                    .remove(&signatures_of(raw).unwrap_or_default())
+                    .ok_or_else(|| {
+                        malformed(
+                            "/cosmos/tx/v1beta1/txs/block",
+                            format!("no REST tx matches a raw tx of height {height}"),
+                        )
                     })
-                    .unwrap_or_default();
-                by_signatures.remove(&signatures).ok_or_else(|| {
-                    malformed(
-                        "/cosmos/tx/v1beta1/txs/block",
-                        format!("no REST tx matches a raw tx of height {height}"),
-                    )
-                })
             })
             .collect()
     }
 
-    /// The proposer's moniker from opchild, cached; a failed lookup is not fatal.
+    /// The proposer's moniker from opchild, cached (failures too, so a node without the
+    /// route does not cost every block a round of retries); a failed lookup is not fatal.
     async fn proposer(&self, consensus_address: &[u8]) -> Proposer {
-        let valoper = address::to_bech32(
+        let Some(valoper) = address::try_to_bech32(
             &format!("{}valoper", self.config.bech32_prefix),
             consensus_address,
-        );
+        ) else {
+            return Proposer {
+                moniker: String::new(),
+                operator_address: hex::encode_upper(consensus_address),
+            };
+        };
         if let Some(hit) = self.monikers.get(&valoper) {
-            return hit.clone();
+            if hit.1.elapsed() < MONIKER_TTL {
+                return hit.0.clone();
+            }
         }
-        match self
+        let proposer = match self
             .rest::<RestValidator>(&format!("/opinit/opchild/v1/validator/{valoper}"))
             .await
         {
-            Ok(found) => {
-                let proposer = Proposer {
-                    moniker: found.validator.moniker,
-                    operator_address: if found.validator.operator_address.is_empty() {
-                        valoper.clone()
-                    } else {
-                        found.validator.operator_address
-                    },
-                };
-                self.monikers.insert(valoper, proposer.clone());
-                proposer
-            }
+            Ok(found) => Proposer {
+                moniker: found.validator.moniker,
+                operator_address: if found.validator.operator_address.is_empty() {
+                    valoper.clone()
+                } else {
+                    found.validator.operator_address
+                },
+            },
             Err(e) => {
                 tracing::debug!(%valoper, error = %e, "proposer lookup failed");
                 Proposer {
                     moniker: String::new(),
-                    operator_address: valoper,
+                    operator_address: valoper.clone(),
                 }
             }
-        }
+        };
+        self.monikers
+            .insert(valoper, (proposer.clone(), Instant::now()));
+        proposer
     }
 }
 
