@@ -14,6 +14,7 @@ use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSource, DevnetSpec};
 use weaver_actors::chain::node::{NodeClient, NodeConfig};
 use weaver_actors::chain::Source;
 use weaver_actors::follower::{ChainFollower, FollowerSettings};
+use weaver_actors::planner::RoutePlanner;
 use weaver_actors::store::{ChainStore, Store};
 use weaver_actors::system::Supervision;
 
@@ -158,9 +159,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         servers.push(server);
     }
 
-    let (server, bound) = bind_server("router", config.router.listen, config.http_workers, || {
-        http::app("router", |_| {})
-    })?;
+    let (planner, snapshot) = RoutePlanner::new(config.router.registry())?;
+    let _planner = actix::Actor::start(planner);
+    let snapshot = web::Data::new(snapshot);
+    let (server, bound) = bind_server(
+        "router",
+        config.router.listen,
+        config.http_workers,
+        move || http::app("router", http::router::routes).app_data(snapshot.clone()),
+    )?;
     tracing::info!(listen = %bound, "router API listening");
     listeners.router = Some(bound);
     servers.push(server);

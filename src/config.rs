@@ -11,6 +11,9 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 use weaver_actors::chain::address;
 use weaver_actors::chain::devnet::{Fault, Vm};
+use weaver_actors::planner::registry::{
+    IbcChannel, OpBridge, OtherBridge, RegAsset, RegChain, Registry, SwapVenue,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -45,7 +48,7 @@ pub struct Config {
     #[serde(default = "default_http_workers")]
     pub http_workers: usize,
     #[serde(default)]
-    pub router: ListenConfig<RouterPort>,
+    pub router: RouterConfig,
     #[serde(default)]
     pub metrics: ListenConfig<MetricsPort>,
     #[serde(default)]
@@ -65,10 +68,68 @@ pub trait DefaultPort {
     const PORT: u16;
 }
 
-#[derive(Debug, Clone)]
-pub struct RouterPort;
-impl DefaultPort for RouterPort {
-    const PORT: u16 = 8090;
+/// The router listener and its registry (`[[router.chains]]`, `[[router.assets]]`, …).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    #[serde(default = "default_router_listen")]
+    pub listen: SocketAddr,
+    #[serde(default)]
+    pub chains: Vec<RegChain>,
+    #[serde(default)]
+    pub assets: Vec<RegAsset>,
+    #[serde(default)]
+    pub ibc_channels: Vec<IbcChannel>,
+    #[serde(default)]
+    pub op_bridges: Vec<OpBridge>,
+    #[serde(default)]
+    pub bridges: Vec<OtherBridge>,
+    #[serde(default)]
+    pub swap_venues: Vec<SwapVenue>,
+}
+
+fn default_router_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8090))
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            listen: default_router_listen(),
+            chains: vec![],
+            assets: vec![],
+            ibc_channels: vec![],
+            op_bridges: vec![],
+            bridges: vec![],
+            swap_venues: vec![],
+        }
+    }
+}
+
+impl RouterConfig {
+    pub fn registry(&self) -> Registry {
+        Registry {
+            chains: self.chains.clone(),
+            assets: self.assets.clone(),
+            ibc_channels: self.ibc_channels.clone(),
+            op_bridges: self.op_bridges.clone(),
+            bridges: self.bridges.clone(),
+            swap_venues: self.swap_venues.clone(),
+        }
+    }
+
+    /// Builds a router section around a registry (used by `weaver registry import`).
+    pub fn from_registry(listen: SocketAddr, registry: Registry) -> Self {
+        RouterConfig {
+            listen,
+            chains: registry.chains,
+            assets: registry.assets,
+            ibc_channels: registry.ibc_channels,
+            op_bridges: registry.op_bridges,
+            bridges: registry.bridges,
+            swap_venues: registry.swap_venues,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -262,12 +323,13 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.chains.is_empty() {
-            return Err(invalid(
-                "chains",
-                "at least one [[chains]] entry is required",
-            ));
+        if self.chains.is_empty() && self.router.chains.is_empty() {
+            return Err(invalid("chains", "at least one [[chains]] entry (indexer) or [[router.chains]] entry (router) is required"));
         }
+        self.router
+            .registry()
+            .validate()
+            .map_err(|e| invalid(e.key, e.message))?;
         if self.http_workers == 0 || self.http_workers > 256 {
             return Err(invalid("http_workers", "must be between 1 and 256"));
         }

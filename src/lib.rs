@@ -4,6 +4,7 @@ pub mod boot;
 pub mod config;
 pub mod devnet_node;
 pub mod http;
+pub mod registry_import;
 
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
 pub const COMMIT_HASH: &str = env!("BUILD_COMMIT_HASH");

@@ -37,6 +37,11 @@ enum Command {
     Run,
     /// Validate the configuration and exit (0 when valid, 2 otherwise).
     CheckConfig,
+    /// The router registry.
+    Registry {
+        #[command(subcommand)]
+        command: RegistryCommand,
+    },
     /// The built-in devnet.
     Devnet {
         #[command(subcommand)]
@@ -48,6 +53,21 @@ enum Command {
 enum DevnetCommand {
     /// Serve a devnet chain as a fake node (CometBFT RPC + Cosmos REST) on loopback.
     Serve(Box<DevnetServe>),
+}
+
+#[derive(Subcommand)]
+enum RegistryCommand {
+    /// Turn an initia-registry style directory into a router-only weaver config.
+    Import {
+        /// Directory with chains.json, assets.json, ibc.json (and counterparties.json).
+        dir: PathBuf,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Router listen address of the generated config.
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        listen: SocketAddr,
+    },
 }
 
 #[derive(clap::Args)]
@@ -145,6 +165,27 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(code) => code,
+        },
+        Some(Command::Registry {
+            command: RegistryCommand::Import { dir, out, listen },
+        }) => match weaver::registry_import::render(dir, *listen) {
+            Ok(text) => {
+                let written = match out {
+                    Some(path) => std::fs::write(path, text),
+                    None => std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()),
+                };
+                match written {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("weaver registry import: {e}");
+                        ExitCode::FAILURE
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("weaver registry import: {e}");
+                ExitCode::from(2)
+            }
         },
         Some(Command::Devnet {
             command: DevnetCommand::Serve(args),

@@ -5,6 +5,7 @@ pub mod error;
 pub mod indexer;
 pub mod metrics;
 pub mod query;
+pub mod router;
 
 use std::time::Instant;
 

@@ -77,7 +77,16 @@ impl Daemon {
         Self::start_in(dir, config)
     }
 
+    /// Boots with an existing config file and extra environment (e.g. `WEAVER_*` overrides).
+    pub fn start_with_env(config: &str, env: &[(&str, &str)]) -> Daemon {
+        Self::spawn(tempfile::tempdir().unwrap(), PathBuf::from(config), env)
+    }
+
     pub fn start_in(dir: tempfile::TempDir, config: PathBuf) -> Daemon {
+        Self::spawn(dir, config, &[])
+    }
+
+    fn spawn(dir: tempfile::TempDir, config: PathBuf, env: &[(&str, &str)]) -> Daemon {
         let listeners_file = dir.path().join("data").join("listeners.json");
         let _ = std::fs::remove_file(&listeners_file);
         let mut child = Command::new(BIN)
@@ -86,6 +95,7 @@ impl Daemon {
             .arg("--data-dir")
             .arg(dir.path().join("data"))
             .env("WEAVER_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()

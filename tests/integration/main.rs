@@ -6,4 +6,5 @@ mod cli;
 mod crash;
 mod harness;
 mod node_source;
+mod router;
 mod supervision;

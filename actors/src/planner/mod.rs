@@ -1,4 +1,13 @@
-//! The router's world: registry, route graph and search (issue #4, in progress). So far:
-//! exact denom derivation for IBC vouchers and OPinit L2 tokens.
+//! The router: registry, route graph (petgraph), route search, and the planner actor that
+//! owns them and publishes an immutable snapshot handlers plan on.
 
+pub mod actor;
+pub mod amount;
 pub mod denom;
+pub mod graph;
+pub mod msgs;
+pub mod registry;
+pub mod route;
+pub mod search;
+
+pub use actor::{PlannerSnapshot, RoutePlanner};

@@ -1,0 +1,287 @@
+//! The route graph: nodes are (chain, denom) locations, edges are the ways a token moves —
+//! IBC hops (forward, and unwinding a trace back towards its origin), OPinit deposits and
+//! withdrawals, ERC-20 wrapper conversions, other bridges and constant-product swaps.
+
+use std::collections::HashMap;
+
+use num_bigint::BigUint;
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use super::amount;
+use super::denom::{ibc_denom, l2_denom};
+use super::registry::{RegChain, Registry};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Location {
+    pub chain_id: String,
+    pub denom: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum Edge {
+    /// ICS-20 hop starting on the source node's chain.
+    Ibc {
+        port: String,
+        channel: String,
+    },
+    OpDeposit {
+        bridge_id: u64,
+    },
+    OpWithdraw {
+        bridge_id: u64,
+        finalization_seconds: u64,
+    },
+    /// Bank denom → its ERC-20 wrapper (`scale` = decimals added), or back.
+    Wrap {
+        contract: String,
+        scale: i32,
+    },
+    Swap {
+        venue: String,
+        logo_uri: Option<String>,
+        pool: String,
+        reserve_in: BigUint,
+        reserve_out: BigUint,
+        fee_bps: u32,
+    },
+    Bridge {
+        kind: String,
+        bridge_id: String,
+        duration_seconds: u64,
+    },
+}
+
+/// An immutable graph built from one registry.
+pub struct RouteGraph {
+    pub graph: DiGraph<Location, Edge>,
+    index: HashMap<(String, String), NodeIndex>,
+    chains: HashMap<String, RegChain>,
+}
+
+/// Splits `transfer/channel-3/rest` into (`channel-3`, `rest`).
+fn first_hop(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix("transfer/")?;
+    let (channel, rest) = rest.split_once('/')?;
+    channel.starts_with("channel-").then_some((channel, rest))
+}
+
+/// The bank denom of a trace path: `ibc/<hash>` with hops, the base denom without.
+pub fn denom_of_path(path: &str) -> String {
+    if first_hop(path).is_some() {
+        ibc_denom(path)
+    } else {
+        path.to_string()
+    }
+}
+
+impl RouteGraph {
+    pub fn build(registry: &Registry) -> RouteGraph {
+        let mut g = RouteGraph {
+            graph: DiGraph::new(),
+            index: HashMap::new(),
+            chains: registry
+                .chains
+                .iter()
+                .map(|c| (c.chain_id.clone(), c.clone()))
+                .collect(),
+        };
+        // (chain, channel) → (counterparty chain, counterparty channel), transfer port, active.
+        let mut channels: HashMap<(String, String), (String, String)> = HashMap::new();
+        for c in registry
+            .ibc_channels
+            .iter()
+            .filter(|c| c.active && c.port_a == "transfer" && c.port_b == "transfer")
+        {
+            channels.insert(
+                (c.chain_a.clone(), c.channel_a.clone()),
+                (c.chain_b.clone(), c.channel_b.clone()),
+            );
+            channels.insert(
+                (c.chain_b.clone(), c.channel_b.clone()),
+                (c.chain_a.clone(), c.channel_a.clone()),
+            );
+        }
+        for asset in &registry.assets {
+            let path = if asset.denom.starts_with("ibc/") && !asset.trace.is_empty() {
+                asset.trace.clone()
+            } else {
+                asset.denom.clone()
+            };
+            g.add_traced(&asset.chain_id, &path, &channels);
+        }
+        for bridge in &registry.op_bridges {
+            for l1 in &bridge.denoms {
+                let from = g.node(&bridge.l1_chain_id, l1);
+                let to = g.node(&bridge.l2_chain_id, &l2_denom(bridge.bridge_id, l1));
+                g.graph.add_edge(
+                    from,
+                    to,
+                    Edge::OpDeposit {
+                        bridge_id: bridge.bridge_id,
+                    },
+                );
+                g.graph.add_edge(
+                    to,
+                    from,
+                    Edge::OpWithdraw {
+                        bridge_id: bridge.bridge_id,
+                        finalization_seconds: bridge.finalization_period_seconds,
+                    },
+                );
+            }
+        }
+        let decimals: HashMap<(&str, &str), u32> = registry
+            .assets
+            .iter()
+            .map(|a| ((a.chain_id.as_str(), a.denom.as_str()), a.decimals))
+            .collect();
+        for asset in &registry.assets {
+            let (Some(bank), Some(contract)) = (&asset.wraps, &asset.wrapper_contract) else {
+                continue;
+            };
+            let scale = asset.decimals as i32
+                - *decimals
+                    .get(&(asset.chain_id.as_str(), bank.as_str()))
+                    .unwrap_or(&asset.decimals) as i32;
+            let from = g.node(&asset.chain_id, bank);
+            let to = g.node(&asset.chain_id, &asset.denom);
+            g.graph.add_edge(
+                from,
+                to,
+                Edge::Wrap {
+                    contract: contract.clone(),
+                    scale,
+                },
+            );
+            g.graph.add_edge(
+                to,
+                from,
+                Edge::Wrap {
+                    contract: contract.clone(),
+                    scale: -scale,
+                },
+            );
+        }
+        for bridge in &registry.bridges {
+            let from = g.node(&bridge.from_chain_id, &bridge.from_denom);
+            let to = g.node(&bridge.to_chain_id, &bridge.to_denom);
+            g.graph.add_edge(
+                from,
+                to,
+                Edge::Bridge {
+                    kind: bridge.kind.clone(),
+                    bridge_id: bridge.bridge_id.clone(),
+                    duration_seconds: bridge.duration_seconds,
+                },
+            );
+        }
+        for venue in &registry.swap_venues {
+            for pool in &venue.pools {
+                let (Some(ra), Some(rb)) = (
+                    amount::parse(&pool.reserve_a),
+                    amount::parse(&pool.reserve_b),
+                ) else {
+                    continue;
+                };
+                let a = g.node(&venue.chain_id, &pool.denom_a);
+                let b = g.node(&venue.chain_id, &pool.denom_b);
+                let swap = |reserve_in: &BigUint, reserve_out: &BigUint| Edge::Swap {
+                    venue: venue.name.clone(),
+                    logo_uri: venue.logo_uri.clone(),
+                    pool: pool.id.clone(),
+                    reserve_in: reserve_in.clone(),
+                    reserve_out: reserve_out.clone(),
+                    fee_bps: pool.fee_bps,
+                };
+                g.graph.add_edge(a, b, swap(&ra, &rb));
+                g.graph.add_edge(b, a, swap(&rb, &ra));
+            }
+        }
+        g
+    }
+
+    fn node(&mut self, chain_id: &str, denom: &str) -> NodeIndex {
+        let key = (chain_id.to_string(), denom.to_string());
+        if let Some(index) = self.index.get(&key) {
+            return *index;
+        }
+        let index = self.graph.add_node(Location {
+            chain_id: key.0.clone(),
+            denom: key.1.clone(),
+        });
+        self.index.insert(key, index);
+        index
+    }
+
+    /// Adds the location of `path` on `chain` and, hop by hop, the locations it unwinds to,
+    /// with an IBC edge each way per hop.
+    fn add_traced(
+        &mut self,
+        chain: &str,
+        path: &str,
+        channels: &HashMap<(String, String), (String, String)>,
+    ) {
+        let mut chain = chain.to_string();
+        let mut path = path.to_string();
+        let mut here = self.node(&chain, &denom_of_path(&path));
+        while let Some((channel, rest)) = first_hop(&path) {
+            let Some((previous_chain, previous_channel)) =
+                channels.get(&(chain.clone(), channel.to_string())).cloned()
+            else {
+                break;
+            };
+            let there = self.node(&previous_chain, &denom_of_path(rest));
+            if self.graph.find_edge(there, here).is_none() {
+                self.graph.add_edge(
+                    there,
+                    here,
+                    Edge::Ibc {
+                        port: "transfer".into(),
+                        channel: previous_channel,
+                    },
+                );
+                self.graph.add_edge(
+                    here,
+                    there,
+                    Edge::Ibc {
+                        port: "transfer".into(),
+                        channel: channel.to_string(),
+                    },
+                );
+            }
+            chain = previous_chain;
+            path = rest.to_string();
+            here = there;
+        }
+    }
+
+    pub fn find(&self, chain_id: &str, denom: &str) -> Option<NodeIndex> {
+        self.index
+            .get(&(chain_id.to_string(), denom.to_string()))
+            .copied()
+    }
+
+    pub fn chain(&self, chain_id: &str) -> Option<&RegChain> {
+        self.chains.get(chain_id)
+    }
+
+    pub fn location(&self, node: NodeIndex) -> &Location {
+        &self.graph[node]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_split_into_hops() {
+        assert_eq!(
+            first_hop("transfer/channel-0/transfer/channel-3/uusdc"),
+            Some(("channel-0", "transfer/channel-3/uusdc"))
+        );
+        assert_eq!(first_hop("move/abc"), None);
+        assert_eq!(denom_of_path("l2/abc"), "l2/abc");
+        assert!(denom_of_path("transfer/channel-3/uusdc").starts_with("ibc/6490A7EA"));
+    }
+}

@@ -1,0 +1,275 @@
+//! Route search: Dijkstra over (location, how the token arrived there) with a lexicographic
+//! cost — fewer user transactions first, then shorter estimated duration, then fewer hops.
+//! Whether a hop needs a new user transaction depends on the hop before it, which is why
+//! the search state carries the arrival kind:
+//! - consecutive IBC hops share one tx when the chain a hop starts on runs packet-forward
+//!   middleware (PFM), otherwise each hop is a new tx;
+//! - same-chain actions (swap, ERC-20 wrap) chain with whatever follows in the same tx;
+//! - after an OPinit deposit, onward IBC hops run in the same tx through an *op hook*: a
+//!   transaction the user pre-signs for the rollup, carried in the deposit's `data`;
+//! - an OPinit withdrawal (days) is only used when asked for, and ends the tx;
+//! - anything after another bridge is a new tx.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use petgraph::graph::{EdgeIndex, NodeIndex};
+use petgraph::visit::EdgeRef;
+
+use super::graph::{Edge, RouteGraph};
+
+pub const IBC_HOP_SECONDS: u64 = 30;
+pub const OP_DEPOSIT_SECONDS: u64 = 60;
+const MAX_HOPS: u32 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Arrival {
+    Start,
+    Ibc,
+    SameChain,
+    /// Arrived by OPinit deposit, or by IBC hops inside its op hook.
+    OpHook,
+    Ended,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct State {
+    node: NodeIndex,
+    arrival: Arrival,
+    withdrew: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+struct Cost {
+    txs: u32,
+    seconds: u64,
+    hops: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchOptions {
+    pub allow_multi_tx: bool,
+    pub is_op_withdraw: bool,
+}
+
+/// One step of a found route.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub edge: EdgeIndex,
+    pub from: NodeIndex,
+    pub to: NodeIndex,
+    /// 0-based index of the user transaction that executes it.
+    pub tx_index: u32,
+    /// Executed by the op hook of the preceding deposit.
+    pub in_op_hook: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    pub txs_required: u32,
+    pub duration_seconds: u64,
+    pub requires_op_hook: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SearchError {
+    #[error("no route found: {0}")]
+    NoRoute(String),
+    #[error("no single-tx routes found: the best route needs {0} transactions (set allow_multi_tx to accept it)")]
+    MultiTx(u32),
+}
+
+/// (new tx?, arrival after the edge), or None when the edge may not follow.
+fn transition(
+    graph: &RouteGraph,
+    from: NodeIndex,
+    arrival: Arrival,
+    edge: &Edge,
+    options: &SearchOptions,
+) -> Option<(bool, Arrival)> {
+    let chain = &graph.location(from).chain_id;
+    let pfm = graph.chain(chain).is_some_and(|c| c.pfm_enabled);
+    Some(match edge {
+        Edge::Ibc { .. } => match arrival {
+            Arrival::Start | Arrival::Ended => (true, Arrival::Ibc),
+            Arrival::SameChain => (false, Arrival::Ibc),
+            Arrival::Ibc => (!pfm, Arrival::Ibc),
+            Arrival::OpHook => (false, Arrival::OpHook),
+        },
+        Edge::Swap { .. } | Edge::Wrap { .. } => match arrival {
+            Arrival::SameChain => (false, Arrival::SameChain),
+            _ => (true, Arrival::SameChain),
+        },
+        Edge::OpDeposit { .. } => match arrival {
+            Arrival::SameChain => (false, Arrival::OpHook),
+            _ => (true, Arrival::OpHook),
+        },
+        Edge::OpWithdraw { .. } => {
+            if !options.is_op_withdraw {
+                return None;
+            }
+            match arrival {
+                Arrival::SameChain => (false, Arrival::Ended),
+                _ => (true, Arrival::Ended),
+            }
+        }
+        Edge::Bridge { .. } => match arrival {
+            Arrival::SameChain => (false, Arrival::Ended),
+            _ => (true, Arrival::Ended),
+        },
+    })
+}
+
+fn seconds(edge: &Edge) -> u64 {
+    match edge {
+        Edge::Ibc { .. } => IBC_HOP_SECONDS,
+        Edge::OpDeposit { .. } => OP_DEPOSIT_SECONDS,
+        Edge::OpWithdraw {
+            finalization_seconds,
+            ..
+        } => *finalization_seconds,
+        Edge::Wrap { .. } | Edge::Swap { .. } => 0,
+        Edge::Bridge {
+            duration_seconds, ..
+        } => *duration_seconds,
+    }
+}
+
+pub fn search(
+    graph: &RouteGraph,
+    source: NodeIndex,
+    dest: NodeIndex,
+    options: SearchOptions,
+) -> Result<Plan, SearchError> {
+    let start = State {
+        node: source,
+        arrival: Arrival::Start,
+        withdrew: false,
+    };
+    let mut best: HashMap<State, Cost> = HashMap::from([(start, Cost::default())]);
+    let mut previous: HashMap<State, (State, EdgeIndex, u32, bool)> = HashMap::new();
+    let mut heap = BinaryHeap::from([Reverse((Cost::default(), start))]);
+    let mut found = None;
+    while let Some(Reverse((cost, state))) = heap.pop() {
+        if best.get(&state).is_some_and(|b| *b < cost) {
+            continue;
+        }
+        if state.node == dest
+            && state.arrival != Arrival::Start
+            && (state.withdrew || !options.is_op_withdraw)
+        {
+            found = Some((state, cost));
+            break;
+        }
+        if cost.hops >= MAX_HOPS {
+            continue;
+        }
+        for edge in graph.graph.edges(state.node) {
+            let Some((new_tx, arrival)) =
+                transition(graph, state.node, state.arrival, edge.weight(), &options)
+            else {
+                continue;
+            };
+            let next = State {
+                node: edge.target(),
+                arrival,
+                withdrew: state.withdrew || matches!(edge.weight(), Edge::OpWithdraw { .. }),
+            };
+            let next_cost = Cost {
+                txs: cost.txs + new_tx as u32,
+                seconds: cost.seconds + seconds(edge.weight()),
+                hops: cost.hops + 1,
+            };
+            if best.get(&next).is_none_or(|b| next_cost < *b) {
+                best.insert(next, next_cost);
+                let tx_index = next_cost.txs.saturating_sub(1);
+                previous.insert(
+                    next,
+                    (
+                        state,
+                        edge.id(),
+                        tx_index,
+                        arrival == Arrival::OpHook && matches!(edge.weight(), Edge::Ibc { .. }),
+                    ),
+                );
+                heap.push(Reverse((next_cost, next)));
+            }
+        }
+    }
+    let Some((mut state, cost)) = found else {
+        return Err(SearchError::NoRoute(explain(graph, source, dest, &options)));
+    };
+    if cost.txs > 1 && !options.allow_multi_tx {
+        return Err(SearchError::MultiTx(cost.txs));
+    }
+    let mut steps = Vec::new();
+    while let Some((before, edge, tx_index, in_op_hook)) = previous.get(&state).copied() {
+        steps.push(Step {
+            edge,
+            from: before.node,
+            to: state.node,
+            tx_index,
+            in_op_hook,
+        });
+        state = before;
+    }
+    steps.reverse();
+    Ok(Plan {
+        requires_op_hook: steps.iter().any(|s| s.in_op_hook),
+        steps,
+        txs_required: cost.txs,
+        duration_seconds: cost.seconds,
+    })
+}
+
+/// Why there is no route: which chains the source reaches and which reach the destination.
+fn explain(
+    graph: &RouteGraph,
+    source: NodeIndex,
+    dest: NodeIndex,
+    options: &SearchOptions,
+) -> String {
+    let reach = |start: NodeIndex, direction: petgraph::Direction| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![start];
+        let mut visited = std::collections::HashSet::from([start]);
+        while let Some(node) = stack.pop() {
+            seen.insert(graph.location(node).chain_id.clone());
+            for edge in graph.graph.edges_directed(node, direction) {
+                if !options.is_op_withdraw && matches!(edge.weight(), Edge::OpWithdraw { .. }) {
+                    continue;
+                }
+                let next = if direction == petgraph::Direction::Outgoing {
+                    edge.target()
+                } else {
+                    edge.source()
+                };
+                if visited.insert(next) {
+                    stack.push(next);
+                }
+            }
+        }
+        seen.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let (s, d) = (graph.location(source), graph.location(dest));
+    let mut text = format!(
+        "{} on {} reaches [{}], but {} on {} is only reachable from [{}]: no IBC channel, bridge or swap connects them",
+        s.denom,
+        s.chain_id,
+        reach(source, petgraph::Direction::Outgoing),
+        d.denom,
+        d.chain_id,
+        reach(dest, petgraph::Direction::Incoming)
+    );
+    if options.is_op_withdraw {
+        text.push_str(" (is_op_withdraw requires an OPinit withdrawal on the way)");
+    } else if graph
+        .graph
+        .edges_directed(dest, petgraph::Direction::Incoming)
+        .any(|e| matches!(e.weight(), Edge::OpWithdraw { .. }))
+    {
+        text.push_str(" (an OPinit withdrawal reaches it: set is_op_withdraw to use one)");
+    }
+    text
+}

@@ -1,0 +1,341 @@
+//! `weaver registry import DIR`: turns an initia-registry style directory (`chains.json`,
+//! `assets.json`, `ibc.json`, optional `counterparties.json`, as in
+//! `../shared/reference/registry/`) into the router section of a weaver config. The output
+//! depends only on the input files, so re-running it reproduces `config/mainnet.toml`.
+//!
+//! Choices where the registry is silent or inconsistent (documented in the README):
+//! - PFM: on for the L1 and for non-Initia Cosmos chains, off for rollups (not recorded).
+//! - IBC channels come from `ibc.json`; a channel whose status says retired or killed is
+//!   kept but inactive, and channels to chains missing from the registry are dropped.
+//! - An asset's trace is the `chain.path` of its IBC trace that hashes to its denom, so a
+//!   wrong counterparty channel id in a trace (strat INIT's `channel-3101`) is harmless.
+//! - An ERC-20 wrapper (`wrapped` trace) wraps the bank denom named by the trace; that bank
+//!   denom is added as a hidden asset when the assetlist does not list it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+use weaver_actors::planner::denom::ibc_denom;
+use weaver_actors::planner::registry::{IbcChannel, OpBridge, RegAsset, RegChain, Registry};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid JSON: {source}")]
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("{0}")]
+    Shape(String),
+}
+
+fn read(dir: &Path, name: &str, required: bool) -> Result<Value, ImportError> {
+    let path = dir.join(name);
+    if !required && !path.exists() {
+        return Ok(Value::Null);
+    }
+    let text = std::fs::read_to_string(&path).map_err(|source| ImportError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| ImportError::Json {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn array(value: &Value) -> &[Value] {
+    value.as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn first_address(apis: &Value, kind: &str) -> Option<String> {
+    array(&apis[kind])
+        .first()
+        .map(|a| text(&a["address"]))
+        .filter(|a| !a.is_empty())
+}
+
+pub fn import(dir: &Path) -> Result<Registry, ImportError> {
+    let chains_json = read(dir, "chains.json", true)?;
+    let assets_json = read(dir, "assets.json", true)?;
+    let ibc_json = read(dir, "ibc.json", true)?;
+    let counterparties = read(dir, "counterparties.json", false)?;
+
+    let mut registry = Registry::default();
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut l1 = None;
+    for chain in array(&chains_json["chains"]) {
+        let metadata = &chain["metadata"];
+        let is_l1 = metadata["is_l1"].as_bool().unwrap_or(false);
+        let chain_id = text(&chain["chain_id"]);
+        if is_l1 {
+            l1 = Some(chain_id.clone());
+        }
+        let vm = if is_l1 {
+            Some("move".to_string())
+        } else {
+            metadata["minitia"]["type"]
+                .as_str()
+                .map(|t| t.trim_start_matches("mini").to_string())
+        };
+        names.insert(text(&chain["chain_name"]), chain_id.clone());
+        registry.chains.push(RegChain {
+            chain_id,
+            chain_name: text(&chain["chain_name"]),
+            pretty_name: text(&chain["pretty_name"]),
+            bech32_prefix: text(&chain["bech32_prefix"]),
+            chain_type: "initia".into(),
+            vm,
+            is_l1,
+            is_testnet: chain["network_type"] == "testnet",
+            pfm_enabled: is_l1,
+            supports_memo: true,
+            fee_denoms: array(&chain["fees"]["fee_tokens"])
+                .iter()
+                .map(|f| text(&f["denom"]))
+                .collect(),
+            evm_chain_id: chain
+                .get("evm_chain_id")
+                .map(text)
+                .filter(|s| !s.is_empty()),
+            hidden: false,
+            rpc: first_address(&chain["apis"], "rpc"),
+            rest: first_address(&chain["apis"], "rest"),
+            logo_uri: None,
+        });
+    }
+    let l1 = l1.ok_or_else(|| {
+        ImportError::Shape("chains.json has no chain with metadata.is_l1 = true".into())
+    })?;
+    for chain in array(&counterparties["chains"]) {
+        let chain_id = text(&chain["chain_id"]);
+        names.insert(text(&chain["chain_name"]), chain_id.clone());
+        registry.chains.push(RegChain {
+            chain_id,
+            chain_name: text(&chain["chain_name"]),
+            pretty_name: text(&chain["pretty_name"]),
+            bech32_prefix: text(&chain["bech32_prefix"]),
+            chain_type: "cosmos".into(),
+            vm: None,
+            is_l1: false,
+            is_testnet: chain["network_type"] == "testnet",
+            pfm_enabled: true,
+            supports_memo: true,
+            // The source abbreviates long lists with a "... (N more in source)" entry.
+            fee_denoms: array(&chain["fee_denoms"])
+                .iter()
+                .map(text)
+                .filter(|d| !d.starts_with("..."))
+                .collect(),
+            evm_chain_id: None,
+            hidden: false,
+            rpc: first_address(&chain["apis"], "rpc"),
+            rest: first_address(&chain["apis"], "rest"),
+            logo_uri: None,
+        });
+    }
+
+    let mut listed: Vec<(String, Value)> = Vec::new();
+    for (_, entry) in assets_json["chains"].as_object().into_iter().flatten() {
+        for asset in array(&entry["assets"]) {
+            listed.push((text(&entry["chain_id"]), asset.clone()));
+        }
+    }
+    for (_, entry) in counterparties["assets"].as_object().into_iter().flatten() {
+        for asset in array(&entry["assets"]) {
+            listed.push((text(&entry["chain_id"]), asset.clone()));
+        }
+    }
+    let decimals_of: HashMap<(String, String), u32> = listed
+        .iter()
+        .map(|(chain, a)| {
+            (
+                (chain.clone(), text(&a["base"])),
+                a["decimals"].as_u64().unwrap_or(0) as u32,
+            )
+        })
+        .collect();
+    let mut helpers: Vec<RegAsset> = Vec::new();
+    for (chain_id, asset) in &listed {
+        let denom = text(&asset["base"]);
+        let traces = array(&asset["traces"]);
+        let ibc_paths: Vec<String> = traces
+            .iter()
+            .filter(|t| t["type"] == "ibc")
+            .map(|t| text(&t["chain"]["path"]))
+            .filter(|p| !p.is_empty())
+            .collect();
+        let trace_for = |bank: &str| {
+            ibc_paths
+                .iter()
+                .find(|p| ibc_denom(p) == bank)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (origin_chain_id, origin_denom) = match traces.first() {
+            Some(first) => {
+                let counterparty = &first["counterparty"];
+                let chain = counterparty["chain_id"]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| names.get(&text(&counterparty["chain_name"])).cloned());
+                (chain.unwrap_or_default(), text(&counterparty["base_denom"]))
+            }
+            None => (String::new(), String::new()),
+        };
+        let wrapped = traces.iter().find(|t| t["type"] == "wrapped");
+        let wraps = wrapped
+            .map(|t| text(&t["counterparty"]["base_denom"]))
+            .filter(|d| !d.is_empty());
+        let symbol = text(&asset["symbol"]);
+        if let Some(bank) = &wraps {
+            if !listed
+                .iter()
+                .any(|(c, a)| c == chain_id && text(&a["base"]) == *bank)
+                && !helpers
+                    .iter()
+                    .any(|h| h.chain_id == *chain_id && h.denom == *bank)
+            {
+                let bank_decimals = decimals_of
+                    .get(&(origin_chain_id.clone(), origin_denom.clone()))
+                    .copied()
+                    .unwrap_or(6);
+                helpers.push(RegAsset {
+                    chain_id: chain_id.clone(),
+                    denom: bank.clone(),
+                    symbol: symbol.clone(),
+                    name: format!("{} (bank denom)", text(&asset["name"])),
+                    decimals: bank_decimals,
+                    trace: if bank.starts_with("ibc/") {
+                        trace_for(bank)
+                    } else {
+                        String::new()
+                    },
+                    origin_chain_id: origin_chain_id.clone(),
+                    origin_denom: origin_denom.clone(),
+                    coingecko_id: asset["coingecko_id"].as_str().map(str::to_string),
+                    token_contract: None,
+                    wraps: None,
+                    wrapper_contract: None,
+                    hidden: true,
+                    logo_uri: None,
+                });
+            }
+        }
+        registry.assets.push(RegAsset {
+            chain_id: chain_id.clone(),
+            trace: if denom.starts_with("ibc/") {
+                trace_for(&denom)
+            } else {
+                String::new()
+            },
+            denom,
+            symbol,
+            name: text(&asset["name"]),
+            decimals: asset["decimals"].as_u64().unwrap_or(0) as u32,
+            origin_chain_id,
+            origin_denom,
+            coingecko_id: asset["coingecko_id"].as_str().map(str::to_string),
+            token_contract: asset["address"]
+                .as_str()
+                .filter(|_| asset["type_asset"] == "erc20")
+                .map(str::to_string),
+            wrapper_contract: wrapped
+                .map(|t| text(&t["chain"]["contract"]))
+                .filter(|c| !c.is_empty()),
+            wraps,
+            hidden: false,
+            logo_uri: None,
+        });
+    }
+    registry.assets.extend(helpers);
+
+    let known: std::collections::HashSet<String> =
+        registry.chains.iter().map(|c| c.chain_id.clone()).collect();
+    for pair in array(&ibc_json["pairs"]) {
+        let (a, b) = (
+            text(&pair["chain_1"]["chain_id"]),
+            text(&pair["chain_2"]["chain_id"]),
+        );
+        if !known.contains(&a) || !known.contains(&b) {
+            continue;
+        }
+        for channel in array(&pair["channels"]) {
+            let (ca, cb) = (&channel["chain_1"], &channel["chain_2"]);
+            if ca["channel_id"].is_null() || cb["channel_id"].is_null() {
+                continue;
+            }
+            let status = text(&channel["tags"]["status"]);
+            let inactive = status.contains("retired") || status.contains("killed");
+            registry.ibc_channels.push(IbcChannel {
+                chain_a: a.clone(),
+                port_a: text(&ca["port_id"]),
+                channel_a: text(&ca["channel_id"]),
+                chain_b: b.clone(),
+                port_b: text(&cb["port_id"]),
+                channel_b: text(&cb["channel_id"]),
+                active: !inactive,
+                note: (!status.is_empty()).then_some(status),
+            });
+        }
+    }
+
+    for chain in array(&chains_json["chains"]) {
+        let metadata = &chain["metadata"];
+        let Some(bridge_id) = text(&metadata["op_bridge_id"]).parse::<u64>().ok() else {
+            continue;
+        };
+        registry.op_bridges.push(OpBridge {
+            bridge_id,
+            l1_chain_id: l1.clone(),
+            l2_chain_id: text(&chain["chain_id"]),
+            denoms: array(&metadata["op_denoms"]).iter().map(text).collect(),
+            finalization_period_seconds: 7 * 24 * 3600,
+        });
+    }
+    registry
+        .validate()
+        .map_err(|e| ImportError::Shape(format!("the imported registry is inconsistent: {e}")))?;
+    Ok(registry)
+}
+
+/// The generated config file: a header saying where it came from, then the router section.
+pub fn render(dir: &Path, listen: std::net::SocketAddr) -> Result<String, ImportError> {
+    #[derive(serde::Serialize)]
+    struct RouterOnly {
+        router: crate::config::RouterConfig,
+    }
+    let registry = import(dir)?;
+    let source = std::fs::read_to_string(dir.join("chains.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map(|v| {
+            format!(
+                "{} @ {}",
+                text(&v["_source"]["repo"]),
+                text(&v["_source"]["commit"])
+            )
+        })
+        .unwrap_or_default();
+    let body = toml::to_string(&RouterOnly {
+        router: crate::config::RouterConfig::from_registry(listen, registry),
+    })
+    .map_err(|e| ImportError::Shape(format!("cannot render TOML: {e}")))?;
+    Ok(format!(
+        "# Router-only weaver config generated by `weaver registry import` from {source}.\n# Do not edit by hand: re-run the import (see README, \"Router\").\n\n{body}"
+    ))
+}
