@@ -47,3 +47,39 @@ fn check_config_accepts_the_default_and_names_bad_keys() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("http_workers"));
 }
+
+/// `config/mainnet.toml` and `config/testnet.toml` are exactly what the import produces from
+/// the shared registry data, so the import stays reproducible.
+#[test]
+fn registry_import_reproduces_the_committed_configs() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    for (source, committed) in [
+        ("shared/reference/registry", "config/mainnet.toml"),
+        ("shared/reference/registry/testnet", "config/testnet.toml"),
+    ] {
+        let dir = format!("{root}/../{source}");
+        assert!(
+            std::path::Path::new(&dir).exists(),
+            "{dir} is missing: the registry data lives beside the checkout in ../shared"
+        );
+        let out = Command::new(BIN)
+            .args(["registry", "import", &dir])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected = std::fs::read_to_string(format!("{root}/{committed}")).unwrap();
+        assert!(
+            String::from_utf8(out.stdout).unwrap() == expected,
+            "{committed} differs from a fresh import of {source}: re-run `weaver registry import`"
+        );
+    }
+    let bad = Command::new(BIN)
+        .args(["registry", "import", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

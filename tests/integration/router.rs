@@ -382,3 +382,74 @@ fn router_errors_are_json_4xx() {
     ));
     assert_eq!(status, 400);
 }
+
+/// The embedded default's registry over the devnet chains: routes work out of the box,
+/// including a swap on the L1 venue and an op-hook route.
+#[test]
+fn the_default_config_routes_over_its_devnet() {
+    use weaver_actors::planner::route::{self, RouteRequest};
+    use weaver_actors::planner::PlannerSnapshot;
+    let config = weaver::config::Config::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/weaver.toml"
+    )))
+    .unwrap();
+    let snapshot = PlannerSnapshot::build(config.router.registry()).unwrap();
+    let usdc_l1 = weaver_actors::planner::denom::ibc_denom("transfer/channel-0/uusdc");
+    let request = |from: (&str, &str), to: (&str, &str), amount: &str| RouteRequest {
+        amount_in: Some(amount.into()),
+        source_asset_chain_id: Some(from.0.into()),
+        source_asset_denom: Some(from.1.into()),
+        dest_asset_chain_id: Some(to.0.into()),
+        dest_asset_denom: Some(to.1.into()),
+        ..Default::default()
+    };
+    // Noble USDC -> minimove over the L1 (PFM): one tx, two hops.
+    let usdc_move =
+        weaver_actors::planner::denom::ibc_denom("transfer/channel-0/transfer/channel-0/uusdc");
+    let body = route::route(
+        &snapshot,
+        &request(
+            ("noble-devnet-1", "uusdc"),
+            ("minimove-1", &usdc_move),
+            "5000000",
+        ),
+    )
+    .unwrap();
+    assert_eq!(body["operations"].as_array().unwrap().len(), 2);
+    assert_eq!(body["txs_required"], 1);
+    // A swap on the L1 venue: 1000 uinit at 2:1 reserves, 30 bps fee.
+    let body = route::route(
+        &snapshot,
+        &request(("weaver-l1-1", "uinit"), ("weaver-l1-1", &usdc_l1), "1000"),
+    )
+    .unwrap();
+    assert_eq!(body["does_swap"], true);
+    assert_eq!(body["amount_out"], "498", "{body}");
+    assert_eq!(body["swap_venues"][0]["name"], "initia-dex");
+    // A big swap moves the price: a warning, integer-exact amounts.
+    let body = route::route(
+        &snapshot,
+        &request(
+            ("weaver-l1-1", "uinit"),
+            ("weaver-l1-1", &usdc_l1),
+            "500000000000",
+        ),
+    )
+    .unwrap();
+    assert_eq!(body["warning"]["type"], "BAD_PRICE_WARNING", "{body}");
+    assert_eq!(body["swap_price_impact_percent"], "20");
+    // INIT from the L1 to every devnet rollup by OPinit.
+    for (chain, bridge) in [("minimove-1", 1), ("minievm-1", 2), ("miniwasm-1", 3)] {
+        let l2 = weaver_actors::planner::denom::l2_denom(bridge, "uinit");
+        let body = route::route(
+            &snapshot,
+            &request(("weaver-l1-1", "uinit"), (chain, &l2), "7"),
+        )
+        .unwrap();
+        assert_eq!(
+            body["operations"][0]["op_init_transfer"]["op_init_bridge_id"],
+            bridge.to_string()
+        );
+    }
+}

@@ -273,3 +273,129 @@ fn explain(
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::denom::ibc_denom;
+    use crate::planner::registry::{IbcChannel, RegAsset, RegChain, Registry};
+
+    fn chain(id: &str, pfm: bool) -> RegChain {
+        RegChain {
+            chain_id: id.into(),
+            chain_name: id.into(),
+            pretty_name: String::new(),
+            bech32_prefix: "init".into(),
+            chain_type: "cosmos".into(),
+            vm: None,
+            is_l1: false,
+            is_testnet: false,
+            pfm_enabled: pfm,
+            supports_memo: true,
+            fee_denoms: vec![],
+            evm_chain_id: None,
+            hidden: false,
+            rpc: None,
+            rest: None,
+            logo_uri: None,
+        }
+    }
+
+    fn asset(chain_id: &str, denom: &str, trace: &str) -> RegAsset {
+        RegAsset {
+            chain_id: chain_id.into(),
+            denom: denom.into(),
+            symbol: String::new(),
+            name: String::new(),
+            decimals: 6,
+            trace: trace.into(),
+            origin_chain_id: String::new(),
+            origin_denom: String::new(),
+            coingecko_id: None,
+            token_contract: None,
+            wraps: None,
+            wrapper_contract: None,
+            hidden: false,
+            logo_uri: None,
+        }
+    }
+
+    fn channel(a: &str, ca: &str, b: &str, cb: &str, active: bool) -> IbcChannel {
+        IbcChannel {
+            chain_a: a.into(),
+            port_a: "transfer".into(),
+            channel_a: ca.into(),
+            chain_b: b.into(),
+            port_b: "transfer".into(),
+            channel_b: cb.into(),
+            active,
+            note: None,
+        }
+    }
+
+    /// a --(b)--> c: a token native to a, listed on c after two hops.
+    fn line(pfm_on_b: bool, active: bool) -> (RouteGraph, NodeIndex, NodeIndex) {
+        let path = "transfer/channel-1/transfer/channel-0/ua";
+        let registry = Registry {
+            chains: vec![chain("a", true), chain("b", pfm_on_b), chain("c", true)],
+            assets: vec![asset("a", "ua", ""), asset("c", &ibc_denom(path), path)],
+            ibc_channels: vec![
+                channel("a", "channel-9", "b", "channel-0", true),
+                channel("b", "channel-5", "c", "channel-1", active),
+            ],
+            ..Default::default()
+        };
+        let graph = RouteGraph::build(&registry);
+        let (from, to) = (
+            graph.find("a", "ua").unwrap(),
+            graph.find("c", &ibc_denom(path)).unwrap(),
+        );
+        (graph, from, to)
+    }
+
+    #[test]
+    fn pfm_on_the_middle_chain_decides_the_tx_count() {
+        let options = SearchOptions {
+            allow_multi_tx: true,
+            is_op_withdraw: false,
+        };
+        let (graph, from, to) = line(true, true);
+        let plan = search(&graph, from, to, options).unwrap();
+        assert_eq!((plan.steps.len(), plan.txs_required), (2, 1));
+        let (graph, from, to) = line(false, true);
+        let plan = search(&graph, from, to, options).unwrap();
+        assert_eq!((plan.steps.len(), plan.txs_required), (2, 2));
+        assert_eq!(plan.steps[1].tx_index, 1);
+        let single = SearchOptions {
+            allow_multi_tx: false,
+            ..options
+        };
+        assert_eq!(
+            search(&graph, from, to, single).unwrap_err(),
+            SearchError::MultiTx(2)
+        );
+        // The way back unwinds the same channels.
+        let back = search(&graph, to, from, options).unwrap();
+        assert_eq!(back.steps.len(), 2);
+    }
+
+    #[test]
+    fn inactive_channels_are_not_routed_and_the_error_says_where_it_breaks() {
+        let (graph, from, to) = line(true, false);
+        let error = search(
+            &graph,
+            from,
+            to,
+            SearchOptions {
+                allow_multi_tx: true,
+                is_op_withdraw: false,
+            },
+        )
+        .unwrap_err();
+        let SearchError::NoRoute(text) = error else {
+            panic!("expected no route")
+        };
+        assert!(text.contains("ua on a reaches [a]"), "{text}");
+        assert!(text.contains("reachable from [c]"), "{text}");
+    }
+}
