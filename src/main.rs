@@ -68,6 +68,14 @@ enum RegistryCommand {
         #[arg(long, default_value = "127.0.0.1:8090")]
         listen: SocketAddr,
     },
+    /// Print a router-only config with a synthetic hub-and-spoke registry (benchmarks).
+    Synthetic {
+        /// Number of rollups around the hub.
+        #[arg(long, default_value_t = 500)]
+        rollups: usize,
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        listen: SocketAddr,
+    },
 }
 
 #[derive(clap::Args)]
@@ -187,6 +195,25 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Registry {
+            command: RegistryCommand::Synthetic { rollups, listen },
+        }) => {
+            let registry = weaver_actors::planner::synthetic::registry(*rollups);
+            match weaver::registry_import::render_registry(
+                registry,
+                *listen,
+                "a synthetic hub-and-spoke registry",
+            ) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("weaver registry synthetic: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Devnet {
             command: DevnetCommand::Serve(args),
         }) => match actix::System::new().block_on(serve_devnet(args)) {

@@ -315,10 +315,6 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
 
 /// The generated config file: a header saying where it came from, then the router section.
 pub fn render(dir: &Path, listen: std::net::SocketAddr) -> Result<String, ImportError> {
-    #[derive(serde::Serialize)]
-    struct RouterOnly {
-        router: crate::config::RouterConfig,
-    }
     let registry = import(dir)?;
     let source = std::fs::read_to_string(dir.join("chains.json"))
         .ok()
@@ -331,6 +327,18 @@ pub fn render(dir: &Path, listen: std::net::SocketAddr) -> Result<String, Import
             )
         })
         .unwrap_or_default();
+    render_registry(registry, listen, &source)
+}
+
+pub fn render_registry(
+    registry: Registry,
+    listen: std::net::SocketAddr,
+    source: &str,
+) -> Result<String, ImportError> {
+    #[derive(serde::Serialize)]
+    struct RouterOnly {
+        router: crate::config::RouterConfig,
+    }
     let body = toml::to_string(&RouterOnly {
         router: crate::config::RouterConfig::from_registry(listen, registry),
     })

@@ -9,5 +9,6 @@ pub mod msgs;
 pub mod registry;
 pub mod route;
 pub mod search;
+pub mod synthetic;
 
 pub use actor::{PlannerSnapshot, RoutePlanner};
