@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use weaver_actors::planner::actor::SnapshotHandle;
 use weaver_actors::planner::route::{self, OpHookRequest, RouteError, RouteRequest};
+use weaver_actors::planner::txs::{self, MsgsRequest};
 
 use super::error::{ApiError, ApiResult};
 
@@ -15,6 +16,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.app_data(web::PayloadConfig::new(256 * 1024));
     post(cfg, "/v2/fungible/route", route_handler);
     post(cfg, "/op-hook", op_hook_handler);
+    post(cfg, "/v2/fungible/msgs", msgs_handler);
     super::get(cfg, "/v2/info/chains", chains);
     super::get(cfg, "/v2/fungible/assets", assets);
 }
@@ -102,6 +104,22 @@ async fn op_hook_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) 
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     Ok(HttpResponse::Ok().json(route::op_hook(&snapshot.load(), &request, now)?))
+}
+
+async fn msgs_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
+    let mut strings = vec![
+        "amount_in",
+        "amount_out",
+        "slippage_tolerance_percent",
+        "timeout_seconds",
+    ];
+    strings.extend(ASSET_FIELDS);
+    let request: MsgsRequest = parse_body(&body, &strings, &[])?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    Ok(HttpResponse::Ok().json(txs::build(&snapshot.load(), &request, now)?))
 }
 
 /// Query values of `name`, repeated and/or comma-separated.

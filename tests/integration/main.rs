@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod crash;
 mod harness;
+mod msgs;
 mod node_source;
 mod router;
 mod supervision;

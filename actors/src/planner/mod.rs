@@ -10,5 +10,6 @@ pub mod registry;
 pub mod route;
 pub mod search;
 pub mod synthetic;
+pub mod txs;
 
 pub use actor::{PlannerSnapshot, RoutePlanner};

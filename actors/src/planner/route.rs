@@ -110,9 +110,23 @@ pub fn plan(
         ));
     }
     let plan = search(&snapshot.graph, from, to, options)?;
+    let (amounts, worst_impact) = amounts_along(snapshot, &plan, amount_in)?;
+    Ok(Planned {
+        plan,
+        amounts,
+        price_impact: worst_impact,
+    })
+}
+
+/// The amount entering and leaving every step, and the worst swap price impact.
+pub fn amounts_along(
+    snapshot: &PlannerSnapshot,
+    plan: &Plan,
+    amount_in: &BigUint,
+) -> Result<(Vec<(BigUint, BigUint)>, Option<String>), RouteError> {
     let mut amounts = Vec::with_capacity(plan.steps.len());
     let mut current = amount_in.clone();
-    let mut worst_impact: Option<String> = None;
+    let mut worst: Option<(BigUint, String)> = None;
     for step in &plan.steps {
         let out = match &snapshot.graph.graph[step.edge] {
             Edge::Wrap { scale, .. } if *scale >= 0 => {
@@ -125,11 +139,9 @@ pub fn plan(
                 fee_bps,
                 ..
             } => {
-                let impact = amount::price_impact_percent(&current, reserve_in);
-                if worst_impact.as_ref().is_none_or(|w| {
-                    w.parse::<f64>().unwrap_or(0.0) < impact.parse::<f64>().unwrap_or(0.0)
-                }) {
-                    worst_impact = Some(impact);
+                let (scaled, text) = amount::price_impact(&current, reserve_in);
+                if worst.as_ref().is_none_or(|(w, _)| *w < scaled) {
+                    worst = Some((scaled, text));
                 }
                 amount::constant_product_out(&current, reserve_in, reserve_out, *fee_bps)
             }
@@ -145,11 +157,7 @@ pub fn plan(
         amounts.push((current, out.clone()));
         current = out;
     }
-    Ok(Planned {
-        plan,
-        amounts,
-        price_impact: worst_impact,
-    })
+    Ok((amounts, worst.map(|(_, text)| text)))
 }
 
 fn operation(snapshot: &PlannerSnapshot, planned: &Planned, i: usize) -> Value {

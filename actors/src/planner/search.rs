@@ -223,6 +223,59 @@ pub fn search(
     })
 }
 
+/// Re-checks a given sequence of edges (echoed operations) as a route from `source`: each
+/// edge must start where the previous one ended and be allowed after it. Transactions and
+/// op-hook steps are counted by the same rules as the search.
+pub fn evaluate(
+    graph: &RouteGraph,
+    source: NodeIndex,
+    edges: &[EdgeIndex],
+    options: SearchOptions,
+) -> Result<Plan, String> {
+    let mut at = source;
+    let mut arrival = Arrival::Start;
+    let mut cost = Cost::default();
+    let mut steps = Vec::with_capacity(edges.len());
+    for (i, edge) in edges.iter().enumerate() {
+        let (from, to) = graph
+            .graph
+            .edge_endpoints(*edge)
+            .ok_or_else(|| format!("operations[{i}] is not in the registry"))?;
+        if from != at {
+            let (here, there) = (graph.location(at), graph.location(from));
+            return Err(format!(
+                "operations[{i}] starts at {} on {}, but the route is at {} on {} there",
+                there.denom, there.chain_id, here.denom, here.chain_id
+            ));
+        }
+        let weight = &graph.graph[*edge];
+        let (new_tx, next) =
+            transition(graph, from, arrival, weight, &options).ok_or_else(|| {
+                format!("operations[{i}] is an OPinit withdrawal, which needs is_op_withdraw")
+            })?;
+        cost = Cost {
+            txs: cost.txs + new_tx as u32,
+            seconds: cost.seconds + seconds(weight),
+            hops: cost.hops + 1,
+        };
+        steps.push(Step {
+            edge: *edge,
+            from,
+            to,
+            tx_index: cost.txs.saturating_sub(1),
+            in_op_hook: next == Arrival::OpHook && matches!(weight, Edge::Ibc { .. }),
+        });
+        at = to;
+        arrival = next;
+    }
+    Ok(Plan {
+        requires_op_hook: steps.iter().any(|s| s.in_op_hook),
+        steps,
+        txs_required: cost.txs,
+        duration_seconds: cost.seconds,
+    })
+}
+
 /// Why there is no route: which chains the source reaches and which reach the destination.
 fn explain(
     graph: &RouteGraph,
