@@ -6,6 +6,7 @@ mod cli;
 mod crash;
 mod harness;
 mod msgs;
+mod msgs_sdk;
 mod node_source;
 mod router;
 mod supervision;

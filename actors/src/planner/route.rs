@@ -91,7 +91,7 @@ fn locate(
 /// A planned route with the amount entering and leaving each step.
 pub struct Planned {
     pub plan: Plan,
-    pub amounts: Vec<(BigUint, BigUint)>,
+    pub amounts: Vec<StepAmounts>,
     pub price_impact: Option<String>,
 }
 
@@ -118,12 +118,15 @@ pub fn plan(
     })
 }
 
+/// The amount entering and leaving one step.
+pub type StepAmounts = (BigUint, BigUint);
+
 /// The amount entering and leaving every step, and the worst swap price impact.
 pub fn amounts_along(
     snapshot: &PlannerSnapshot,
     plan: &Plan,
     amount_in: &BigUint,
-) -> Result<(Vec<(BigUint, BigUint)>, Option<String>), RouteError> {
+) -> Result<(Vec<StepAmounts>, Option<String>), RouteError> {
     let mut amounts = Vec::with_capacity(plan.steps.len());
     let mut current = amount_in.clone();
     let mut worst: Option<(BigUint, String)> = None;
