@@ -59,7 +59,7 @@ usdc_rollup=$(ibc transfer/channel-0/transfer/channel-3/uusdc)
   done
   body interwoven-1 "$usdc_l1" echelon-1 "$usdc_rollup"; echo
   body echelon-1 "$usdc_rollup" cabal-1 "$usdc_rollup"; echo
-  body noble-1 uusdc cabal-1 evm/A1Bc0977Bab93D507A89C108fa21820809e6869D; echo
+  body noble-1 uusdc cabal-1 "$usdc_rollup"; echo
   body echelon-1 "$usdc_rollup" noble-1 uusdc; echo
   body interwoven-1 uinit interwoven-1 "$(ibc "transfer/channel-27/$(l2 12 uinit)")"; echo
 } > "$work/mainnet.jsonl"

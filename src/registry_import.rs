@@ -197,7 +197,13 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
             }
             None => (String::new(), String::new()),
         };
-        let wrapped = traces.iter().find(|t| t["type"] == "wrapped");
+        // Only a final `wrapped` trace on this very chain makes this asset a wrapper of a local
+        // bank denom (an earlier one describes a hop before the asset left that chain).
+        let wrapped = traces.last().filter(|t| {
+            t["type"] == "wrapped"
+                && (t["counterparty"]["chain_id"].as_str() == Some(chain_id.as_str())
+                    || names.get(&text(&t["counterparty"]["chain_name"])) == Some(chain_id))
+        });
         let wraps = wrapped
             .map(|t| text(&t["counterparty"]["base_denom"]))
             .filter(|d| !d.is_empty());

@@ -7,6 +7,8 @@ use crate::chain::address;
 
 /// IBC timeout of a hook transfer: the hook runs only after the deposit is finalized.
 pub const DEFAULT_HOOK_TIMEOUT_SECONDS: u64 = 3600;
+/// Longest IBC timeout accepted (a week), which also keeps the timestamp within uint64.
+pub const MAX_TIMEOUT_SECONDS: u64 = 7 * 86_400;
 const PFM_RETRIES: u32 = 2;
 
 /// One IBC hop of a transfer: where it leaves from and who receives it.

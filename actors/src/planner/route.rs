@@ -417,8 +417,13 @@ pub fn op_hook(
         Some(t) => t
             .parse()
             .ok()
-            .filter(|t| *t > 0)
-            .ok_or_else(|| RouteError::Invalid(format!("invalid timeout_seconds {t:?}")))?,
+            .filter(|t| (1..=msgs::MAX_TIMEOUT_SECONDS).contains(t))
+            .ok_or_else(|| {
+                RouteError::Invalid(format!(
+                    "timeout_seconds must be an integer number of seconds in 1..={}, got {t:?}",
+                    msgs::MAX_TIMEOUT_SECONDS
+                ))
+            })?,
     };
     let options = SearchOptions {
         allow_multi_tx: true,
@@ -448,26 +453,26 @@ pub fn op_hook(
             "invalid dest_address {dest_address:?}"
         )));
     }
+    let last_step = planned.plan.steps.len() - 1;
     let hops: Vec<msgs::Hop> = hook
         .iter()
-        .map(|i| {
+        .filter_map(|i| {
             let step = &planned.plan.steps[*i];
             let Edge::Ibc { port, channel } = &snapshot.graph.graph[step.edge] else {
-                unreachable!("op hooks carry IBC hops only")
+                return None;
             };
             let to_chain = &snapshot.graph.location(step.to).chain_id;
-            msgs::Hop {
+            // The last hop of the route pays the recipient; others the user's own account.
+            let receiver = if *i == last_step {
+                dest_address.to_string()
+            } else {
+                msgs::address_on(snapshot, to_chain, &address_bytes)
+            };
+            Some(msgs::Hop {
                 port: port.clone(),
                 channel: channel.clone(),
-                receiver: if step.to
-                    == *planned.plan.steps.last().map(|s| &s.to).expect("non-empty")
-                    && *i == hook[hook.len() - 1]
-                {
-                    dest_address.to_string()
-                } else {
-                    msgs::address_on(snapshot, to_chain, &address_bytes)
-                },
-            }
+                receiver,
+            })
         })
         .collect();
     let sender = msgs::address_on(snapshot, &hook_chain, &address_bytes);

@@ -27,8 +27,10 @@ enum Arrival {
     Start,
     Ibc,
     SameChain,
-    /// Arrived by OPinit deposit, or by IBC hops inside its op hook.
-    OpHook,
+    /// Just deposited by OPinit: an op hook may carry the next IBC hop.
+    Deposited,
+    /// IBC hop(s) inside an op hook.
+    HookIbc,
     Ended,
 }
 
@@ -37,6 +39,8 @@ struct State {
     node: NodeIndex,
     arrival: Arrival,
     withdrew: bool,
+    /// An op hook was used already: a route carries at most one.
+    hooked: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -80,43 +84,53 @@ pub enum SearchError {
     MultiTx(u32),
 }
 
-/// (new tx?, arrival after the edge), or None when the edge may not follow.
+/// What following `edge` from a state means: (new user tx?, arrival after it, step runs
+/// inside the op hook?), or None when the edge may not follow (or has no message builder).
 fn transition(
     graph: &RouteGraph,
     from: NodeIndex,
     arrival: Arrival,
+    hooked: bool,
     edge: &Edge,
     options: &SearchOptions,
-) -> Option<(bool, Arrival)> {
+) -> Option<(bool, Arrival, bool)> {
     let chain = &graph.location(from).chain_id;
     let pfm = graph.chain(chain).is_some_and(|c| c.pfm_enabled);
     Some(match edge {
         Edge::Ibc { .. } => match arrival {
-            Arrival::Start | Arrival::Ended => (true, Arrival::Ibc),
-            Arrival::SameChain => (false, Arrival::Ibc),
-            Arrival::Ibc => (!pfm, Arrival::Ibc),
-            Arrival::OpHook => (false, Arrival::OpHook),
+            Arrival::Start | Arrival::Ended => (true, Arrival::Ibc, false),
+            Arrival::SameChain => (false, Arrival::Ibc, false),
+            Arrival::Ibc => (!pfm, Arrival::Ibc, false),
+            Arrival::Deposited if hooked => (true, Arrival::Ibc, false),
+            Arrival::Deposited => (false, Arrival::HookIbc, true),
+            // The hook is one MsgTransfer: further hops need PFM where they start.
+            Arrival::HookIbc if pfm => (false, Arrival::HookIbc, true),
+            Arrival::HookIbc => (true, Arrival::Ibc, false),
         },
-        Edge::Swap { .. } | Edge::Wrap { .. } => match arrival {
-            Arrival::SameChain => (false, Arrival::SameChain),
-            _ => (true, Arrival::SameChain),
+        Edge::Swap { .. } => match arrival {
+            Arrival::SameChain => (false, Arrival::SameChain, false),
+            _ => (true, Arrival::SameChain, false),
         },
+        // ERC-20 wrapper conversions have no message builder yet: not routed.
+        Edge::Wrap { .. } => return None,
         Edge::OpDeposit { .. } => match arrival {
-            Arrival::SameChain => (false, Arrival::OpHook),
-            _ => (true, Arrival::OpHook),
+            // After a swap the deposited amount is only known as a minimum, which a pre-signed
+            // hook cannot match: no hook, the tx ends with the deposit.
+            Arrival::SameChain => (false, Arrival::Ended, false),
+            _ => (true, Arrival::Deposited, false),
         },
         Edge::OpWithdraw { .. } => {
             if !options.is_op_withdraw {
                 return None;
             }
             match arrival {
-                Arrival::SameChain => (false, Arrival::Ended),
-                _ => (true, Arrival::Ended),
+                Arrival::SameChain => (false, Arrival::Ended, false),
+                _ => (true, Arrival::Ended, false),
             }
         }
         Edge::Bridge { .. } => match arrival {
-            Arrival::SameChain => (false, Arrival::Ended),
-            _ => (true, Arrival::Ended),
+            Arrival::SameChain => (false, Arrival::Ended, false),
+            _ => (true, Arrival::Ended, false),
         },
     })
 }
@@ -146,6 +160,7 @@ pub fn search(
         node: source,
         arrival: Arrival::Start,
         withdrew: false,
+        hooked: false,
     };
     let mut best: HashMap<State, Cost> = HashMap::from([(start, Cost::default())]);
     let mut previous: HashMap<State, (State, EdgeIndex, u32, bool)> = HashMap::new();
@@ -166,15 +181,21 @@ pub fn search(
             continue;
         }
         for edge in graph.graph.edges(state.node) {
-            let Some((new_tx, arrival)) =
-                transition(graph, state.node, state.arrival, edge.weight(), &options)
-            else {
+            let Some((new_tx, arrival, in_hook)) = transition(
+                graph,
+                state.node,
+                state.arrival,
+                state.hooked,
+                edge.weight(),
+                &options,
+            ) else {
                 continue;
             };
             let next = State {
                 node: edge.target(),
                 arrival,
                 withdrew: state.withdrew || matches!(edge.weight(), Edge::OpWithdraw { .. }),
+                hooked: state.hooked || in_hook,
             };
             let next_cost = Cost {
                 txs: cost.txs + new_tx as u32,
@@ -184,15 +205,7 @@ pub fn search(
             if best.get(&next).is_none_or(|b| next_cost < *b) {
                 best.insert(next, next_cost);
                 let tx_index = next_cost.txs.saturating_sub(1);
-                previous.insert(
-                    next,
-                    (
-                        state,
-                        edge.id(),
-                        tx_index,
-                        arrival == Arrival::OpHook && matches!(edge.weight(), Edge::Ibc { .. }),
-                    ),
-                );
+                previous.insert(next, (state, edge.id(), tx_index, in_hook));
                 heap.push(Reverse((next_cost, next)));
             }
         }
@@ -234,6 +247,7 @@ pub fn evaluate(
 ) -> Result<Plan, String> {
     let mut at = source;
     let mut arrival = Arrival::Start;
+    let mut hooked = false;
     let mut cost = Cost::default();
     let mut steps = Vec::with_capacity(edges.len());
     for (i, edge) in edges.iter().enumerate() {
@@ -249,10 +263,10 @@ pub fn evaluate(
             ));
         }
         let weight = &graph.graph[*edge];
-        let (new_tx, next) =
-            transition(graph, from, arrival, weight, &options).ok_or_else(|| {
-                format!("operations[{i}] is an OPinit withdrawal, which needs is_op_withdraw")
-            })?;
+        let (new_tx, next, in_hook) = transition(graph, from, arrival, hooked, weight, &options).ok_or_else(|| match weight {
+            Edge::Wrap { .. } => format!("operations[{i}] converts to or from an ERC-20 wrapper, which has no message builder yet"),
+            _ => format!("operations[{i}] is an OPinit withdrawal, which needs is_op_withdraw"),
+        })?;
         cost = Cost {
             txs: cost.txs + new_tx as u32,
             seconds: cost.seconds + seconds(weight),
@@ -263,10 +277,11 @@ pub fn evaluate(
             from,
             to,
             tx_index: cost.txs.saturating_sub(1),
-            in_op_hook: next == Arrival::OpHook && matches!(weight, Edge::Ibc { .. }),
+            in_op_hook: in_hook,
         });
         at = to;
         arrival = next;
+        hooked |= in_hook;
     }
     Ok(Plan {
         requires_op_hook: steps.iter().any(|s| s.in_op_hook),
@@ -290,7 +305,9 @@ fn explain(
         while let Some(node) = stack.pop() {
             seen.insert(graph.location(node).chain_id.clone());
             for edge in graph.graph.edges_directed(node, direction) {
-                if !options.is_op_withdraw && matches!(edge.weight(), Edge::OpWithdraw { .. }) {
+                if matches!(edge.weight(), Edge::Wrap { .. })
+                    || (!options.is_op_withdraw && matches!(edge.weight(), Edge::OpWithdraw { .. }))
+                {
                     continue;
                 }
                 let next = if direction == petgraph::Direction::Outgoing {
@@ -315,6 +332,13 @@ fn explain(
         d.chain_id,
         reach(dest, petgraph::Direction::Incoming)
     );
+    if graph
+        .graph
+        .edges_directed(dest, petgraph::Direction::Incoming)
+        .any(|e| matches!(e.weight(), Edge::Wrap { .. }))
+    {
+        text.push_str(" (it is an ERC-20 wrapper: converting into it has no message builder yet, route to the bank denom it wraps)");
+    }
     if options.is_op_withdraw {
         text.push_str(" (is_op_withdraw requires an OPinit withdrawal on the way)");
     } else if graph

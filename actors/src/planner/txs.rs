@@ -202,6 +202,27 @@ fn checked_address(
     }
 }
 
+/// For every step, the index in `required_chain_addresses` of the chain it leaves from and
+/// the chain it arrives on (the same walk as `chain_ids`).
+fn positions(snapshot: &PlannerSnapshot, plan: &super::search::Plan) -> (Vec<usize>, Vec<usize>) {
+    let mut last: Option<&str> = None;
+    let mut index = 0usize;
+    let (mut from_at, mut to_at) = (Vec::new(), Vec::new());
+    for step in &plan.steps {
+        for (node, out) in [(step.from, &mut from_at), (step.to, &mut to_at)] {
+            let id = snapshot.graph.location(node).chain_id.as_str();
+            if last != Some(id) {
+                if last.is_some() {
+                    index += 1;
+                }
+                last = Some(id);
+            }
+            out.push(index);
+        }
+    }
+    (from_at, to_at)
+}
+
 /// BCS bytes of a Move `Option<u64>` / `u64` / `address`.
 fn bcs_u64(n: u64) -> Vec<u8> {
     n.to_le_bytes().to_vec()
@@ -322,7 +343,8 @@ pub fn build(
             end.denom, end.chain_id, dest.1, dest.0
         )));
     }
-    let (amounts, _) = amounts_along(snapshot, &plan, &amount_in)?;
+    // The estimated amounts must be positive all the way (a too small amount_in is a 400).
+    amounts_along(snapshot, &plan, &amount_in)?;
 
     let chains = chain_ids(snapshot, &plan);
     if addresses.len() != chains.len() {
@@ -333,14 +355,17 @@ pub fn build(
             chains.join(", ")
         )));
     }
-    let address_of: std::collections::HashMap<&str, String> = chains
+    let checked: Vec<String> = chains
         .iter()
         .zip(addresses)
         .enumerate()
-        .map(|(i, (chain, text))| {
-            checked_address(snapshot, i, chain, text).map(|a| (chain.as_str(), a))
-        })
+        .map(|(i, (chain, text))| checked_address(snapshot, i, chain, text))
         .collect::<Result<_, _>>()?;
+    // Addresses go by position, not by chain: a route may visit a chain twice (deposit to a
+    // rollup and back), and the user may want the funds to end with someone else.
+    let (from_at, to_at) = positions(snapshot, &plan);
+    let sender_of = |k: usize| checked[from_at[k]].clone();
+    let receiver_of = |k: usize| checked[to_at[k]].clone();
 
     let hook = match (&request.signed_op_hook, plan.requires_op_hook) {
         (None, true) => return Err(invalid("signed_op_hook is required: this route continues after an OPinit deposit (see POST /op-hook)")),
@@ -348,8 +373,12 @@ pub fn build(
         (None, false) => None,
         (Some(signed), true) => {
             let signer = signed.signer.as_deref().filter(|s| !s.is_empty()).ok_or(RouteError::Missing("signed_op_hook.signer"))?;
-            if address::parse_account(signer).is_err() {
-                return Err(invalid(format!("signed_op_hook.signer: {signer:?} is not an address")));
+            let signer_bytes = address::parse_account(signer).map_err(|_| invalid(format!("signed_op_hook.signer: {signer:?} is not an address")))?;
+            // The hook runs on the rollup the deposit lands on, from the deposit's recipient.
+            let deposit = plan.steps.iter().position(|s| s.in_op_hook).expect("requires_op_hook") - 1;
+            let recipient = receiver_of(deposit);
+            if address::parse_account(&recipient).ok() != Some(signer_bytes) {
+                return Err(invalid(format!("signed_op_hook.signer {signer} is not the deposit recipient {recipient} who runs the hook")));
             }
             let hook = signed.hook.as_deref().filter(|h| !h.is_empty()).ok_or(RouteError::Missing("signed_op_hook.hook"))?;
             let bytes = B64.decode(hook).map_err(|_| invalid("signed_op_hook.hook must be standard base64 (the signed hook tx)"))?;
@@ -360,16 +389,30 @@ pub fn build(
         }
     };
 
-    // What each message moves: after a swap, only its slippage-protected minimum is certain
-    // to arrive, so the operations that follow move that amount.
+    // What each message moves: after a swap only its slippage-protected minimum is certain to
+    // arrive, so the operations that follow move that amount, and a later swap's minimum is
+    // computed from what it is actually given.
     let mut sending = Vec::with_capacity(plan.steps.len());
+    let mut minimum = Vec::with_capacity(plan.steps.len());
     let mut next = amount_in.clone();
-    for (k, step) in plan.steps.iter().enumerate() {
+    for step in &plan.steps {
         sending.push(next.clone());
         next = match &snapshot.graph.graph[step.edge] {
-            Edge::Swap { .. } => min_after_slippage(&amounts[k].1, &slippage),
+            Edge::Swap {
+                reserve_in,
+                reserve_out,
+                fee_bps,
+                ..
+            } => min_after_slippage(
+                &super::amount::constant_product_out(&next, reserve_in, reserve_out, *fee_bps),
+                &slippage,
+            ),
             _ => next,
         };
+        if next.bits() == 0 {
+            return Err(invalid("with this slippage_tolerance_percent nothing is guaranteed to arrive: lower it or send more"));
+        }
+        minimum.push(next.clone());
     }
     let mut txs = Vec::new();
     let mut legacy = Vec::new();
@@ -378,15 +421,12 @@ pub fn build(
         let tx_index = plan.steps[i].tx_index;
         let first = i;
         let chain_id = snapshot.graph.location(plan.steps[i].from).chain_id.clone();
-        let signer = address_of[chain_id.as_str()].clone();
+        let signer = sender_of(i);
         let mut messages = Vec::new();
         while i < plan.steps.len() && plan.steps[i].tx_index == tx_index {
             let step = &plan.steps[i];
-            let (from, to) = (
-                snapshot.graph.location(step.from),
-                snapshot.graph.location(step.to),
-            );
-            let (step_in, step_out) = (&sending[i], &amounts[i].1);
+            let from = snapshot.graph.location(step.from);
+            let step_in = &sending[i];
             match &snapshot.graph.graph[step.edge] {
                 Edge::Ibc { .. } => {
                     // Consecutive hops of this tx (not in an op hook) become one MsgTransfer with
@@ -401,11 +441,10 @@ pub fn build(
                         else {
                             break;
                         };
-                        let hop_to = &snapshot.graph.location(plan.steps[j].to).chain_id;
                         hops.push(Hop {
                             port: port.clone(),
                             channel: channel.clone(),
-                            receiver: address_of[hop_to.as_str()].clone(),
+                            receiver: receiver_of(j),
                         });
                         j += 1;
                     }
@@ -424,7 +463,7 @@ pub fn build(
                     let mut msg = json!({
                         "sender": signer,
                         "bridge_id": bridge_id.to_string(),
-                        "to": address_of[to.chain_id.as_str()],
+                        "to": receiver_of(i),
                         "amount": {"denom": from.denom, "amount": step_in.to_string()}
                     });
                     // The op-hook hops run on the rollup from the signed hook in `data`.
@@ -443,7 +482,7 @@ pub fn build(
                 Edge::OpWithdraw { .. } => {
                     let msg = json!({
                         "sender": signer,
-                        "to": address_of[to.chain_id.as_str()],
+                        "to": receiver_of(i),
                         "amount": {"denom": from.denom, "amount": step_in.to_string()}
                     });
                     messages.push(json!({"msg_type_url": "/opinit.opchild.v1.MsgInitiateTokenWithdrawal", "msg": msg.to_string()}));
@@ -469,8 +508,7 @@ pub fn build(
                             from.denom
                         ))
                     })?;
-                    let min_return =
-                        u64_amount(&min_after_slippage(step_out, &slippage), "min return")?;
+                    let min_return = u64_amount(&minimum[i], "min return")?;
                     let mut option = vec![1u8];
                     option.extend(bcs_u64(min_return));
                     let msg = json!({
