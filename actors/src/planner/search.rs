@@ -475,4 +475,71 @@ mod tests {
         assert!(text.contains("ua on a reaches [a]"), "{text}");
         assert!(text.contains("reachable from [c]"), "{text}");
     }
+
+    /// l1 --deposit--> r1 --ibc--> l1 --ibc--> far: the first hop rides in the op hook; the
+    /// second only when the chain it starts from (l1) runs PFM.
+    fn hook_line(pfm_on_l1: bool) -> (RouteGraph, NodeIndex, NodeIndex) {
+        use crate::planner::denom::l2_denom;
+        use crate::planner::registry::OpBridge;
+        let l2 = l2_denom(5, "uinit");
+        let on_l1 = format!("transfer/channel-1/{l2}");
+        let on_far = format!("transfer/channel-7/{on_l1}");
+        let registry = Registry {
+            chains: vec![
+                chain("l1", pfm_on_l1),
+                chain("r1", false),
+                chain("far", true),
+            ],
+            assets: vec![
+                asset("l1", "uinit", ""),
+                asset("l1", &ibc_denom(&on_l1), &on_l1),
+                asset("far", &ibc_denom(&on_far), &on_far),
+            ],
+            ibc_channels: vec![
+                channel("r1", "channel-0", "l1", "channel-1", true),
+                channel("l1", "channel-2", "far", "channel-7", true),
+            ],
+            op_bridges: vec![OpBridge {
+                bridge_id: 5,
+                l1_chain_id: "l1".into(),
+                l2_chain_id: "r1".into(),
+                denoms: vec!["uinit".into()],
+                finalization_period_seconds: 60,
+            }],
+            ..Default::default()
+        };
+        let graph = RouteGraph::build(&registry);
+        let (from, to) = (
+            graph.find("l1", "uinit").unwrap(),
+            graph.find("far", &ibc_denom(&on_far)).unwrap(),
+        );
+        (graph, from, to)
+    }
+
+    #[test]
+    fn op_hooks_carry_ibc_hops_and_respect_pfm() {
+        let options = SearchOptions {
+            allow_multi_tx: true,
+            is_op_withdraw: false,
+        };
+        let (graph, from, to) = hook_line(true);
+        let plan = search(&graph, from, to, options).unwrap();
+        assert_eq!(plan.steps.len(), 3);
+        assert!(plan.requires_op_hook);
+        assert_eq!(plan.txs_required, 1);
+        assert_eq!(
+            plan.steps.iter().map(|s| s.in_op_hook).collect::<Vec<_>>(),
+            [false, true, true]
+        );
+        let (graph, from, to) = hook_line(false);
+        let plan = search(&graph, from, to, options).unwrap();
+        assert_eq!(
+            plan.txs_required, 2,
+            "without PFM on l1 the second hop is the user's next tx"
+        );
+        assert_eq!(
+            plan.steps.iter().map(|s| s.in_op_hook).collect::<Vec<_>>(),
+            [false, true, false]
+        );
+    }
 }
