@@ -58,12 +58,8 @@ fn bench(c: &mut Criterion) {
             ),
         ),
         (
-            "noble_to_evm_erc20",
-            request(
-                ("noble-1", "uusdc"),
-                ("cabal-1", "evm/A1Bc0977Bab93D507A89C108fa21820809e6869D"),
-                true,
-            ),
+            "noble_to_evm_rollup",
+            request(("noble-1", "uusdc"), ("cabal-1", &usdc_echelon), false),
         ),
         (
             "op_hook",

@@ -11,7 +11,9 @@
 //! - anything after another bridge is a new tx.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use petgraph::graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
@@ -162,8 +164,9 @@ pub fn search(
         withdrew: false,
         hooked: false,
     };
-    let mut best: HashMap<State, Cost> = HashMap::from([(start, Cost::default())]);
-    let mut previous: HashMap<State, (State, EdgeIndex, u32, bool)> = HashMap::new();
+    let mut best: HashMap<State, Cost> = HashMap::default();
+    best.insert(start, Cost::default());
+    let mut previous: HashMap<State, (State, EdgeIndex, u32, bool)> = HashMap::default();
     let mut heap = BinaryHeap::from([Reverse((Cost::default(), start))]);
     let mut found = None;
     while let Some(Reverse((cost, state))) = heap.pop() {
