@@ -25,6 +25,7 @@ const INLINE_OFFSET: u64 = 1000;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
+    super::get(cfg, "/swagger/doc.json", swagger);
     super::get(cfg, "/indexer/block/v1/avg_blocktime", avg_blocktime);
     super::get(cfg, "/indexer/block/v1/blocks", blocks);
     super::get(cfg, "/indexer/block/v1/blocks/{height}", block);
@@ -36,6 +37,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     );
     super::get(cfg, "/indexer/tx/v1/txs/by_height/{height}", txs_by_height);
     super::get(cfg, "/indexer/tx/v1/txs/{tx_hash}", tx);
+}
+
+/// The machine-readable description of this API (Swagger 2.0, version 1.0.0).
+async fn swagger() -> actix_web::HttpResponse {
+    json_bytes(include_bytes!("swagger.json").to_vec())
 }
 
 #[derive(Serialize)]

@@ -139,6 +139,20 @@ fn status_blocks_and_block_by_height() {
     ));
     assert_eq!(offset_param["blocks"], offset_page["blocks"]);
 
+    let swagger = d.ok(&format!("{base}/swagger/doc.json"));
+    assert_eq!(swagger["info"]["version"], "1.0.0");
+    for path in [
+        "/status",
+        "/indexer/block/v1/blocks/{height}",
+        "/indexer/tx/v1/txs/by_account/{account}",
+        "/indexer/tx/v1/txs/{tx_hash}",
+    ] {
+        assert!(
+            swagger["paths"][path]["get"].is_object(),
+            "swagger lacks {path}"
+        );
+    }
+
     let avg = d.ok(&format!("{base}/indexer/block/v1/avg_blocktime"));
     let seconds = avg["avg_block_time"].as_f64().unwrap();
     assert!(
