@@ -109,7 +109,8 @@ where
 }
 
 /// Runs the daemon until SIGINT or SIGTERM. Must be called inside an actix `System`.
-pub async fn run(config: Config) -> anyhow::Result<()> {
+/// `config_path`, when given, is re-read on SIGHUP to replace the router registry.
+pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!("cannot create data dir {}: {e}", config.data_dir.display())
     })?;
@@ -160,7 +161,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
 
     let (planner, snapshot) = RoutePlanner::new(config.router.registry())?;
-    let _planner = actix::Actor::start(planner);
+    let planner = actix::Actor::start(planner);
+    if let Some(path) = config_path {
+        spawn_registry_reload(path, planner);
+    }
     let snapshot = web::Data::new(snapshot);
     let (server, bound) = bind_server(
         "router",
@@ -200,6 +204,41 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     store.flush()?;
     tracing::info!("store flushed; bye");
     Ok(())
+}
+
+/// On SIGHUP, re-reads the config file and hands its router registry to the planner, which
+/// swaps it in atomically if it is valid (the old one stays otherwise).
+fn spawn_registry_reload(path: PathBuf, planner: actix::Addr<RoutePlanner>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        // Registered now, before the listeners are announced, so an early SIGHUP never takes
+        // the default action (terminating the process).
+        let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP: registry reload disabled");
+            return;
+        };
+        actix::spawn(async move {
+            while hangups.recv().await.is_some() {
+                let outcome = match Config::load(&path) {
+                    Ok(config) => planner
+                        .send(weaver_actors::planner::actor::ReplaceRegistry(
+                            config.router.registry(),
+                        ))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string())),
+                    Err(e) => Err(e.to_string()),
+                };
+                match outcome {
+                    Ok(()) => tracing::info!(config = %path.display(), "router registry reloaded"),
+                    Err(e) => {
+                        tracing::error!(config = %path.display(), error = %e, "router registry reload failed; keeping the current one")
+                    }
+                }
+            }
+        });
+    }
 }
 
 pub fn listeners_path(data_dir: &Path) -> PathBuf {

@@ -155,7 +155,8 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            match actix::System::new().block_on(weaver::boot::run(config)) {
+            match actix::System::new().block_on(weaver::boot::run(config, Some(cli.config.clone())))
+            {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("weaver: {e:#}");

@@ -450,3 +450,57 @@ fn the_default_config_routes_over_its_devnet() {
         );
     }
 }
+
+/// SIGHUP re-reads the config and swaps the router registry in without a restart; a broken
+/// file keeps the current registry.
+#[test]
+fn sighup_reloads_the_registry() {
+    let chain = |id: &str| {
+        format!("[[router.chains]]\nchain_id = \"{id}\"\nchain_name = \"{id}\"\nbech32_prefix = \"init\"\n")
+    };
+    let head = "[router]\nlisten = \"127.0.0.1:0\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n";
+    let daemon = Daemon::start(&format!("{head}{}", chain("one-1")));
+    let url = format!(
+        "http://{}/v2/info/chains",
+        daemon.listeners["router"].as_str().unwrap()
+    );
+    let count = |d: &Daemon| d.ok(&url)["chains"].as_array().unwrap().len();
+    assert_eq!(count(&daemon), 1);
+    let hup = |d: &Daemon| {
+        assert!(std::process::Command::new("kill")
+            .arg("-HUP")
+            .arg(d.child.id().to_string())
+            .status()
+            .unwrap()
+            .success())
+    };
+    let wait_for = |d: &Daemon, n: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while count(d) != n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "registry did not become {n} chains"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    std::fs::write(
+        &daemon.config,
+        format!("{head}{}{}", chain("one-1"), chain("two-1")),
+    )
+    .unwrap();
+    hup(&daemon);
+    wait_for(&daemon, 2);
+    std::fs::write(
+        &daemon.config,
+        format!("{head}{}{}", chain("one-1"), chain("one-1")),
+    )
+    .unwrap();
+    hup(&daemon);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        count(&daemon),
+        2,
+        "an invalid registry must not replace the current one"
+    );
+}
