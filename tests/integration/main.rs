@@ -9,4 +9,5 @@ mod msgs;
 mod msgs_sdk;
 mod node_source;
 mod router;
+mod skip_client;
 mod supervision;

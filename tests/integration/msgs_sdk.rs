@@ -12,16 +12,7 @@ use weaver_actors::planner::txs;
 use crate::msgs::{addr, cases, msgs_request, snapshot_of, NOW_NS};
 
 fn sdk_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/msgs_sdk");
-    if !dir.join("node_modules/@initia/initia.js").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm is needed for the initia.js encoder check (Node >= 20)");
-        assert!(status.success(), "npm ci failed in {}", dir.display());
-    }
-    dir
+    crate::skip_client::npm_dir("msgs_sdk", "@initia/initia.js")
 }
 
 /// Runs the checker; returns (all accepted, its report).
