@@ -69,6 +69,29 @@ fn first_address(apis: &Value, kind: &str) -> Option<String> {
         .filter(|a| !a.is_empty())
 }
 
+/// A chain entry from a registry `chain.json`-like object; PFM on (off for rollups, set by
+/// the caller), no VM.
+fn reg_chain(chain: &Value, chain_type: &str, fee_denoms: Vec<String>) -> RegChain {
+    RegChain {
+        chain_id: text(&chain["chain_id"]),
+        chain_name: text(&chain["chain_name"]),
+        pretty_name: text(&chain["pretty_name"]),
+        bech32_prefix: text(&chain["bech32_prefix"]),
+        chain_type: chain_type.into(),
+        vm: None,
+        is_l1: false,
+        is_testnet: chain["network_type"] == "testnet",
+        pfm_enabled: true,
+        supports_memo: true,
+        fee_denoms,
+        evm_chain_id: None,
+        hidden: false,
+        rpc: first_address(&chain["apis"], "rpc"),
+        rest: first_address(&chain["apis"], "rest"),
+        logo_uri: None,
+    }
+}
+
 pub fn import(dir: &Path) -> Result<Registry, ImportError> {
     let chains_json = read(dir, "chains.json", true)?;
     let assets_json = read(dir, "assets.json", true)?;
@@ -81,9 +104,8 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
     for chain in array(&chains_json["chains"]) {
         let metadata = &chain["metadata"];
         let is_l1 = metadata["is_l1"].as_bool().unwrap_or(false);
-        let chain_id = text(&chain["chain_id"]);
         if is_l1 {
-            l1 = Some(chain_id.clone());
+            l1 = Some(text(&chain["chain_id"]));
         }
         let vm = if is_l1 {
             Some("move".to_string())
@@ -92,61 +114,34 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
                 .as_str()
                 .map(|t| t.trim_start_matches("mini").to_string())
         };
-        names.insert(text(&chain["chain_name"]), chain_id.clone());
-        registry.chains.push(RegChain {
-            chain_id,
-            chain_name: text(&chain["chain_name"]),
-            pretty_name: text(&chain["pretty_name"]),
-            bech32_prefix: text(&chain["bech32_prefix"]),
-            chain_type: "initia".into(),
-            vm,
-            is_l1,
-            is_testnet: chain["network_type"] == "testnet",
-            pfm_enabled: is_l1,
-            supports_memo: true,
-            fee_denoms: array(&chain["fees"]["fee_tokens"])
-                .iter()
-                .map(|f| text(&f["denom"]))
-                .collect(),
-            evm_chain_id: chain
-                .get("evm_chain_id")
-                .map(text)
-                .filter(|s| !s.is_empty()),
-            hidden: false,
-            rpc: first_address(&chain["apis"], "rpc"),
-            rest: first_address(&chain["apis"], "rest"),
-            logo_uri: None,
-        });
+        let fee_denoms = array(&chain["fees"]["fee_tokens"])
+            .iter()
+            .map(|f| text(&f["denom"]))
+            .collect();
+        let mut entry = reg_chain(chain, "initia", fee_denoms);
+        entry.vm = vm;
+        entry.is_l1 = is_l1;
+        entry.pfm_enabled = is_l1;
+        entry.evm_chain_id = chain
+            .get("evm_chain_id")
+            .map(text)
+            .filter(|s| !s.is_empty());
+        names.insert(entry.chain_name.clone(), entry.chain_id.clone());
+        registry.chains.push(entry);
     }
     let l1 = l1.ok_or_else(|| {
         ImportError::Shape("chains.json has no chain with metadata.is_l1 = true".into())
     })?;
     for chain in array(&counterparties["chains"]) {
-        let chain_id = text(&chain["chain_id"]);
-        names.insert(text(&chain["chain_name"]), chain_id.clone());
-        registry.chains.push(RegChain {
-            chain_id,
-            chain_name: text(&chain["chain_name"]),
-            pretty_name: text(&chain["pretty_name"]),
-            bech32_prefix: text(&chain["bech32_prefix"]),
-            chain_type: "cosmos".into(),
-            vm: None,
-            is_l1: false,
-            is_testnet: chain["network_type"] == "testnet",
-            pfm_enabled: true,
-            supports_memo: true,
-            // The source abbreviates long lists with a "... (N more in source)" entry.
-            fee_denoms: array(&chain["fee_denoms"])
-                .iter()
-                .map(text)
-                .filter(|d| !d.starts_with("..."))
-                .collect(),
-            evm_chain_id: None,
-            hidden: false,
-            rpc: first_address(&chain["apis"], "rpc"),
-            rest: first_address(&chain["apis"], "rest"),
-            logo_uri: None,
-        });
+        // The source abbreviates long lists with a "... (N more in source)" entry.
+        let fee_denoms = array(&chain["fee_denoms"])
+            .iter()
+            .map(text)
+            .filter(|d| !d.starts_with("..."))
+            .collect();
+        let entry = reg_chain(chain, "cosmos", fee_denoms);
+        names.insert(entry.chain_name.clone(), entry.chain_id.clone());
+        registry.chains.push(entry);
     }
 
     let mut listed: Vec<(String, Value)> = Vec::new();

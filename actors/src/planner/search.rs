@@ -358,58 +358,22 @@ fn explain(
 mod tests {
     use super::*;
     use crate::planner::denom::ibc_denom;
-    use crate::planner::registry::{IbcChannel, RegAsset, RegChain, Registry};
+    use crate::planner::registry::{IbcChannel, Registry};
 
-    fn chain(id: &str, pfm: bool) -> RegChain {
-        RegChain {
-            chain_id: id.into(),
-            chain_name: id.into(),
-            pretty_name: String::new(),
-            bech32_prefix: "init".into(),
-            chain_type: "cosmos".into(),
-            vm: None,
-            is_l1: false,
-            is_testnet: false,
-            pfm_enabled: pfm,
-            supports_memo: true,
-            fee_denoms: vec![],
-            evm_chain_id: None,
-            hidden: false,
-            rpc: None,
-            rest: None,
-            logo_uri: None,
-        }
+    use crate::planner::synthetic::{asset as listed, chain as reg_chain, channel as open_channel};
+
+    fn chain(id: &str, pfm: bool) -> crate::planner::registry::RegChain {
+        reg_chain(id, pfm, false)
     }
 
-    fn asset(chain_id: &str, denom: &str, trace: &str) -> RegAsset {
-        RegAsset {
-            chain_id: chain_id.into(),
-            denom: denom.into(),
-            symbol: String::new(),
-            name: String::new(),
-            decimals: 6,
-            trace: trace.into(),
-            origin_chain_id: String::new(),
-            origin_denom: String::new(),
-            coingecko_id: None,
-            token_contract: None,
-            wraps: None,
-            wrapper_contract: None,
-            hidden: false,
-            logo_uri: None,
-        }
+    fn asset(chain_id: &str, denom: &str, trace: &str) -> crate::planner::registry::RegAsset {
+        listed(chain_id, denom, "", trace)
     }
 
     fn channel(a: &str, ca: &str, b: &str, cb: &str, active: bool) -> IbcChannel {
         IbcChannel {
-            chain_a: a.into(),
-            port_a: "transfer".into(),
-            channel_a: ca.into(),
-            chain_b: b.into(),
-            port_b: "transfer".into(),
-            channel_b: cb.into(),
             active,
-            note: None,
+            ..open_channel(a, ca, b, cb)
         }
     }
 

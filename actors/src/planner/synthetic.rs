@@ -24,7 +24,8 @@ pub fn usdc_on_hub() -> String {
     ibc_denom("transfer/channel-0/uusdc")
 }
 
-fn chain(id: &str, pfm: bool, is_l1: bool) -> RegChain {
+/// A registry chain with defaults for everything but what tests and benchmarks vary.
+pub(crate) fn chain(id: &str, pfm: bool, is_l1: bool) -> RegChain {
     RegChain {
         chain_id: id.into(),
         chain_name: id.trim_end_matches("-1").into(),
@@ -45,7 +46,8 @@ fn chain(id: &str, pfm: bool, is_l1: bool) -> RegChain {
     }
 }
 
-fn asset(chain_id: &str, denom: &str, symbol: &str, trace: &str) -> RegAsset {
+/// A registry asset with 6 decimals and no metadata.
+pub(crate) fn asset(chain_id: &str, denom: &str, symbol: &str, trace: &str) -> RegAsset {
     RegAsset {
         chain_id: chain_id.into(),
         denom: denom.into(),
@@ -64,7 +66,8 @@ fn asset(chain_id: &str, denom: &str, symbol: &str, trace: &str) -> RegAsset {
     }
 }
 
-fn channel(a: &str, ca: &str, b: &str, cb: &str) -> IbcChannel {
+/// An active transfer channel between two chains.
+pub(crate) fn channel(a: &str, ca: &str, b: &str, cb: &str) -> IbcChannel {
     IbcChannel {
         chain_a: a.into(),
         port_a: "transfer".into(),
