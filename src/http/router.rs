@@ -1,7 +1,9 @@
 //! The router API: `POST /v2/fungible/route`, `POST /op-hook`, `GET /v2/info/chains` and
 //! `GET /v2/fungible/assets`. Handlers plan on the planner's published snapshot.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
@@ -82,15 +84,73 @@ const ASSET_FIELDS: [&str; 4] = [
     "dest_asset_denom",
 ];
 
-async fn route_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
+/// The amount of the latest route per asset pair, so `/op-hook` works for clients that (like
+/// InterwovenKit) send only the six documented fields: the hook moves exactly that amount.
+#[derive(Default)]
+pub struct RecentRoutes(Mutex<HashMap<[String; 4], (String, Instant)>>);
+
+/// How long a route's amount stands in for a missing `/op-hook` amount.
+const RECENT_ROUTE_TTL: Duration = Duration::from_secs(600);
+const RECENT_ROUTES_MAX: usize = 10_000;
+
+impl RecentRoutes {
+    fn remember(&self, pair: [String; 4], amount: String) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= RECENT_ROUTES_MAX {
+            map.retain(|_, (_, at)| at.elapsed() < RECENT_ROUTE_TTL);
+            if map.len() >= RECENT_ROUTES_MAX {
+                map.clear();
+            }
+        }
+        map.insert(pair, (amount, Instant::now()));
+    }
+
+    fn recall(&self, pair: &[String; 4]) -> Option<String> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(pair)
+            .filter(|(_, at)| at.elapsed() < RECENT_ROUTE_TTL)
+            .map(|(amount, _)| amount.clone())
+    }
+}
+
+fn pair(
+    source_chain: &Option<String>,
+    source_denom: &Option<String>,
+    dest_chain: &Option<String>,
+    dest_denom: &Option<String>,
+) -> [String; 4] {
+    [source_chain, source_denom, dest_chain, dest_denom].map(|v| v.clone().unwrap_or_default())
+}
+
+async fn route_handler(
+    snapshot: web::Data<SnapshotHandle>,
+    recent: web::Data<RecentRoutes>,
+    body: web::Bytes,
+) -> ApiResult {
     let mut strings = vec!["amount_in", "amount_out"];
     strings.extend(ASSET_FIELDS);
     let request: RouteRequest = parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
     let answer = route::route(&snapshot.load(), &request)?;
+    if answer["required_op_hook"] == true {
+        let key = pair(
+            &request.source_asset_chain_id,
+            &request.source_asset_denom,
+            &request.dest_asset_chain_id,
+            &request.dest_asset_denom,
+        );
+        recent.remember(
+            key,
+            answer["amount_in"].as_str().unwrap_or_default().to_string(),
+        );
+    }
     Ok(HttpResponse::Ok().json(answer))
 }
 
-async fn op_hook_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
+async fn op_hook_handler(
+    snapshot: web::Data<SnapshotHandle>,
+    recent: web::Data<RecentRoutes>,
+    body: web::Bytes,
+) -> ApiResult {
     let mut strings = vec![
         "source_address",
         "dest_address",
@@ -98,7 +158,19 @@ async fn op_hook_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) 
         "timeout_seconds",
     ];
     strings.extend(ASSET_FIELDS);
-    let request: OpHookRequest = parse_body(&body, &strings, &[])?;
+    let mut request: OpHookRequest = parse_body(&body, &strings, &[])?;
+    if request.amount_in.is_none() {
+        let key = pair(
+            &request.source_asset_chain_id,
+            &request.source_asset_denom,
+            &request.dest_asset_chain_id,
+            &request.dest_asset_denom,
+        );
+        request.amount_in = recent.recall(&key);
+        if request.amount_in.is_none() {
+            return Err(ApiError::bad_request("amount_in is required (or call /v2/fungible/route for this asset pair first: its amount is used)"));
+        }
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

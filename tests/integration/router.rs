@@ -254,6 +254,27 @@ fn op_hook_and_withdrawal_routes() {
             > 0
     );
 
+    // Without amount_in (as InterwovenKit sends it) the amount of the latest route for the
+    // same pair is used: the route above asked for 1000000.
+    let mut bare = hook_request.clone();
+    bare.as_object_mut().unwrap().remove("amount_in");
+    let (status, hook_again) = post(&d, "/op-hook", &bare);
+    assert_eq!(status, 200, "{hook_again}");
+    let again: Value =
+        serde_json::from_str(hook_again["hook"][0]["msg"].as_str().unwrap()).unwrap();
+    assert_eq!(again["token"]["amount"], "1000000");
+    let mut other_pair = bare.clone();
+    other_pair["dest_asset_denom"] = json!(USDC_L1);
+    let (status, body) = post(&d, "/op-hook", &other_pair);
+    assert_eq!(status, 400);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("amount_in is required"),
+        "{body}"
+    );
+
     // A route without a hook: a clear 400.
     let mut plain = hook_request.clone();
     plain["dest_asset_chain_id"] = json!("civitia-1");
