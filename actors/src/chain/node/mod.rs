@@ -84,8 +84,7 @@ impl NodeClient {
         let mut last = SourceError::Transport("no attempt made".into());
         for attempt in 0..self.config.retries.max(1) {
             if attempt > 0 {
-                let backoff = Duration::from_millis((100u64 << attempt.min(6)).min(5_000));
-                tokio::time::sleep(backoff).await;
+                tokio::time::sleep(backoff(attempt)).await;
             }
             let url = format!("{}{}", self.base(&api), path);
             match self.http.get(&url).send().await {
@@ -118,7 +117,12 @@ impl NodeClient {
         height: Option<u64>,
     ) -> Result<T, SourceError> {
         let mut last = SourceError::Transport("no attempt made".into());
-        for _ in 0..self.config.retries.max(1) {
+        for attempt in 0..self.config.retries.max(1) {
+            if attempt > 0 {
+                // Transport failures are retried inside get_text; these are answers that were
+                // wrong (malformed, or a node error): give the node a moment too.
+                tokio::time::sleep(backoff(attempt)).await;
+            }
             let (status, body) = self.get_text(Api::Rpc, path).await?;
             let envelope: RpcEnvelope<T> = match serde_json::from_str(&body) {
                 Ok(envelope) => envelope,
@@ -403,6 +407,11 @@ impl NodeClient {
             .insert(valoper, (proposer.clone(), Instant::now()));
         proposer
     }
+}
+
+/// Exponential backoff between attempts: 200 ms, 400 ms, … capped at 5 s.
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis((100u64 << attempt.min(6)).min(5_000))
 }
 
 fn malformed(path: &str, reason: String) -> SourceError {
