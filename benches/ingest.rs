@@ -11,7 +11,7 @@ use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSource, DevnetSpec, Vm}
 use weaver_actors::chain::Source;
 use weaver_actors::follower::{Follower, FollowerSettings, Progress};
 use weaver_actors::indexers::CoreIndexer;
-use weaver_actors::store::Store;
+use weaver_actors::store::{HotLimits, Store};
 
 const BLOCKS: u64 = 500;
 
@@ -46,9 +46,12 @@ fn bench(c: &mut Criterion) {
             for _ in 0..iterations {
                 let dir = tempfile::tempdir().unwrap();
                 let store = Store::open(dir.path(), 64 << 20).unwrap();
-                let mut indexer =
-                    CoreIndexer::open(store.chain("minievm-1", 1000).unwrap(), "init", true)
-                        .unwrap();
+                let mut indexer = CoreIndexer::open(
+                    store.chain("minievm-1", HotLimits::blocks(1000)).unwrap(),
+                    "init",
+                    true,
+                )
+                .unwrap();
                 let started = Instant::now();
                 for block in &blocks {
                     indexer.apply(block).unwrap();
@@ -69,9 +72,12 @@ fn bench(c: &mut Criterion) {
             for _ in 0..iterations {
                 let dir = tempfile::tempdir().unwrap();
                 let store = Store::open(dir.path(), 64 << 20).unwrap();
-                let indexer =
-                    CoreIndexer::open(store.chain("minievm-1", 1000).unwrap(), "init", true)
-                        .unwrap();
+                let indexer = CoreIndexer::open(
+                    store.chain("minievm-1", HotLimits::blocks(1000)).unwrap(),
+                    "init",
+                    true,
+                )
+                .unwrap();
                 // A genesis far enough back that exactly BLOCKS heights exist (interval 100 ms).
                 let genesis = now_ns() - (BLOCKS as i64 * 100 + 50) * 1_000_000;
                 let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(

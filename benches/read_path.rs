@@ -8,14 +8,14 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use weaver_actors::chain::decode::tx_hash;
 use weaver_actors::chain::devnet::{Devnet, DevnetSpec, Vm};
 use weaver_actors::indexers::CoreIndexer;
-use weaver_actors::store::{Order, PageRequest, Store, TxFilter};
+use weaver_actors::store::{HotLimits, Order, PageRequest, Store, TxFilter};
 
 const BLOCKS: u64 = 3000;
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 256 << 20).unwrap();
-    let chain = store.chain("minimove-1", 1000).unwrap();
+    let chain = store.chain("minimove-1", HotLimits::blocks(1000)).unwrap();
     let devnet = Devnet::new(DevnetSpec {
         chain_id: "minimove-1".into(),
         vm: Vm::Move,

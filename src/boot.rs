@@ -15,7 +15,7 @@ use weaver_actors::chain::node::{NodeClient, NodeConfig};
 use weaver_actors::chain::Source;
 use weaver_actors::follower::{ChainFollower, FollowerSettings};
 use weaver_actors::planner::RoutePlanner;
-use weaver_actors::store::{ChainStore, Store};
+use weaver_actors::store::{ChainStore, HotLimits, Store};
 use weaver_actors::system::Supervision;
 
 use crate::config::{ChainConfig, Config, Domain, SourceConfig};
@@ -127,7 +127,13 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
     let mut servers = Vec::new();
     let mut listeners = Listeners::default();
     for chain in &config.chains {
-        let chain_store = store.chain(&chain.chain_id, config.hot_tier_blocks)?;
+        let chain_store = store.chain(
+            &chain.chain_id,
+            HotLimits {
+                blocks: config.hot_tier_blocks,
+                bytes: (config.hot_tier_max_mb as usize) << 20,
+            },
+        )?;
         let source = Arc::new(source_for(chain, &chain_store)?);
         let settings = FollowerSettings {
             in_flight: chain.follower.in_flight,

@@ -41,6 +41,9 @@ pub struct Config {
     /// Blocks per chain kept in the in-memory hot tier (0 disables it).
     #[serde(default = "default_hot_tier_blocks")]
     pub hot_tier_blocks: u64,
+    /// Memory bound of each chain's hot tier, in MiB (whichever bound is reached first).
+    #[serde(default = "default_hot_tier_max_mb")]
+    pub hot_tier_max_mb: u64,
     /// sled page cache, in MiB.
     #[serde(default = "default_cache_mb")]
     pub cache_mb: u64,
@@ -248,6 +251,9 @@ fn default_data_dir() -> PathBuf {
 }
 fn default_hot_tier_blocks() -> u64 {
     1000
+}
+fn default_hot_tier_max_mb() -> u64 {
+    256
 }
 fn default_cache_mb() -> u64 {
     256

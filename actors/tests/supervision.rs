@@ -10,7 +10,7 @@ use weaver_actors::chain::devnet::{
 };
 use weaver_actors::chain::Source;
 use weaver_actors::follower::{ChainFollower, FollowerSettings, InjectPanic};
-use weaver_actors::store::{ChainStore, Store};
+use weaver_actors::store::{ChainStore, HotLimits, Store};
 use weaver_actors::system::Supervision;
 
 fn devnet(history: u64) -> Arc<Devnet> {
@@ -68,7 +68,7 @@ fn errors_and_panics_in_a_step_are_restarted() {
     actix::System::new().block_on(async {
         let store = Store::open(dir.path(), 8 << 20)
             .unwrap()
-            .chain("minimove-1", 16)
+            .chain("minimove-1", HotLimits::blocks(16))
             .unwrap();
         let faults = vec![
             Fault {
@@ -98,7 +98,7 @@ fn the_watchdog_respawns_an_actor_killed_by_a_panic() {
     actix::System::new().block_on(async {
         let store = Store::open(dir.path(), 8 << 20)
             .unwrap()
-            .chain("minimove-1", 16)
+            .chain("minimove-1", HotLimits::blocks(16))
             .unwrap();
         let supervision = Supervision::new(Duration::from_millis(100));
         let follower = start(

@@ -190,7 +190,7 @@ impl CoreIndexer {
 mod tests {
     use super::*;
     use crate::chain::devnet::{Devnet, DevnetSpec, Vm};
-    use crate::store::{Order, PageRequest, Store, TxFilter};
+    use crate::store::{HotLimits, Order, PageRequest, Store, TxFilter};
 
     fn devnet() -> Devnet {
         Devnet::new(DevnetSpec {
@@ -219,7 +219,7 @@ mod tests {
     fn indexes_blocks_txs_and_edges_and_resumes() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 16 << 20).unwrap();
-        let chain = store.chain("minimove-1", 8).unwrap();
+        let chain = store.chain("minimove-1", HotLimits::blocks(8)).unwrap();
         let net = devnet();
         let mut indexer = CoreIndexer::open(chain.clone(), "init", true).unwrap();
         let mut expected_txs = 0;
@@ -294,7 +294,7 @@ mod tests {
     fn block_record_has_the_reference_shape() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 16 << 20).unwrap();
-        let chain = store.chain("minimove-1", 0).unwrap();
+        let chain = store.chain("minimove-1", HotLimits::blocks(0)).unwrap();
         let net = devnet();
         let mut indexer = CoreIndexer::open(chain.clone(), "init", true).unwrap();
         let mut empty_seen = false;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-pub use hot::{HotBlock, HotTier};
+pub use hot::{HotBlock, HotLimits, HotTier};
 pub use query::{Order, Page, PageRequest, Total, TxFilter, COUNT_SCAN_LIMIT};
 
 #[derive(Debug, thiserror::Error)]
@@ -37,11 +37,11 @@ impl Store {
         Ok(Store { db })
     }
 
-    pub fn chain(&self, chain_id: &str, hot_blocks: u64) -> Result<ChainStore, StoreError> {
+    pub fn chain(&self, chain_id: &str, hot: HotLimits) -> Result<ChainStore, StoreError> {
         let tree = self.db.open_tree(format!("chain/{chain_id}/core"))?;
         Ok(ChainStore {
             tree,
-            hot: Arc::new(HotTier::new(chain_id, hot_blocks)),
+            hot: Arc::new(HotTier::new(chain_id, hot)),
             chain_id: chain_id.into(),
         })
     }
