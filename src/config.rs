@@ -53,22 +53,29 @@ pub struct Config {
     #[serde(default)]
     pub router: RouterConfig,
     #[serde(default)]
-    pub metrics: ListenConfig<MetricsPort>,
+    pub metrics: MetricsConfig,
     #[serde(default)]
     pub chains: Vec<ChainConfig>,
 }
 
-/// A listener section whose default port depends on the section.
+/// The Prometheus listener (`/metrics`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ListenConfig<P: DefaultPort> {
+pub struct MetricsConfig {
+    #[serde(default = "default_metrics_listen")]
     pub listen: SocketAddr,
-    #[serde(skip)]
-    _port: std::marker::PhantomData<P>,
 }
 
-pub trait DefaultPort {
-    const PORT: u16;
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            listen: default_metrics_listen(),
+        }
+    }
+}
+
+fn default_metrics_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9090))
 }
 
 /// The router listener and its registry (`[[router.chains]]`, `[[router.assets]]`, …).
@@ -131,21 +138,6 @@ impl RouterConfig {
             op_bridges: registry.op_bridges,
             bridges: registry.bridges,
             swap_venues: registry.swap_venues,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct MetricsPort;
-impl DefaultPort for MetricsPort {
-    const PORT: u16 = 9090;
-}
-
-impl<P: DefaultPort> Default for ListenConfig<P> {
-    fn default() -> Self {
-        ListenConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], P::PORT)),
-            _port: std::marker::PhantomData,
         }
     }
 }

@@ -152,7 +152,13 @@ mod tests {
         assert!(by_blocks.block(2).is_none() && by_blocks.block(3).is_some());
         assert!(by_blocks.tx(20).is_none() && by_blocks.sequence_of(&[2; 32]).is_none());
 
-        let by_bytes = HotTier::new("c", HotLimits { blocks: 100, bytes: 2_500 });
+        let by_bytes = HotTier::new(
+            "c",
+            HotLimits {
+                blocks: 100,
+                bytes: 2_500,
+            },
+        );
         for h in 1..=5 {
             by_bytes.insert(block(h, 900));
         }
@@ -160,7 +166,13 @@ mod tests {
         assert_eq!(by_bytes.len_blocks(), 2);
         assert!(by_bytes.block(4).is_some() && by_bytes.block(3).is_none());
         // One block bigger than the budget is still kept (the newest is always served).
-        let tiny = HotTier::new("c", HotLimits { blocks: 100, bytes: 10 });
+        let tiny = HotTier::new(
+            "c",
+            HotLimits {
+                blocks: 100,
+                bytes: 10,
+            },
+        );
         tiny.insert(block(1, 900));
         assert_eq!(tiny.len_blocks(), 1);
     }
