@@ -38,12 +38,24 @@ async fn wait_for(store: &ChainStore, height: u64) {
     }
 }
 
+fn open_store(dir: &std::path::Path) -> ChainStore {
+    Store::open(dir, 8 << 20)
+        .unwrap()
+        .chain("minimove-1", HotLimits::blocks(16))
+        .unwrap()
+}
+
+/// A supervised follower of a devnet with `history` blocks and the given faults.
 fn start(
     supervision: &Supervision,
     store: &ChainStore,
-    source: Source,
+    history: u64,
+    faults: Vec<Fault>,
 ) -> weaver_actors::system::Supervised<ChainFollower<Source>> {
-    let source = Arc::new(source);
+    let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
+        devnet(history),
+        faults,
+    ))));
     let store = store.clone();
     let settings = FollowerSettings {
         in_flight: 2,
@@ -66,10 +78,7 @@ fn start(
 fn errors_and_panics_in_a_step_are_restarted() {
     let dir = tempfile::tempdir().unwrap();
     actix::System::new().block_on(async {
-        let store = Store::open(dir.path(), 8 << 20)
-            .unwrap()
-            .chain("minimove-1", HotLimits::blocks(16))
-            .unwrap();
+        let store = open_store(dir.path());
         let faults = vec![
             Fault {
                 height: 10,
@@ -81,11 +90,7 @@ fn errors_and_panics_in_a_step_are_restarted() {
             },
         ];
         let supervision = Supervision::new(Duration::from_millis(100));
-        let follower = start(
-            &supervision,
-            &store,
-            Source::Devnet(Arc::new(DevnetSource::new(devnet(60), faults))),
-        );
+        let follower = start(&supervision, &store, 60, faults);
         wait_for(&store, 40).await;
         assert!(follower.addr().connected());
         supervision.stop();
@@ -96,16 +101,9 @@ fn errors_and_panics_in_a_step_are_restarted() {
 fn the_watchdog_respawns_an_actor_killed_by_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     actix::System::new().block_on(async {
-        let store = Store::open(dir.path(), 8 << 20)
-            .unwrap()
-            .chain("minimove-1", HotLimits::blocks(16))
-            .unwrap();
+        let store = open_store(dir.path());
         let supervision = Supervision::new(Duration::from_millis(100));
-        let follower = start(
-            &supervision,
-            &store,
-            Source::Devnet(Arc::new(DevnetSource::new(devnet(30), vec![]))),
-        );
+        let follower = start(&supervision, &store, 30, vec![]);
         wait_for(&store, 20).await;
         let before = follower.addr();
         before.do_send(InjectPanic);

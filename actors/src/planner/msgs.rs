@@ -19,9 +19,16 @@ pub struct Hop {
     pub receiver: String,
 }
 
-/// Address bytes from a bech32 (any prefix) or `0x` hex address.
-pub fn address_bytes(text: &str) -> Option<Vec<u8>> {
-    address::parse_account(text).ok()
+/// An IBC timeout in seconds from a request (`default` when absent), at most a week.
+pub fn parse_timeout(text: &Option<String>, default: u64) -> Result<u64, super::route::RouteError> {
+    match text {
+        None => Ok(default),
+        Some(t) => t.parse().ok().filter(|t| (1..=MAX_TIMEOUT_SECONDS).contains(t)).ok_or_else(|| {
+            super::route::RouteError::Invalid(format!(
+                "timeout_seconds must be an integer number of seconds in 1..={MAX_TIMEOUT_SECONDS}, got {t:?}"
+            ))
+        }),
+    }
 }
 
 /// The same account on another chain (its bech32 prefix).

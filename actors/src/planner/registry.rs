@@ -249,49 +249,35 @@ impl Registry {
                 ));
             }
         }
-        for (i, channel) in self.ibc_channels.iter().enumerate() {
-            for (field, id) in [("chain_a", &channel.chain_a), ("chain_b", &channel.chain_b)] {
-                if !known(id) {
-                    return Err(invalid(
-                        format!("router.ibc_channels[{i}].{field}"),
-                        format!("unknown chain {id}"),
-                    ));
-                }
-            }
+        let mut references: Vec<(String, &str)> = Vec::new();
+        for (i, c) in self.ibc_channels.iter().enumerate() {
+            references.push((format!("router.ibc_channels[{i}].chain_a"), &c.chain_a));
+            references.push((format!("router.ibc_channels[{i}].chain_b"), &c.chain_b));
         }
-        for (i, bridge) in self.op_bridges.iter().enumerate() {
-            for (field, id) in [
-                ("l1_chain_id", &bridge.l1_chain_id),
-                ("l2_chain_id", &bridge.l2_chain_id),
-            ] {
-                if !known(id) {
-                    return Err(invalid(
-                        format!("router.op_bridges[{i}].{field}"),
-                        format!("unknown chain {id}"),
-                    ));
-                }
-            }
+        for (i, b) in self.op_bridges.iter().enumerate() {
+            references.push((
+                format!("router.op_bridges[{i}].l1_chain_id"),
+                &b.l1_chain_id,
+            ));
+            references.push((
+                format!("router.op_bridges[{i}].l2_chain_id"),
+                &b.l2_chain_id,
+            ));
         }
-        for (i, bridge) in self.bridges.iter().enumerate() {
-            for (field, id) in [
-                ("from_chain_id", &bridge.from_chain_id),
-                ("to_chain_id", &bridge.to_chain_id),
-            ] {
-                if !known(id) {
-                    return Err(invalid(
-                        format!("router.bridges[{i}].{field}"),
-                        format!("unknown chain {id}"),
-                    ));
-                }
-            }
+        for (i, b) in self.bridges.iter().enumerate() {
+            references.push((
+                format!("router.bridges[{i}].from_chain_id"),
+                &b.from_chain_id,
+            ));
+            references.push((format!("router.bridges[{i}].to_chain_id"), &b.to_chain_id));
+        }
+        for (i, v) in self.swap_venues.iter().enumerate() {
+            references.push((format!("router.swap_venues[{i}].chain_id"), &v.chain_id));
+        }
+        if let Some((key, id)) = references.into_iter().find(|(_, id)| !known(id)) {
+            return Err(invalid(key, format!("unknown chain {id}")));
         }
         for (i, venue) in self.swap_venues.iter().enumerate() {
-            if !known(&venue.chain_id) {
-                return Err(invalid(
-                    format!("router.swap_venues[{i}].chain_id"),
-                    format!("unknown chain {}", venue.chain_id),
-                ));
-            }
             for (j, pool) in venue.pools.iter().enumerate() {
                 for (field, reserve) in [
                     ("reserve_a", &pool.reserve_a),

@@ -55,7 +55,10 @@ pub struct RouteRequest {
     pub is_op_withdraw: Option<bool>,
 }
 
-fn required<'a>(value: &'a Option<String>, name: &'static str) -> Result<&'a str, RouteError> {
+pub(crate) fn required<'a>(
+    value: &'a Option<String>,
+    name: &'static str,
+) -> Result<&'a str, RouteError> {
     value
         .as_deref()
         .filter(|v| !v.is_empty())
@@ -71,7 +74,7 @@ pub fn parse_amount(text: &str, field: &'static str) -> Result<BigUint, RouteErr
         })
 }
 
-fn locate(
+pub(crate) fn locate(
     snapshot: &PlannerSnapshot,
     chain_id: &str,
     denom: &str,
@@ -204,6 +207,7 @@ fn operation(snapshot: &PlannerSnapshot, planned: &Planned, i: usize) -> Value {
             venue,
             logo_uri,
             pool,
+            reserve_in,
             ..
         } => {
             let venue = json!({"name": venue, "chain_id": from.chain_id, "logo_uri": logo_uri});
@@ -214,7 +218,7 @@ fn operation(snapshot: &PlannerSnapshot, planned: &Planned, i: usize) -> Value {
                         "swap_venue": venue,
                         "swap_operations": [{"pool": pool, "denom_in": from.denom, "denom_out": to.denom}],
                         "swap_amount_in": amount_in.to_string(),
-                        "price_impact_percent": amount::price_impact_percent(amount_in, match &snapshot.graph.graph[step.edge] { Edge::Swap { reserve_in, .. } => reserve_in, _ => unreachable!("matched above") }),
+                        "price_impact_percent": amount::price_impact_percent(amount_in, reserve_in),
                         "estimated_amount_out": amount_out.to_string()
                     },
                     "estimated_affiliate_fee": format!("0{}", to.denom),
@@ -271,8 +275,13 @@ fn operation(snapshot: &PlannerSnapshot, planned: &Planned, i: usize) -> Value {
 
 /// The chains a route touches, in order, without repeats in a row.
 pub fn chain_ids(snapshot: &PlannerSnapshot, plan: &Plan) -> Vec<String> {
+    chains_of(snapshot, &plan.steps)
+}
+
+/// The chains some steps touch, in order, without repeats in a row.
+pub(crate) fn chains_of(snapshot: &PlannerSnapshot, steps: &[super::search::Step]) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
-    for step in &plan.steps {
+    for step in steps {
         for node in [step.from, step.to] {
             let id = &snapshot.graph.location(node).chain_id;
             if ids.last() != Some(id) {
@@ -412,19 +421,8 @@ pub fn op_hook(
     let dest_chain = required(&request.dest_asset_chain_id, "dest_asset_chain_id")?;
     let dest_denom = required(&request.dest_asset_denom, "dest_asset_denom")?;
     let amount_in = parse_amount(required(&request.amount_in, "amount_in")?, "amount_in")?;
-    let timeout_seconds: u64 = match &request.timeout_seconds {
-        None => msgs::DEFAULT_HOOK_TIMEOUT_SECONDS,
-        Some(t) => t
-            .parse()
-            .ok()
-            .filter(|t| (1..=msgs::MAX_TIMEOUT_SECONDS).contains(t))
-            .ok_or_else(|| {
-                RouteError::Invalid(format!(
-                    "timeout_seconds must be an integer number of seconds in 1..={}, got {t:?}",
-                    msgs::MAX_TIMEOUT_SECONDS
-                ))
-            })?,
-    };
+    let timeout_seconds =
+        msgs::parse_timeout(&request.timeout_seconds, msgs::DEFAULT_HOOK_TIMEOUT_SECONDS)?;
     let options = SearchOptions {
         allow_multi_tx: true,
         is_op_withdraw: false,
@@ -446,9 +444,10 @@ pub fn op_hook(
         .collect();
     let first = &planned.plan.steps[hook[0]];
     let hook_chain = snapshot.graph.location(first.from).chain_id.clone();
-    let address_bytes = msgs::address_bytes(source_address)
+    let address_bytes = crate::chain::address::parse_account(source_address)
+        .ok()
         .ok_or_else(|| RouteError::Invalid(format!("invalid source_address {source_address:?}")))?;
-    if msgs::address_bytes(dest_address).is_none() {
+    if crate::chain::address::parse_account(dest_address).is_err() {
         return Err(RouteError::Invalid(format!(
             "invalid dest_address {dest_address:?}"
         )));

@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 use super::actor::PlannerSnapshot;
 use super::graph::Edge;
 use super::msgs::{self, Hop};
-use super::route::{amounts_along, chain_ids, parse_amount, RouteError};
+use super::route::{
+    amounts_along, chain_ids, chains_of, locate, parse_amount, required, RouteError,
+};
 use super::search::{evaluate, SearchOptions};
 use crate::chain::address;
 
@@ -44,13 +46,6 @@ pub struct MsgsRequest {
 
 fn invalid(message: impl Into<String>) -> RouteError {
     RouteError::Invalid(message.into())
-}
-
-fn field<'a>(value: &'a Option<String>, name: &'static str) -> Result<&'a str, RouteError> {
-    value
-        .as_deref()
-        .filter(|v| !v.is_empty())
-        .ok_or(RouteError::Missing(name))
 }
 
 /// Slippage as an exact fraction `numerator / denominator` of 100 %; must be in (0, 100].
@@ -263,33 +258,22 @@ pub fn build(
     now_ns: u128,
 ) -> Result<Value, RouteError> {
     let source = (
-        field(&request.source_asset_chain_id, "source_asset_chain_id")?,
-        field(&request.source_asset_denom, "source_asset_denom")?,
+        required(&request.source_asset_chain_id, "source_asset_chain_id")?,
+        required(&request.source_asset_denom, "source_asset_denom")?,
     );
     let dest = (
-        field(&request.dest_asset_chain_id, "dest_asset_chain_id")?,
-        field(&request.dest_asset_denom, "dest_asset_denom")?,
+        required(&request.dest_asset_chain_id, "dest_asset_chain_id")?,
+        required(&request.dest_asset_denom, "dest_asset_denom")?,
     );
-    let amount_in = parse_amount(field(&request.amount_in, "amount_in")?, "amount_in")?;
+    let amount_in = parse_amount(required(&request.amount_in, "amount_in")?, "amount_in")?;
     if let Some(out) = &request.amount_out {
         parse_amount(out, "amount_out")?;
     }
-    let slippage = parse_slippage(field(
+    let slippage = parse_slippage(required(
         &request.slippage_tolerance_percent,
         "slippage_tolerance_percent",
     )?)?;
-    let timeout_seconds = match &request.timeout_seconds {
-        None => DEFAULT_TIMEOUT_SECONDS,
-        Some(t) => t
-            .parse::<u64>()
-            .ok()
-            .filter(|t| *t > 0 && *t <= 7 * 86_400)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "timeout_seconds must be an integer number of seconds in 1..=604800, got {t:?}"
-                ))
-            })?,
-    };
+    let timeout_seconds = msgs::parse_timeout(&request.timeout_seconds, DEFAULT_TIMEOUT_SECONDS)?;
     let operations = request
         .operations
         .as_ref()
@@ -301,21 +285,8 @@ pub fn build(
         .filter(|a| !a.is_empty())
         .ok_or(RouteError::Missing("address_list"))?;
 
-    for (chain, denom) in [source, dest] {
-        if snapshot.graph.chain(chain).is_none() {
-            return Err(RouteError::UnknownChain(chain.into()));
-        }
-        if snapshot.graph.find(chain, denom).is_none() {
-            return Err(RouteError::UnknownAsset {
-                chain_id: chain.into(),
-                denom: denom.into(),
-            });
-        }
-    }
-    let source_node = snapshot
-        .graph
-        .find(source.0, source.1)
-        .expect("checked above");
+    let source_node = locate(snapshot, source.0, source.1)?;
+    locate(snapshot, dest.0, dest.1)?;
     let edges = operations
         .iter()
         .enumerate()
@@ -532,15 +503,7 @@ pub fn build(
             }
             i += 1;
         }
-        let mut path: Vec<String> = Vec::new();
-        for step in &plan.steps[first..i] {
-            for node in [step.from, step.to] {
-                let id = &snapshot.graph.location(node).chain_id;
-                if path.last() != Some(id) {
-                    path.push(id.clone());
-                }
-            }
-        }
+        let path = chains_of(snapshot, &plan.steps[first..i]);
         for message in &messages {
             legacy.push(json!({"multi_chain_msg": {"chain_id": chain_id, "path": path, "msg": message["msg"], "msg_type_url": message["msg_type_url"]}}));
         }
