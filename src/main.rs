@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use weaver::config::Config;
-use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSpec, Vm};
+use weaver_actors::chain::devnet::{now_ns, ChainParams, DevnetWorld, Vm};
 
 #[derive(Parser)]
 #[command(
@@ -86,6 +86,8 @@ struct DevnetServe {
     vm: Vm,
     #[arg(long, default_value = "init")]
     bech32_prefix: String,
+    /// World seed: a chain served here equals the chain of the same id and parameters in any
+    /// devnet world (embedded or served) with this seed and genesis.
     #[arg(long, default_value_t = 42)]
     seed: u64,
     #[arg(long, default_value_t = 500)]
@@ -97,7 +99,7 @@ struct DevnetServe {
     /// Blocks that exist when the node starts.
     #[arg(long, default_value_t = 300)]
     history_blocks: u64,
-    /// Fixed genesis time in ms since the epoch (default: now minus the history).
+    /// Fixed world genesis time in ms since the epoch (default: now minus the history).
     #[arg(long)]
     genesis_unix_ms: Option<i64>,
     #[arg(long, default_value = "127.0.0.1:26657")]
@@ -239,15 +241,17 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
         Some(ms) => ms * 1_000_000,
         None => now_ns() - args.history_blocks as i64 * interval_ns,
     };
-    let devnet = Arc::new(Devnet::new(DevnetSpec {
+    let world = DevnetWorld {
+        seed: args.seed,
+        genesis_time_ns,
+    };
+    let devnet = Arc::new(world.chain(ChainParams {
         chain_id: args.chain_id.clone(),
         vm: args.vm,
         bech32_prefix: args.bech32_prefix.clone(),
-        seed: args.seed,
         block_interval_ms: args.block_interval_ms.max(10),
         txs_per_block: args.txs_per_block,
         fee_denom: args.fee_denom.clone(),
-        genesis_time_ns,
     }));
     let (servers, rpc, rest) =
         weaver::devnet_node::bind(devnet, args.rpc_listen, args.rest_listen)?;

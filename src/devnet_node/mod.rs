@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use actix_web::error::BlockingError;
 use actix_web::{web, HttpRequest, HttpResponse, HttpServer};
 use serde_json::{json, Value};
 use weaver_actors::chain::devnet::{render, Devnet};
@@ -27,9 +28,15 @@ impl DevnetNode {
         }
     }
 
+    fn cached(&self, height: u64) -> Option<Arc<BlockBundle>> {
+        self.cache.lock().expect("cache lock").get(&height).cloned()
+    }
+
+    /// A block from the cache, or generated (signing every tx) and cached. Blocking work:
+    /// only called on the blocking pool, through [`with_blocks`].
     fn block(&self, height: u64) -> Arc<BlockBundle> {
-        if let Some(hit) = self.cache.lock().expect("cache lock").get(&height) {
-            return hit.clone();
+        if let Some(hit) = self.cached(height) {
+            return hit;
         }
         let block = Arc::new(self.devnet.block(height));
         let mut cache = self.cache.lock().expect("cache lock");
@@ -62,32 +69,80 @@ impl DevnetNode {
         }
         Ok(height)
     }
+}
 
-    fn rpc_call(&self, method: &str, params: &Value) -> Result<Value, String> {
-        let height = params.get("height").map(|h| match h {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
-        match method {
-            "status" => {
-                let tip = self.devnet.tip_now();
-                let block = (tip > 0).then(|| self.block(tip));
-                Ok(render::status(&self.devnet, block.as_deref()))
-            }
-            "block" => {
-                let h = self.height(height.as_deref(), false)?;
-                let previous = (h > 1).then(|| self.block(h - 1));
-                Ok(render::block(&self.block(h), previous.as_deref()))
-            }
-            "block_results" => {
-                let h = self.height(height.as_deref(), true)?;
-                Ok(render::block_results(&self.block(h)))
-            }
-            "health" => Ok(json!({})),
-            other => Err(format!(
-                "method {other:?} is not served by the weaver devnet"
-            )),
+/// Renders with the blocks at `heights`. Generating a block signs every tx in it, which
+/// would stall an actix worker (and every request queued on it), so when any block is not
+/// cached, generation and rendering run on the blocking pool; cached blocks render inline.
+async fn with_blocks<T: Send + 'static>(
+    node: &web::Data<DevnetNode>,
+    heights: Vec<u64>,
+    render: impl FnOnce(&[Arc<BlockBundle>]) -> T + Send + 'static,
+) -> Result<T, BlockingError> {
+    let cached: Option<Vec<_>> = heights.iter().map(|h| node.cached(*h)).collect();
+    if let Some(blocks) = cached {
+        return Ok(render(&blocks));
+    }
+    let node = node.clone();
+    web::block(move || {
+        let blocks: Vec<_> = heights.iter().map(|h| node.block(*h)).collect();
+        render(&blocks)
+    })
+    .await
+}
+
+/// The newest block (height 1 before the chain has any), which REST routes describe.
+async fn tip_block(node: &web::Data<DevnetNode>) -> Result<Arc<BlockBundle>, BlockingError> {
+    let tip = node.devnet.tip_now().max(1);
+    with_blocks(node, vec![tip], |blocks| blocks[0].clone()).await
+}
+
+/// The text an answer carries when the blocking pool could not run its generation.
+fn pool_failure(error: BlockingError) -> String {
+    format!("devnet block generation failed: {error}")
+}
+
+async fn rpc_call(
+    node: &web::Data<DevnetNode>,
+    method: &str,
+    params: &Value,
+) -> Result<Value, String> {
+    let height = params.get("height").map(|h| match h {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    match method {
+        "status" => {
+            let tip = node.devnet.tip_now();
+            let heights = if tip > 0 { vec![tip] } else { vec![] };
+            let devnet = node.devnet.clone();
+            with_blocks(node, heights, move |blocks| {
+                render::status(&devnet, blocks.first().map(|b| b.as_ref()))
+            })
+            .await
+            .map_err(pool_failure)
         }
+        "block" => {
+            let h = node.height(height.as_deref(), false)?;
+            let heights = if h > 1 { vec![h - 1, h] } else { vec![h] };
+            with_blocks(node, heights, |blocks| match blocks {
+                [previous, block] => render::block(block, Some(previous)),
+                [block] => render::block(block, None),
+                _ => unreachable!("one or two heights asked"),
+            })
+            .await
+            .map_err(pool_failure)
+        }
+        "block_results" => {
+            let h = node.height(height.as_deref(), true)?;
+            with_blocks(node, vec![h], |blocks| render::block_results(&blocks[0]))
+                .await
+                .map_err(pool_failure)
+        }
+        "health" => Ok(json!({})),
+        other => Err(format!(
+            "method {other:?} is not served by the weaver devnet"
+        )),
     }
 }
 
@@ -114,7 +169,7 @@ async fn rpc_get(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse 
         Some(h) => json!({ "height": h }),
         None => json!({}),
     };
-    rpc_response(&json!(-1), node.rpc_call(&method, &params))
+    rpc_response(&json!(-1), rpc_call(&node, &method, &params).await)
 }
 
 async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
@@ -128,7 +183,7 @@ async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse
         .and_then(|m| m.as_str())
         .unwrap_or_default();
     let params = call.get("params").cloned().unwrap_or(json!({}));
-    rpc_response(&id, node.rpc_call(method, &params))
+    rpc_response(&id, rpc_call(&node, method, &params).await)
 }
 
 fn rest_error(status: actix_web::http::StatusCode, code: i32, message: &str) -> HttpResponse {
@@ -162,12 +217,29 @@ async fn rest_block_txs(
             .and_then(|o| o.parse().ok())
             .unwrap_or(0usize),
     };
-    HttpResponse::Ok().json(render::rest_block_txs(&node.block(height), offset, limit))
+    match with_blocks(&node, vec![height], move |blocks| {
+        render::rest_block_txs(&blocks[0], offset, limit)
+    })
+    .await
+    {
+        Ok(page) => HttpResponse::Ok().json(page),
+        Err(e) => rest_pool_failure(e),
+    }
+}
+
+fn rest_pool_failure(error: BlockingError) -> HttpResponse {
+    rest_error(
+        actix_web::http::StatusCode::INTERNAL_SERVER_ERROR,
+        13,
+        &pool_failure(error),
+    )
 }
 
 async fn rest_validator(node: web::Data<DevnetNode>, valoper: web::Path<String>) -> HttpResponse {
-    let tip = node.devnet.tip_now().max(1);
-    let block = node.block(tip);
+    let block = match tip_block(&node).await {
+        Ok(block) => block,
+        Err(e) => return rest_pool_failure(e),
+    };
     if block.proposer.operator_address != *valoper {
         return rest_error(
             actix_web::http::StatusCode::NOT_FOUND,
@@ -179,8 +251,10 @@ async fn rest_validator(node: web::Data<DevnetNode>, valoper: web::Path<String>)
 }
 
 async fn rest_latest_block(node: web::Data<DevnetNode>) -> HttpResponse {
-    let tip = node.devnet.tip_now().max(1);
-    let block = node.block(tip);
+    let block = match tip_block(&node).await {
+        Ok(block) => block,
+        Err(e) => return rest_pool_failure(e),
+    };
     HttpResponse::Ok().json(json!({
         "block_id": {"hash": hex::encode_upper(&block.hash)},
         "block": {"header": {"chain_id": block.chain_id, "height": block.height.to_string()}}

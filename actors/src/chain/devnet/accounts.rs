@@ -1,5 +1,5 @@
-//! Devnet accounts: real secp256k1 keys derived from the seed, with addresses computed the
-//! way the chain computes them for the key's type.
+//! Devnet accounts: real secp256k1 keys derived from the world seed and the activity that
+//! owns them, with addresses computed the way the chain computes them for the key's type.
 
 use k256::ecdsa::SigningKey;
 use sha2::{Digest, Sha256};
@@ -16,15 +16,25 @@ pub struct Account {
     pub account_number: u64,
 }
 
-/// Accounts are shared by every devnet chain of the same seed, as one user's keys are.
-pub fn derive(seed: u64, count: usize, prefix: &str) -> Vec<Account> {
+/// The accounts of one activity. Keys depend on the world seed and the activity's name, not
+/// on the chain, so one user holds the same key on every chain of the world (as with real
+/// wallets, and as cross-chain transfers need); no other activity's accounts shift them.
+pub fn derive(
+    world_seed: u64,
+    activity: &str,
+    first_account_number: u64,
+    count: usize,
+    prefix: &str,
+) -> Vec<Account> {
     (0..count)
         .map(|index| {
             let mut counter = 0u32;
             let key = loop {
                 let digest = Sha256::new()
                     .chain_update(b"weaver-devnet-account")
-                    .chain_update(seed.to_be_bytes())
+                    .chain_update(world_seed.to_be_bytes())
+                    .chain_update((activity.len() as u64).to_be_bytes())
+                    .chain_update(activity.as_bytes())
                     .chain_update((index as u64).to_be_bytes())
                     .chain_update(counter.to_be_bytes())
                     .finalize();
@@ -51,7 +61,7 @@ pub fn derive(seed: u64, count: usize, prefix: &str) -> Vec<Account> {
                 pubkey,
                 pubkey_type,
                 address,
-                account_number: index as u64 + 1,
+                account_number: first_account_number + index as u64,
             }
         })
         .collect()

@@ -1,0 +1,170 @@
+//! One devnet chain: block `h` is a pure function of (world, chain spec, h) — header time,
+//! proposer and the txs of every activity at `h` — so any height can be produced at any
+//! time, in any order, on any thread.
+
+use sha2::{Digest, Sha256};
+
+use super::accounts::Account;
+use super::activity::{self, Activity, Lane};
+use super::schedule::IdleHeights;
+use super::signed_tx::{fee_amount, module_address};
+use super::stream::{StreamKey, CHAIN_OWNER};
+use super::DevnetSpec;
+use crate::chain::address;
+use crate::chain::types::{BlockBundle, Event, Proposer, TxBundle};
+
+/// The devnet chain generator.
+pub struct Devnet {
+    spec: DevnetSpec,
+    stream: StreamKey,
+    activities: Vec<(Box<dyn Activity>, Lane)>,
+    validator: Vec<u8>,
+}
+
+impl Devnet {
+    /// The chain `spec` describes, in the world of `spec.seed` and `spec.genesis_time_ns`,
+    /// carrying the [`activity::standard`] activities.
+    pub fn new(spec: DevnetSpec) -> Self {
+        Self::with_activities(spec, activity::standard())
+    }
+
+    /// The chain carrying `activities`, in this block order.
+    pub(crate) fn with_activities(spec: DevnetSpec, activities: Vec<Box<dyn Activity>>) -> Self {
+        let stream = StreamKey::new(spec.seed, &spec.chain_id, CHAIN_OWNER);
+        let idle = IdleHeights::draw(&stream);
+        let activities = activities
+            .into_iter()
+            .enumerate()
+            .map(|(position, activity)| {
+                let lane = Lane::new(spec.seed, &spec, activity.as_ref(), position, &idle);
+                (activity, lane)
+            })
+            .collect();
+        let validator = Sha256::new()
+            .chain_update(b"weaver-devnet-validator")
+            .chain_update(spec.seed.to_be_bytes())
+            .chain_update(spec.chain_id.as_bytes())
+            .finalize()[..20]
+            .to_vec();
+        Devnet {
+            spec,
+            stream,
+            activities,
+            validator,
+        }
+    }
+
+    pub fn spec(&self) -> &DevnetSpec {
+        &self.spec
+    }
+
+    /// Every account that sends txs on the chain, activity by activity.
+    pub fn accounts(&self) -> Vec<&Account> {
+        self.activities
+            .iter()
+            .flat_map(|(_, lane)| &lane.accounts)
+            .collect()
+    }
+
+    fn interval_ns(&self) -> i64 {
+        (self.spec.block_interval_ms.max(1) as i64) * 1_000_000
+    }
+
+    /// Header time of a height: `genesis + h·interval + jitter`, jitter < interval/4, so
+    /// times strictly increase.
+    pub fn block_time_ns(&self, height: u64) -> i64 {
+        let interval = self.interval_ns();
+        let jitter = (self.stream.word("block-time", height) % (interval as u64 / 4).max(1)) as i64;
+        self.spec.genesis_time_ns + height as i64 * interval + jitter
+    }
+
+    /// The highest height whose time has come at `now_ns`.
+    pub fn tip_at(&self, now_ns: i64) -> u64 {
+        if now_ns <= self.spec.genesis_time_ns {
+            return 0;
+        }
+        let mut height = ((now_ns - self.spec.genesis_time_ns) / self.interval_ns()) as u64;
+        while height > 0 && self.block_time_ns(height) > now_ns {
+            height -= 1;
+        }
+        height
+    }
+
+    pub fn tip_now(&self) -> u64 {
+        self.tip_at(now_ns())
+    }
+
+    pub fn proposer(&self) -> Proposer {
+        Proposer {
+            moniker: format!("{}-operator", self.spec.chain_id),
+            operator_address: address::to_bech32(
+                &format!("{}valoper", self.spec.bech32_prefix),
+                &self.validator,
+            ),
+        }
+    }
+
+    /// The txs each activity puts at `height`, by activity name, in block order.
+    pub fn activity_txs(&self, height: u64) -> Vec<(&'static str, Vec<TxBundle>)> {
+        self.activities
+            .iter()
+            .map(|(activity, lane)| {
+                (
+                    activity.name(),
+                    lane.txs(&self.spec, activity.as_ref(), height),
+                )
+            })
+            .collect()
+    }
+
+    /// Produces one block. Heights start at 1.
+    pub fn block(&self, height: u64) -> BlockBundle {
+        assert!(height >= 1, "devnet heights start at 1");
+        let txs: Vec<_> = self
+            .activity_txs(height)
+            .into_iter()
+            .flat_map(|(_, txs)| txs)
+            .collect();
+        let time_ns = self.block_time_ns(height);
+        let mut hasher = Sha256::new()
+            .chain_update(self.spec.chain_id.as_bytes())
+            .chain_update(height.to_be_bytes())
+            .chain_update(time_ns.to_be_bytes());
+        for tx in &txs {
+            hasher.update(crate::chain::decode::tx_hash(&tx.raw));
+        }
+        let fees: u128 = txs.iter().map(|t| fee_amount(&t.raw)).sum();
+        BlockBundle {
+            chain_id: self.spec.chain_id.clone(),
+            height,
+            hash: hasher.finalize().to_vec(),
+            time_ns,
+            proposer_address: self.validator.clone(),
+            proposer: self.proposer(),
+            txs,
+            finalize_events: self.fee_distribution(fees),
+        }
+    }
+
+    /// The finalize-block event of the fee collector paying out the block's fees.
+    fn fee_distribution(&self, fees: u128) -> Vec<Event> {
+        if fees == 0 {
+            return vec![];
+        }
+        let amount = format!("{fees}{}", self.spec.fee_denom);
+        let collector =
+            address::to_bech32(&self.spec.bech32_prefix, &module_address("fee_collector"));
+        vec![Event::new(
+            "coin_spent",
+            &[
+                ("spender", collector.as_str()),
+                ("amount", amount.as_str()),
+                ("mode", "BeginBlock"),
+            ],
+        )]
+    }
+}
+
+pub fn now_ns() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64
+}

@@ -1,0 +1,266 @@
+//! Turning an activity's messages into one devnet transaction: real protobuf bytes signed
+//! with the sender's key, the SDK 0.50 fee and signature events, the result (success with
+//! message responses, or a failure with codespace and raw log), and the REST JSON form.
+//! Every activity goes through here, so all devnet txs share one envelope.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use k256::ecdsa::{signature::Signer, Signature};
+use prost::Message as _;
+use rand_chacha::ChaCha8Rng;
+use rand_core::RngCore;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::accounts::Account;
+use super::message::Message;
+use super::DevnetSpec;
+use crate::chain::address;
+use crate::chain::proto::*;
+use crate::chain::types::{Attribute, Event, TxBundle, TxResult};
+
+/// A module account address, as `authtypes.NewModuleAddress` derives it.
+pub fn module_address(name: &str) -> Vec<u8> {
+    Sha256::digest(name.as_bytes())[..20].to_vec()
+}
+
+/// The fee paid by a raw tx, in base units of its single fee coin.
+pub fn fee_amount(raw: &[u8]) -> u128 {
+    TxRaw::decode(raw)
+        .ok()
+        .and_then(|tx| AuthInfo::decode(tx.auth_info_bytes.as_slice()).ok())
+        .and_then(|auth| auth.fee)
+        .map(|fee| {
+            fee.amount
+                .iter()
+                .filter_map(|c| c.amount.parse::<u128>().ok())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Why a tx failed, as the chain reports it.
+pub struct Failure {
+    pub codespace: &'static str,
+    pub code: u32,
+    pub log: String,
+}
+
+/// Gas and memo of a tx, drawn from the activity's stream of its slot.
+pub struct Envelope {
+    pub memo: String,
+    pub gas_limit: u64,
+    /// Percent of the gas limit used.
+    pub gas_used_percent: u64,
+}
+
+impl Envelope {
+    pub fn draw(slot: u64, rng: &mut ChaCha8Rng) -> Self {
+        let memo = if rng.next_u32().is_multiple_of(5) {
+            format!("devnet memo {slot}")
+        } else {
+            String::new()
+        };
+        let gas_limit = 100_000 + (rng.next_u64() % 200_000);
+        Envelope {
+            memo,
+            gas_limit,
+            gas_used_percent: 40 + rng.next_u64() % 50,
+        }
+    }
+}
+
+/// Everything a tx is made of before it is signed.
+pub struct TxDraft<'a> {
+    pub chain: &'a DevnetSpec,
+    pub sender: &'a Account,
+    pub sequence: u64,
+    pub messages: Vec<Message>,
+    pub envelope: Envelope,
+    pub failure: Option<Failure>,
+}
+
+impl TxDraft<'_> {
+    pub fn sign(self) -> TxBundle {
+        let TxDraft {
+            chain,
+            sender,
+            sequence,
+            messages,
+            envelope,
+            failure,
+        } = self;
+        let gas_limit = envelope.gas_limit;
+        let body = TxBody {
+            messages: messages.iter().map(|m| m.any.clone()).collect(),
+            memo: envelope.memo.clone(),
+            timeout_height: 0,
+            extension_options: vec![],
+            non_critical_extension_options: vec![],
+        };
+        let fee = Coin {
+            denom: chain.fee_denom.clone(),
+            amount: (gas_limit * 15 / 1000).to_string(),
+        };
+        let auth = AuthInfo {
+            signer_infos: vec![SignerInfo {
+                public_key: Some(Any {
+                    type_url: sender.pubkey_type.to_string(),
+                    value: PubKey {
+                        key: sender.pubkey.clone(),
+                    }
+                    .encode_to_vec(),
+                }),
+                mode_info: Some(ModeInfo {
+                    single: Some(ModeInfoSingle {
+                        mode: SIGN_MODE_DIRECT,
+                    }),
+                }),
+                sequence,
+            }],
+            fee: Some(Fee {
+                amount: vec![fee.clone()],
+                gas_limit,
+                payer: String::new(),
+                granter: String::new(),
+            }),
+        };
+        let body_bytes = body.encode_to_vec();
+        let auth_info_bytes = auth.encode_to_vec();
+        let sign_doc = SignDoc {
+            body_bytes: body_bytes.clone(),
+            auth_info_bytes: auth_info_bytes.clone(),
+            chain_id: chain.chain_id.clone(),
+            account_number: sender.account_number,
+        };
+        let signature: Signature = sender.key.sign(&sign_doc.encode_to_vec());
+        let signature = signature.to_bytes().to_vec();
+        let raw = TxRaw {
+            body_bytes,
+            auth_info_bytes,
+            signatures: vec![signature.clone()],
+        }
+        .encode_to_vec();
+
+        let events = ante_events(chain, sender, sequence, &fee, &signature);
+        let gas_used = (gas_limit * envelope.gas_used_percent / 100) as i64;
+        let result = match failure {
+            Some(failure) => TxResult {
+                code: failure.code,
+                codespace: failure.codespace.into(),
+                data: vec![],
+                log: failure.log,
+                info: String::new(),
+                gas_wanted: gas_limit as i64,
+                gas_used,
+                events,
+            },
+            None => succeeded(&messages, events, gas_limit, gas_used),
+        };
+
+        let json = json!({
+            "body": {
+                "messages": messages.iter().map(|m| m.json.clone()).collect::<Vec<_>>(),
+                "memo": envelope.memo,
+                "timeout_height": "0",
+                "extension_options": [],
+                "non_critical_extension_options": []
+            },
+            "auth_info": {
+                "signer_infos": [{
+                    "public_key": {"@type": sender.pubkey_type, "key": B64.encode(&sender.pubkey)},
+                    "mode_info": {"single": {"mode": "SIGN_MODE_DIRECT"}},
+                    "sequence": sequence.to_string()
+                }],
+                "fee": {
+                    "amount": [{"denom": fee.denom, "amount": fee.amount}],
+                    "gas_limit": gas_limit.to_string(),
+                    "payer": "",
+                    "granter": ""
+                },
+                "tip": null
+            },
+            "signatures": [B64.encode(&signature)]
+        });
+        TxBundle { raw, result, json }
+    }
+}
+
+/// The events the ante handler emits for every tx, failed or not: fee transfer, sender,
+/// sequence and signature.
+fn ante_events(
+    chain: &DevnetSpec,
+    sender: &Account,
+    sequence: u64,
+    fee: &Coin,
+    signature: &[u8],
+) -> Vec<Event> {
+    let fee_text = format!("{}{}", fee.amount, fee.denom);
+    let collector = address::to_bech32(&chain.bech32_prefix, &module_address("fee_collector"));
+    vec![
+        Event::new(
+            "coin_spent",
+            &[("spender", &sender.bech32), ("amount", &fee_text)],
+        ),
+        Event::new(
+            "coin_received",
+            &[("receiver", &collector), ("amount", &fee_text)],
+        ),
+        Event::new(
+            "transfer",
+            &[
+                ("recipient", &collector),
+                ("sender", &sender.bech32),
+                ("amount", &fee_text),
+            ],
+        ),
+        Event::new("message", &[("sender", &sender.bech32)]),
+        Event::new("tx", &[("fee", &fee_text), ("fee_payer", &sender.bech32)]),
+        Event::new(
+            "tx",
+            &[("acc_seq", &format!("{}/{}", sender.bech32, sequence))],
+        ),
+        Event::new("tx", &[("signature", &B64.encode(signature))]),
+    ]
+}
+
+/// A successful result: the messages' events tagged with their index, and one response per
+/// message.
+fn succeeded(
+    messages: &[Message],
+    mut events: Vec<Event>,
+    gas_limit: u64,
+    gas_used: i64,
+) -> TxResult {
+    for (index, message) in messages.iter().enumerate() {
+        let index = index.to_string();
+        for event in &message.events {
+            let mut event = event.clone();
+            event.attributes.push(Attribute {
+                key: "msg_index".into(),
+                value: index.clone(),
+                index: true,
+            });
+            events.push(event);
+        }
+    }
+    let data = TxMsgData {
+        msg_responses: messages
+            .iter()
+            .map(|m| Any {
+                type_url: m.response_type.clone(),
+                value: vec![],
+            })
+            .collect(),
+    };
+    TxResult {
+        code: 0,
+        codespace: String::new(),
+        data: data.encode_to_vec(),
+        log: String::new(),
+        info: String::new(),
+        gas_wanted: gas_limit as i64,
+        gas_used,
+        events,
+    }
+}
