@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSource, DevnetSpec, Vm};
 use weaver_actors::chain::Source;
 use weaver_actors::follower::{Follower, FollowerSettings, Progress};
-use weaver_actors::indexers::CoreIndexer;
+use weaver_actors::indexers::{BlocksIndexer, DomainIndexer, DomainSet, RelayIndexer};
 use weaver_actors::store::{HotLimits, Store};
 
 const BLOCKS: u64 = 500;
@@ -28,6 +28,25 @@ fn spec(genesis_time_ns: i64) -> DevnetSpec {
     }
 }
 
+/// The blocks-and-txs domain, plus the relay domain when `relay` (the default config's set).
+fn domains(store: &Store, relay: bool) -> DomainSet {
+    let mut indexers: Vec<Box<dyn DomainIndexer>> = vec![Box::new(
+        BlocksIndexer::open(
+            store.blocks("minievm-1", HotLimits::blocks(1000)).unwrap(),
+            "init",
+            true,
+        )
+        .unwrap(),
+    )];
+    if relay {
+        indexers.push(Box::new(
+            RelayIndexer::open(store.relay("minievm-1").unwrap(), Default::default(), None)
+                .unwrap(),
+        ));
+    }
+    DomainSet::open("minievm-1", indexers).unwrap()
+}
+
 fn bench(c: &mut Criterion) {
     let devnet = Devnet::new(spec(1_767_225_600_000_000_000));
     let blocks: Vec<_> = (1..=BLOCKS).map(|h| devnet.block(h)).collect();
@@ -40,27 +59,24 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("ingest");
     group.sample_size(10);
     group.throughput(Throughput::Elements(BLOCKS));
-    group.bench_function("index_blocks", |b| {
-        b.iter_custom(|iterations| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iterations {
-                let dir = tempfile::tempdir().unwrap();
-                let store = Store::open(dir.path(), 64 << 20).unwrap();
-                let mut indexer = CoreIndexer::open(
-                    store.chain("minievm-1", HotLimits::blocks(1000)).unwrap(),
-                    "init",
-                    true,
-                )
-                .unwrap();
-                let started = Instant::now();
-                for block in &blocks {
-                    indexer.apply(block).unwrap();
+    for (name, relay) in [("index_blocks", false), ("index_blocks_and_relay", true)] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let dir = tempfile::tempdir().unwrap();
+                    let store = Store::open(dir.path(), 64 << 20).unwrap();
+                    let mut indexer = domains(&store, relay);
+                    let started = Instant::now();
+                    for block in &blocks {
+                        indexer.apply(block).unwrap();
+                    }
+                    total += started.elapsed();
                 }
-                total += started.elapsed();
-            }
-            total
-        })
-    });
+                total
+            })
+        });
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -72,12 +88,7 @@ fn bench(c: &mut Criterion) {
             for _ in 0..iterations {
                 let dir = tempfile::tempdir().unwrap();
                 let store = Store::open(dir.path(), 64 << 20).unwrap();
-                let indexer = CoreIndexer::open(
-                    store.chain("minievm-1", HotLimits::blocks(1000)).unwrap(),
-                    "init",
-                    true,
-                )
-                .unwrap();
+                let indexer = domains(&store, true);
                 // A genesis far enough back that exactly BLOCKS heights exist (interval 100 ms).
                 let genesis = now_ns() - (BLOCKS as i64 * 100 + 50) * 1_000_000;
                 let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
@@ -92,7 +103,7 @@ fn bench(c: &mut Criterion) {
                 let mut follower = Follower::new(source, indexer, settings);
                 let started = Instant::now();
                 runtime.block_on(async {
-                    while follower.indexer().watermark() < BLOCKS {
+                    while follower.domains().watermark() < BLOCKS {
                         if let Progress::CaughtUp { .. } = follower.step().await.unwrap() {
                             tokio::time::sleep(Duration::from_millis(5)).await;
                         }

@@ -7,7 +7,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 use weaver_actors::chain::decode::tx_hash;
 use weaver_actors::chain::devnet::{Devnet, DevnetSpec, Vm};
-use weaver_actors::indexers::CoreIndexer;
+use weaver_actors::indexers::{BlocksIndexer, DomainSet};
 use weaver_actors::store::{HotLimits, Order, PageRequest, Store, TxFilter};
 
 const BLOCKS: u64 = 3000;
@@ -15,7 +15,7 @@ const BLOCKS: u64 = 3000;
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 256 << 20).unwrap();
-    let chain = store.chain("minimove-1", HotLimits::blocks(1000)).unwrap();
+    let chain = store.blocks("minimove-1", HotLimits::blocks(1000)).unwrap();
     let devnet = Devnet::new(DevnetSpec {
         chain_id: "minimove-1".into(),
         vm: Vm::Move,
@@ -26,7 +26,8 @@ fn bench(c: &mut Criterion) {
         fee_denom: "umin".into(),
         genesis_time_ns: 1_767_225_600_000_000_000,
     });
-    let mut indexer = CoreIndexer::open(chain.clone(), "init", true).unwrap();
+    let blocks = BlocksIndexer::open(chain.clone(), "init", true).unwrap();
+    let mut indexer = DomainSet::open("minimove-1", vec![Box::new(blocks)]).unwrap();
     let mut old_hashes = Vec::new();
     let mut new_hashes = Vec::new();
     for h in 1..=BLOCKS {

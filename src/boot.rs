@@ -1,8 +1,10 @@
-//! Boot and shutdown of the daemon: open the store, start one supervised follower per
-//! chain, bind every listener, report the bound addresses, and on SIGINT/SIGTERM stop the
-//! listeners and followers and flush the store.
+//! Boot and shutdown of the daemon: open the store, build the devnet world, start one
+//! supervised follower per chain feeding that chain's domains, the supervised route
+//! planner, bind every listener, report the bound addresses, and on shutdown stop the
+//! listeners and actors and flush the store.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,15 +12,21 @@ use std::time::Duration;
 
 use actix_web::{web, HttpServer};
 use serde::Serialize;
-use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSource, DevnetSpec};
+use weaver_actors::chain::devnet::{now_ns, ChainParams, Devnet, DevnetSource, DevnetWorld};
 use weaver_actors::chain::node::{NodeClient, NodeConfig};
 use weaver_actors::chain::Source;
-use weaver_actors::follower::{ChainFollower, FollowerSettings};
+use weaver_actors::follower::{ChainFollower, FollowerSettings, OpenDomains};
+use weaver_actors::indexers::{
+    BlocksIndexer, Domain, DomainIndexer, DomainSet, IndexError, RelayIndexer,
+};
 use weaver_actors::planner::RoutePlanner;
-use weaver_actors::store::{ChainStore, HotLimits, Store};
-use weaver_actors::system::Supervision;
+use weaver_actors::relay::decode::RelayContext;
+use weaver_actors::relay::RelayBus;
+use weaver_actors::store::{BlocksStore, HotLimits, RelayStore, Store};
+use weaver_actors::system::{Supervised, Supervision};
 
-use crate::config::{ChainConfig, Config, Domain, SourceConfig};
+use crate::config::{ChainConfig, Config, SourceConfig};
+use crate::domains::{DomainPlugin, Extensions, RESERVED_NAMES};
 use crate::http;
 
 /// Addresses the listeners actually bound (port 0 picks a free port), written to
@@ -32,43 +40,52 @@ pub struct Listeners {
 
 const DEVNET_GENESIS_KEY: &str = "devnet_genesis_ns";
 
-/// The embedded devnet of a chain. Its genesis is fixed in the config or chosen at first
-/// boot (`history_blocks` intervals ago) and kept in the store, so restarts see one chain.
-pub fn embedded_devnet(
-    chain: &ChainConfig,
-    store: &ChainStore,
-) -> anyhow::Result<Option<Arc<Devnet>>> {
-    let SourceConfig::Devnet(d) = &chain.source else {
-        return Ok(None);
-    };
-    let genesis_time_ns = match d.genesis_unix_ms {
+/// The world every devnet chain of the config belongs to. The genesis is fixed in the config
+/// or chosen at first boot (`history_blocks` intervals of the slowest devnet chain ago) and
+/// kept in the store's metadata, so restarts see the same world.
+pub fn devnet_world(config: &Config, store: &Store) -> anyhow::Result<DevnetWorld> {
+    let slowest_ms = config
+        .chains
+        .iter()
+        .filter_map(|c| match &c.source {
+            SourceConfig::Devnet(d) => Some(d.block_interval_ms),
+            SourceConfig::Node(_) => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let genesis_time_ns = match config.devnet.genesis_unix_ms {
         Some(ms) => ms * 1_000_000,
-        None => match store.meta_u64(DEVNET_GENESIS_KEY)? {
-            Some(ns) => ns as i64,
-            None => {
-                let ns =
-                    now_ns() - (d.history_blocks as i64) * (d.block_interval_ms as i64) * 1_000_000;
-                store.set_meta_u64(DEVNET_GENESIS_KEY, ns as u64)?;
-                ns
-            }
-        },
+        None => store.meta()?.get_or_init_u64(DEVNET_GENESIS_KEY, || {
+            (now_ns() - (config.devnet.history_blocks as i64) * (slowest_ms as i64) * 1_000_000)
+                as u64
+        })? as i64,
     };
-    Ok(Some(Arc::new(Devnet::new(DevnetSpec {
+    Ok(DevnetWorld {
+        seed: config.devnet.seed,
+        genesis_time_ns,
+    })
+}
+
+/// The devnet chain `chain` of the world, when its source is the devnet.
+pub fn embedded_devnet(chain: &ChainConfig, world: DevnetWorld) -> Option<Arc<Devnet>> {
+    let SourceConfig::Devnet(d) = &chain.source else {
+        return None;
+    };
+    Some(Arc::new(world.chain(ChainParams {
         chain_id: chain.chain_id.clone(),
         vm: chain.vm,
         bech32_prefix: chain.bech32_prefix.clone(),
-        seed: d.seed,
         block_interval_ms: d.block_interval_ms,
         txs_per_block: d.txs_per_block,
         fee_denom: d.fee_denom.clone(),
-        genesis_time_ns,
-    }))))
+    })))
 }
 
-fn source_for(chain: &ChainConfig, store: &ChainStore) -> anyhow::Result<Source> {
+fn source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Source> {
     Ok(match &chain.source {
         SourceConfig::Devnet(d) => {
-            let devnet = embedded_devnet(chain, store)?.expect("devnet source");
+            let devnet = embedded_devnet(chain, world)
+                .ok_or_else(|| anyhow::anyhow!("{}: not a devnet chain", chain.chain_id))?;
             Source::Devnet(Arc::new(DevnetSource::new(devnet, d.faults.clone())))
         }
         SourceConfig::Node(n) => Source::Node(NodeClient::new(NodeConfig {
@@ -108,9 +125,78 @@ where
     Ok((server.run(), bound))
 }
 
+/// The stores of one chain's domains, opened once at boot; every (re)start of the
+/// follower opens indexers over them.
+struct ChainDomains {
+    chain: ChainConfig,
+    blocks: Option<BlocksStore>,
+    relay: Option<RelayStore>,
+    relay_context: RelayContext,
+    bus: RelayBus,
+    plugins: Vec<(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)>,
+}
+
+impl ChainDomains {
+    fn open(&self) -> Result<DomainSet, IndexError> {
+        let mut indexers: Vec<Box<dyn DomainIndexer>> = Vec::new();
+        if let Some(blocks) = &self.blocks {
+            indexers.push(Box::new(BlocksIndexer::open(
+                blocks.clone(),
+                &self.chain.bech32_prefix,
+                self.chain.indexes(Domain::Txs),
+            )?));
+        }
+        if let Some(relay) = &self.relay {
+            indexers.push(Box::new(RelayIndexer::open(
+                relay.clone(),
+                self.relay_context,
+                Some(self.bus.clone()),
+            )?));
+        }
+        for (plugin, tree) in &self.plugins {
+            indexers.push(plugin.open(&self.chain, tree.clone())?);
+        }
+        DomainSet::open(&self.chain.chain_id, indexers)
+    }
+}
+
+/// The running daemon's shared engine pieces a caller may want (tests, embedders).
+#[derive(Clone)]
+pub struct Engine {
+    pub store: Store,
+    pub relay_bus: RelayBus,
+}
+
 /// Runs the daemon until SIGINT or SIGTERM. Must be called inside an actix `System`.
 /// `config_path`, when given, is re-read on SIGHUP to replace the router registry.
 pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result<()> {
+    run_with(
+        config,
+        config_path,
+        Extensions::default(),
+        wait_for_signal(),
+        |_| {},
+    )
+    .await
+}
+
+/// Runs the daemon with extra domains until `shutdown` completes; `on_ready` gets the
+/// engine once every listener is up.
+pub async fn run_with(
+    config: Config,
+    config_path: Option<PathBuf>,
+    extensions: Extensions,
+    shutdown: impl Future<Output = ()>,
+    on_ready: impl FnOnce(Engine),
+) -> anyhow::Result<()> {
+    for plugin in &extensions.domains {
+        if RESERVED_NAMES.contains(&plugin.name()) {
+            anyhow::bail!("domain plug-in name {:?} is reserved", plugin.name());
+        }
+    }
+    for warning in config.warnings() {
+        tracing::warn!("{warning}");
+    }
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!("cannot create data dir {}: {e}", config.data_dir.display())
     })?;
@@ -123,51 +209,88 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
     let prometheus = http::metrics::install();
     http::metrics::spawn_upkeep(prometheus.clone());
     let supervision = Supervision::new(Duration::from_secs(1));
+    let world = devnet_world(&config, &store)?;
+    let bus = RelayBus::default();
 
     let mut servers = Vec::new();
     let mut listeners = Listeners::default();
     for chain in &config.chains {
-        let chain_store = store.chain(
-            &chain.chain_id,
-            HotLimits {
-                blocks: config.hot_tier_blocks,
-                bytes: (config.hot_tier_max_mb as usize) << 20,
+        let blocks = if chain.indexes(Domain::Blocks) {
+            Some(store.blocks(
+                &chain.chain_id,
+                HotLimits {
+                    blocks: config.hot_tier_blocks,
+                    bytes: (config.hot_tier_max_mb as usize) << 20,
+                },
+            )?)
+        } else {
+            None
+        };
+        let relay = if chain.indexes(Domain::Relay) {
+            let relay = store.relay(&chain.chain_id)?;
+            bus.register(relay.clone())?;
+            Some(relay)
+        } else {
+            None
+        };
+        let mut plugins = Vec::new();
+        for plugin in extensions.domains.iter().filter(|p| p.applies_to(chain)) {
+            plugins.push((
+                plugin.clone(),
+                store.domain(&chain.chain_id, plugin.name())?,
+            ));
+        }
+        let domains = Arc::new(ChainDomains {
+            chain: chain.clone(),
+            blocks: blocks.clone(),
+            relay,
+            relay_context: RelayContext {
+                l2_bridge_id: config.l2_bridge_id(&chain.chain_id),
             },
-        )?;
-        let source = Arc::new(source_for(chain, &chain_store)?);
+            bus: bus.clone(),
+            plugins: plugins.clone(),
+        });
+        let open_domains: OpenDomains = Arc::new(move || domains.open());
+        let source = Arc::new(source_for(chain, world)?);
         let settings = FollowerSettings {
             in_flight: chain.follower.in_flight,
             batch_blocks: chain.follower.batch_blocks,
             poll_interval: Duration::from_millis(chain.follower.poll_interval_ms),
             start_height: chain.follower.start_height,
         };
-        let (follower_store, prefix, index_txs) = (
-            chain_store.clone(),
-            chain.bech32_prefix.clone(),
-            chain.indexes(Domain::Txs),
-        );
-        supervision.start(&format!("chain_follower/{}", chain.chain_id), move || {
+        let chain_id = chain.chain_id.clone();
+        supervision.start(&format!("chain_follower/{chain_id}"), move || {
             ChainFollower::new(
                 source.clone(),
-                follower_store.clone(),
-                &prefix,
-                index_txs,
+                &chain_id,
+                open_domains.clone(),
                 settings.clone(),
             )
         });
 
-        let api = web::Data::new(http::indexer::ChainApi { store: chain_store });
-        let (server, bound) =
-            bind_server("indexer", chain.listen, config.http_workers, move || {
-                http::app("indexer", http::indexer::routes).app_data(api.clone())
-            })?;
+        let (Some(listen), Some(blocks)) = (chain.listen, blocks) else {
+            tracing::info!(chain_id = %chain.chain_id, domains = ?chain.domains, "followed without a listener");
+            continue;
+        };
+        let api = web::Data::new(http::indexer::ChainApi { store: blocks });
+        let plugins = Arc::new(plugins);
+        let (server, bound) = bind_server("indexer", listen, config.http_workers, move || {
+            let plugins = plugins.clone();
+            http::app("indexer", move |cfg| {
+                http::indexer::routes(cfg);
+                for (plugin, tree) in plugins.iter() {
+                    plugin.routes(tree.clone(), cfg);
+                }
+            })
+            .app_data(api.clone())
+        })?;
         tracing::info!(chain_id = %chain.chain_id, vm = chain.vm.as_str(), listen = %bound, "indexer API listening");
         listeners.chains.insert(chain.chain_id.clone(), bound);
         servers.push(server);
     }
 
     let (planner, snapshot) = RoutePlanner::new(config.router.registry())?;
-    let planner = actix::Actor::start(planner);
+    let planner = supervision.start("route_planner", move || planner.clone());
     if let Some(path) = config_path {
         spawn_registry_reload(path, planner);
     }
@@ -196,6 +319,10 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
     servers.push(server);
 
     write_listeners(&config.data_dir, &listeners)?;
+    on_ready(Engine {
+        store: store.clone(),
+        relay_bus: bus,
+    });
 
     let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
     for server in servers {
@@ -206,7 +333,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
         });
     }
 
-    wait_for_signal().await;
+    shutdown.await;
     tracing::info!("shutting down");
     for handle in handles {
         handle.stop(true).await;
@@ -219,7 +346,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
 
 /// On SIGHUP, re-reads the config file and hands its router registry to the planner, which
 /// swaps it in atomically if it is valid (the old one stays otherwise).
-fn spawn_registry_reload(path: PathBuf, planner: actix::Addr<RoutePlanner>) {
+fn spawn_registry_reload(path: PathBuf, planner: Supervised<RoutePlanner>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -233,6 +360,7 @@ fn spawn_registry_reload(path: PathBuf, planner: actix::Addr<RoutePlanner>) {
             while hangups.recv().await.is_some() {
                 let outcome = match Config::load(&path) {
                     Ok(config) => planner
+                        .addr()
                         .send(weaver_actors::planner::actor::ReplaceRegistry(
                             config.router.registry(),
                         ))

@@ -11,6 +11,7 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 use weaver_actors::chain::address;
 use weaver_actors::chain::devnet::{Fault, Vm};
+use weaver_actors::indexers::Domain;
 use weaver_actors::planner::registry::{
     IbcChannel, OpBridge, OtherBridge, RegAsset, RegChain, Registry, SwapVenue,
 };
@@ -54,8 +55,38 @@ pub struct Config {
     pub router: RouterConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// The devnet world every `kind = "devnet"` chain is generated from.
+    #[serde(default)]
+    pub devnet: DevnetWorldConfig,
     #[serde(default)]
     pub chains: Vec<ChainConfig>,
+}
+
+/// One seed and one genesis for every devnet chain of the config, so the chains form one
+/// world (a transfer between two of them can exist).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevnetWorldConfig {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Blocks of the slowest devnet chain that already exist at first boot (the followers
+    /// catch up on them).
+    #[serde(default = "default_history_blocks")]
+    pub history_blocks: u64,
+    /// Fixed genesis time (ms since the epoch); by default it is chosen at first boot and
+    /// kept in the data directory.
+    #[serde(default)]
+    pub genesis_unix_ms: Option<i64>,
+}
+
+impl Default for DevnetWorldConfig {
+    fn default() -> Self {
+        DevnetWorldConfig {
+            seed: default_seed(),
+            history_blocks: default_history_blocks(),
+            genesis_unix_ms: None,
+        }
+    }
 }
 
 /// The Prometheus listener (`/metrics`).
@@ -142,14 +173,6 @@ impl RouterConfig {
     }
 }
 
-/// The data domains an indexer can keep. Blocks are always indexed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Domain {
-    Blocks,
-    Txs,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainConfig {
@@ -157,8 +180,10 @@ pub struct ChainConfig {
     pub vm: Vm,
     #[serde(default = "default_prefix")]
     pub bech32_prefix: String,
-    /// Indexer API listener of this chain.
-    pub listen: SocketAddr,
+    /// Indexer API listener of this chain; none for a chain followed only for its relay
+    /// events.
+    #[serde(default)]
+    pub listen: Option<SocketAddr>,
     #[serde(default = "default_domains")]
     pub domains: Vec<Domain>,
     pub source: SourceConfig,
@@ -175,24 +200,16 @@ pub enum SourceConfig {
     Node(NodeSourceConfig),
 }
 
+/// A devnet chain of the config's `[devnet]` world.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DevnetSourceConfig {
-    #[serde(default = "default_seed")]
-    pub seed: u64,
     #[serde(default = "default_block_interval_ms")]
     pub block_interval_ms: u64,
     #[serde(default = "default_txs_per_block")]
     pub txs_per_block: u32,
     #[serde(default = "default_fee_denom")]
     pub fee_denom: String,
-    /// Blocks that already exist at first boot (the follower catches up on them).
-    #[serde(default = "default_history_blocks")]
-    pub history_blocks: u64,
-    /// Fixed genesis time (ms since the epoch); by default it is chosen at first boot and
-    /// kept in the data directory.
-    #[serde(default)]
-    pub genesis_unix_ms: Option<i64>,
     /// Failures injected once each (supervision drills).
     #[serde(default)]
     pub faults: Vec<Fault>,
@@ -257,7 +274,7 @@ fn default_prefix() -> String {
     "init".into()
 }
 fn default_domains() -> Vec<Domain> {
-    vec![Domain::Blocks, Domain::Txs]
+    vec![Domain::Blocks, Domain::Txs, Domain::Relay]
 }
 fn default_seed() -> u64 {
     42
@@ -378,12 +395,25 @@ impl Config {
                     format!("{:?} is not a bech32 prefix", chain.bech32_prefix),
                 ));
             }
-            claim(chain.listen, key("listen"))?;
-            if !chain.domains.contains(&Domain::Blocks) {
-                return Err(invalid(
-                    key("domains"),
-                    "\"blocks\" is required: every other domain builds on it",
-                ));
+            validate_domains(chain, &key)?;
+            if let Some(entry) = self
+                .router
+                .chains
+                .iter()
+                .find(|r| r.chain_id == chain.chain_id)
+            {
+                if entry.bech32_prefix != chain.bech32_prefix {
+                    return Err(invalid(
+                        key("bech32_prefix"),
+                        format!(
+                            "{:?} differs from the router registry's {:?} for {}",
+                            chain.bech32_prefix, entry.bech32_prefix, chain.chain_id
+                        ),
+                    ));
+                }
+            }
+            if let Some(listen) = chain.listen {
+                claim(listen, key("listen"))?;
             }
             let f = &chain.follower;
             if f.in_flight == 0 || f.in_flight > 1000 {
@@ -443,9 +473,83 @@ impl Config {
     }
 }
 
+/// A chain's domains: known to its VM, no repeats, `txs` with `blocks`, and a listener
+/// exactly when a domain is served over HTTP.
+fn validate_domains(chain: &ChainConfig, key: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+    if chain.domains.is_empty() {
+        return Err(invalid(key("domains"), "at least one domain is required"));
+    }
+    for (j, domain) in chain.domains.iter().enumerate() {
+        domain
+            .check_vm(chain.vm)
+            .map_err(|e| invalid(key(&format!("domains[{j}]")), e.to_string()))?;
+        if chain.domains[..j].contains(domain) {
+            return Err(invalid(
+                key(&format!("domains[{j}]")),
+                format!("{:?} is listed twice", domain.as_str()),
+            ));
+        }
+    }
+    if chain.indexes(Domain::Txs) && !chain.indexes(Domain::Blocks) {
+        return Err(invalid(
+            key("domains"),
+            "\"txs\" needs \"blocks\": tx records live beside their blocks",
+        ));
+    }
+    let served = chain.domains.iter().any(|d| d.served());
+    match (served, chain.listen) {
+        (true, None) => Err(invalid(
+            key("listen"),
+            "required: the chain serves an indexer API (or keep only domains = [\"relay\"])",
+        )),
+        (false, Some(_)) => Err(invalid(
+            key("listen"),
+            "this chain serves no API (its domains are not served over HTTP): remove listen",
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl ChainConfig {
     pub fn indexes(&self, domain: Domain) -> bool {
         self.domains.contains(&domain)
+    }
+}
+
+impl Config {
+    /// Cross-checks of the indexed chains and the router registry that do not stop the
+    /// daemon: each names what is missing.
+    pub fn warnings(&self) -> Vec<String> {
+        let unfollowed: Vec<&str> = self
+            .router
+            .chains
+            .iter()
+            .filter(|r| {
+                !self
+                    .chains
+                    .iter()
+                    .any(|c| c.chain_id == r.chain_id && c.indexes(Domain::Relay))
+            })
+            .map(|r| r.chain_id.as_str())
+            .collect();
+        if unfollowed.is_empty() {
+            return vec![];
+        }
+        vec![format!(
+            "{} router chain(s) are not followed for relay events, so transfers through them cannot be tracked (add a [[chains]] entry with \"relay\" in its domains): {}",
+            unfollowed.len(),
+            unfollowed.join(", ")
+        )]
+    }
+
+    /// The OPinit bridge whose L2 is `chain_id`, from the router registry (L2 bridge events
+    /// do not name it).
+    pub fn l2_bridge_id(&self, chain_id: &str) -> Option<u64> {
+        self.router
+            .op_bridges
+            .iter()
+            .find(|b| b.l2_chain_id == chain_id)
+            .map(|b| b.bridge_id)
     }
 }
 

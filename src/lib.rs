@@ -3,6 +3,7 @@
 pub mod boot;
 pub mod config;
 pub mod devnet_node;
+pub mod domains;
 pub mod http;
 pub mod registry_import;
 

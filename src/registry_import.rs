@@ -1,6 +1,6 @@
 //! `weaver registry import DIR`: turns an initia-registry style directory (`chains.json`,
 //! `assets.json`, `ibc.json`, optional `counterparties.json`, as in
-//! `../shared/reference/registry/`) into the router section of a weaver config. The output
+//! `config/registry/`) into the router section of a weaver config. The output
 //! depends only on the input files, so re-running it reproduces `config/mainnet.toml`.
 //!
 //! Choices where the registry is silent or inconsistent (documented in the README):

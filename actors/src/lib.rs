@@ -5,5 +5,6 @@ pub mod chain;
 pub mod follower;
 pub mod indexers;
 pub mod planner;
+pub mod relay;
 pub mod store;
 pub mod system;

@@ -1,6 +1,7 @@
 //! Supervision of the follower actor: an error or a panic inside a step restarts it through
 //! its `Supervisor`; a panic that kills the actor outright is caught by the watchdog, which
-//! respawns it on a fresh arbiter. Indexing resumes from the watermark in every case.
+//! respawns it on a pool arbiter. Indexing resumes from the watermark in every case. An
+//! actor retired on purpose is forgotten by the watchdog and stays stopped.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,8 +10,9 @@ use weaver_actors::chain::devnet::{
     now_ns, Devnet, DevnetSource, DevnetSpec, Fault, FaultMode, Vm,
 };
 use weaver_actors::chain::Source;
-use weaver_actors::follower::{ChainFollower, FollowerSettings, InjectPanic};
-use weaver_actors::store::{ChainStore, HotLimits, Store};
+use weaver_actors::follower::{ChainFollower, FollowerSettings, InjectPanic, Retire};
+use weaver_actors::indexers::{BlocksIndexer, DomainSet};
+use weaver_actors::store::{BlocksStore, HotLimits, Store};
 use weaver_actors::system::Supervision;
 
 fn devnet(history: u64) -> Arc<Devnet> {
@@ -26,7 +28,7 @@ fn devnet(history: u64) -> Arc<Devnet> {
     }))
 }
 
-async fn wait_for(store: &ChainStore, height: u64) {
+async fn wait_for(store: &BlocksStore, height: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while store.watermark().unwrap() < height {
         assert!(
@@ -38,17 +40,17 @@ async fn wait_for(store: &ChainStore, height: u64) {
     }
 }
 
-fn open_store(dir: &std::path::Path) -> ChainStore {
+fn open_store(dir: &std::path::Path) -> BlocksStore {
     Store::open(dir, 8 << 20)
         .unwrap()
-        .chain("minimove-1", HotLimits::blocks(16))
+        .blocks("minimove-1", HotLimits::blocks(16))
         .unwrap()
 }
 
 /// A supervised follower of a devnet with `history` blocks and the given faults.
 fn start(
     supervision: &Supervision,
-    store: &ChainStore,
+    store: &BlocksStore,
     history: u64,
     faults: Vec<Fault>,
 ) -> weaver_actors::system::Supervised<ChainFollower<Source>> {
@@ -63,12 +65,15 @@ fn start(
         poll_interval: Duration::from_millis(20),
         start_height: 1,
     };
+    let open_domains: weaver_actors::follower::OpenDomains = Arc::new(move || {
+        let blocks = BlocksIndexer::open(store.clone(), "init", true)?;
+        DomainSet::open("minimove-1", vec![Box::new(blocks)])
+    });
     supervision.start("chain_follower/minimove-1", move || {
         ChainFollower::new(
             source.clone(),
-            store.clone(),
-            "init",
-            true,
+            "minimove-1",
+            open_domains.clone(),
             settings.clone(),
         )
     })
@@ -121,6 +126,38 @@ fn the_watchdog_respawns_an_actor_killed_by_a_panic() {
         assert!(
             follower.addr().connected(),
             "the watchdog did not respawn the follower"
+        );
+        supervision.stop();
+    });
+}
+
+#[test]
+fn a_retired_actor_is_forgotten_and_stays_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    actix::System::new().block_on(async {
+        let store = open_store(dir.path());
+        let supervision = Supervision::with_arbiters(Duration::from_millis(50), 2);
+        let follower = start(&supervision, &store, 30, vec![]);
+        assert_eq!(supervision.watched(), 1);
+        wait_for(&store, 10).await;
+        follower.retire();
+        follower.addr().send(Retire).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while supervision.watched() > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the watchdog kept a retired actor"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The chain grows at 10 blocks/s: a live follower would move on within a second.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let stopped_at = store.watermark().unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(
+            store.watermark().unwrap(),
+            stopped_at,
+            "a retired follower kept indexing"
         );
         supervision.stop();
     });

@@ -5,7 +5,7 @@
 use actix_web::{web, HttpRequest};
 use serde::Serialize;
 use weaver_actors::chain::address::parse_account;
-use weaver_actors::store::{ChainStore, Page, Total, TxFilter};
+use weaver_actors::store::{BlocksStore, Page, Total, TxFilter};
 
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::query::{
@@ -14,7 +14,7 @@ use super::query::{
 
 /// What a chain listener serves from.
 pub struct ChainApi {
-    pub store: ChainStore,
+    pub store: BlocksStore,
 }
 
 /// Blocks averaged by `/indexer/block/v1/avg_blocktime`.

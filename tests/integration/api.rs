@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
-use crate::harness::{config_with, devnet_chain, urlencode, walk, Daemon};
+use crate::harness::{config_with, devnet_chain, urlencode, walk, with_world, Daemon};
 
 const CHAIN: &str = "minimove-1";
 const HEIGHT: u64 = 80;
@@ -18,11 +18,14 @@ fn frozen_daemon() -> Daemon {
         .unwrap()
         .as_millis() as i64;
     let genesis = now - (HEIGHT * INTERVAL_MS) as i64 - 60_000;
-    let chain = devnet_chain(CHAIN, "move", &format!("genesis_unix_ms = {genesis}")).replace(
+    let chain = devnet_chain(CHAIN, "move", "").replace(
         "block_interval_ms = 200",
         &format!("block_interval_ms = {INTERVAL_MS}"),
     );
-    let daemon = Daemon::start(&config_with(&chain));
+    let daemon = Daemon::start(&with_world(
+        &config_with(&chain),
+        &format!("genesis_unix_ms = {genesis}"),
+    ));
     daemon.wait_height(CHAIN, HEIGHT);
     daemon
 }

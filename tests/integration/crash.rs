@@ -1,24 +1,44 @@
 //! `kill -9` at arbitrary points while catching up: each restart resumes at the next
-//! height, with no gap and no duplicate.
+//! height, with no gap and no duplicate — for two domains at once (blocks+txs and relay),
+//! killed while their watermarks differ.
 
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use weaver::config::Config;
+use weaver_actors::relay::RelayKind;
+use weaver_actors::store::Store;
 
 use crate::harness::{config_with, devnet_chain, walk, Daemon};
 
 const CHAIN: &str = "miniwasm-1";
 
+/// A domain's watermark as the daemon reports it in `weaver_domain_height`.
+fn domain_height(daemon: &Daemon, domain: &str) -> u64 {
+    let needle = format!("weaver_domain_height{{chain_id=\"{CHAIN}\",domain=\"{domain}\"}} ");
+    daemon
+        .metrics()
+        .lines()
+        .find_map(|line| line.strip_prefix(&needle))
+        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
+}
+
 #[test]
 fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
     let chain = devnet_chain(CHAIN, "wasm", "")
-        .replace("history_blocks = 120", "history_blocks = 900")
-        .replace("block_interval_ms = 200", "block_interval_ms = 1000");
+        .replace("block_interval_ms = 200", "block_interval_ms = 1000")
+        .replace(
+            "[chains.source]",
+            "domains = [\"blocks\", \"txs\"]\n[chains.source]",
+        );
     let config = format!(
         "{}\n[chains.follower]\nbatch_blocks = 8\nin_flight = 4\n",
-        config_with(&chain)
+        config_with(&chain).replace("history_blocks = 120", "history_blocks = 900")
     );
+    // First the blocks domain alone, killed twice on the way.
     let mut daemon = Daemon::start(&config);
     let mut killed_at = Vec::new();
-    for target in [150u64, 400, 650] {
+    for target in [150u64, 400] {
         daemon.wait_height(CHAIN, target);
         killed_at.push(daemon.height(CHAIN));
         let (dir, config_path) = daemon.kill9();
@@ -29,6 +49,39 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
             "resumed far behind: {resumed} after {killed_at:?}"
         );
     }
+    // Then the relay domain joins at height 0 while blocks is past 400: the follower feeds
+    // it from height 1, blocks skips what it has. Kill while the watermarks differ.
+    let (dir, config_path) = daemon.kill9();
+    let text = std::fs::read_to_string(&config_path).unwrap();
+    std::fs::write(
+        &config_path,
+        text.replace(
+            "domains = [\"blocks\", \"txs\"]",
+            "domains = [\"blocks\", \"txs\", \"relay\"]",
+        ),
+    )
+    .unwrap();
+    daemon = Daemon::start_in(dir, config_path);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (blocks_at_kill, relay_at_kill) = loop {
+        let relay = domain_height(&daemon, "relay");
+        let blocks = daemon.height(CHAIN);
+        if relay >= 20 && relay + 20 < blocks {
+            break (blocks, relay);
+        }
+        assert!(
+            Instant::now() < deadline && relay + 20 < blocks,
+            "no moment with differing watermarks: relay {relay}, blocks {blocks}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    killed_at.push(blocks_at_kill);
+    let (dir, config_path) = daemon.kill9();
+    daemon = Daemon::start_in(dir, config_path);
+    daemon.wait_height(CHAIN, 650);
+    killed_at.push(daemon.height(CHAIN));
+    let (dir, config_path) = daemon.kill9();
+    daemon = Daemon::start_in(dir, config_path);
     daemon.wait_height(CHAIN, 900);
     let base = daemon.chain_url(CHAIN);
     let top = daemon.height(CHAIN);
@@ -85,6 +138,40 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
         );
     }
 
-    let (_, _, status) = daemon.stop();
+    let (dir, config_path, status) = daemon.stop();
     assert!(status.success(), "SIGTERM shutdown exit status {status}");
+
+    // The relay log holds every send_packet of the devnet once, in order, up to its
+    // watermark — including across the kill at relay {relay_at_kill} / blocks {blocks_at_kill}.
+    let mut config = Config::load(&config_path).unwrap();
+    config.data_dir = dir.path().to_path_buf();
+    let store = Store::open(&dir.path().join("db"), 8 << 20).unwrap();
+    let relay = store.relay(CHAIN).unwrap();
+    let watermark = relay.watermark().unwrap();
+    assert!(watermark >= 900, "relay stopped at {watermark}");
+    let world = weaver::boot::devnet_world(&config, &store).unwrap();
+    let devnet = weaver::boot::embedded_devnet(&config.chains[0], world).unwrap();
+    let expected: Vec<(u64, u64)> = (1..=watermark)
+        .flat_map(|h| devnet.block(h).txs.into_iter().map(move |tx| (h, tx)))
+        .flat_map(|(h, tx)| tx.result.events.into_iter().map(move |e| (h, e)))
+        .filter(|(_, e)| e.kind == "send_packet")
+        .map(|(h, e)| (h, e.attr("packet_sequence").unwrap().parse().unwrap()))
+        .collect();
+    let events = relay.events_after(0, usize::MAX).unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "relay log sequence broken"
+    );
+    let stored: Vec<(u64, u64)> = events
+        .iter()
+        .map(|e| match &e.event {
+            RelayKind::SendPacket(p) => (e.height, p.sequence),
+            other => panic!("unexpected relay event {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        stored, expected,
+        "relay events lost or repeated (killed at relay {relay_at_kill}, blocks {blocks_at_kill})"
+    );
 }

@@ -27,19 +27,23 @@ vm = "{vm}"
 listen = "127.0.0.1:0"
 [chains.source]
 kind = "devnet"
-seed = 9
 block_interval_ms = 200
 txs_per_block = 4
-history_blocks = 120
 {extra_source}
 "#
     )
 }
 
+/// A test config around `chains`, with a devnet world of seed 9 and 120 blocks of history.
 pub fn config_with(chains: &str) -> String {
     format!(
-        "hot_tier_blocks = 50\ncache_mb = 32\nhttp_workers = 1\n[router]\nlisten = \"127.0.0.1:0\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n{chains}"
+        "hot_tier_blocks = 50\ncache_mb = 32\nhttp_workers = 1\n[router]\nlisten = \"127.0.0.1:0\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n[devnet]\nseed = 9\nhistory_blocks = 120\n{chains}"
     )
+}
+
+/// `config` with extra keys of its `[devnet]` world (e.g. `genesis_unix_ms = …`).
+pub fn with_world(config: &str, keys: &str) -> String {
+    config.replacen("[devnet]\n", &format!("[devnet]\n{keys}\n"), 1)
 }
 
 pub struct Daemon {

@@ -4,6 +4,7 @@
 mod api;
 mod cli;
 mod crash;
+mod domains;
 mod harness;
 mod msgs;
 mod msgs_sdk;

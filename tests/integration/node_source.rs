@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use crate::harness::{config_with, devnet_chain, genesis_ms_for_history, walk, Daemon, DevnetNode};
+use crate::harness::{
+    config_with, devnet_chain, genesis_ms_for_history, walk, with_world, Daemon, DevnetNode,
+};
 
 const CHAIN: &str = "minievm-1";
 
@@ -31,11 +33,10 @@ fn node_client_indexes_what_the_embedded_devnet_indexes() {
         node.rpc, node.rest
     );
     let via_node = Daemon::start(&config_with(&node_chain));
-    let embedded = Daemon::start(&config_with(&devnet_chain(
-        CHAIN,
-        "evm",
+    let embedded = Daemon::start(&with_world(
+        &config_with(&devnet_chain(CHAIN, "evm", "")),
         &format!("genesis_unix_ms = {genesis}"),
-    )));
+    ));
     via_node.wait_height(CHAIN, 120);
     embedded.wait_height(CHAIN, 120);
 

@@ -1,5 +1,5 @@
 //! The router on the real mainnet registry (`config/mainnet.toml`, imported from
-//! `../shared/reference/registry/`), over HTTP against the real daemon.
+//! `config/registry/`), over HTTP against the real daemon.
 
 use serde_json::{json, Value};
 

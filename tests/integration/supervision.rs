@@ -10,11 +10,10 @@ const CHAIN: &str = "minievm-1";
 #[test]
 fn follower_failures_are_restarted_while_http_keeps_serving() {
     let faults = "faults = [{ height = 40, mode = \"error\" }, { height = 70, mode = \"panic\" }]";
-    let chain =
-        devnet_chain(CHAIN, "evm", faults).replace("history_blocks = 120", "history_blocks = 100");
+    let chain = devnet_chain(CHAIN, "evm", faults);
     let config = format!(
         "{}\n[chains.follower]\nbatch_blocks = 5\nin_flight = 2\n",
-        config_with(&chain)
+        config_with(&chain).replace("history_blocks = 120", "history_blocks = 100")
     );
     let daemon = Daemon::start(&config);
     let base = daemon.chain_url(CHAIN);

@@ -167,3 +167,33 @@ pub struct MsgExecuteContract {
 pub const SIGN_MODE_DIRECT: i32 = 1;
 pub const SECP256K1_PUBKEY: &str = "/cosmos.crypto.secp256k1.PubKey";
 pub const ETH_SECP256K1_PUBKEY: &str = "/initia.crypto.v1beta1.ethsecp256k1.PubKey";
+
+/// `ibc.core.client.v1.Height`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Height {
+    #[prost(uint64, tag = "1")]
+    pub revision_number: u64,
+    #[prost(uint64, tag = "2")]
+    pub revision_height: u64,
+}
+
+/// `ibc.applications.transfer.v1.MsgTransfer`.
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgTransfer {
+    #[prost(string, tag = "1")]
+    pub source_port: String,
+    #[prost(string, tag = "2")]
+    pub source_channel: String,
+    #[prost(message, optional, tag = "3")]
+    pub token: Option<Coin>,
+    #[prost(string, tag = "4")]
+    pub sender: String,
+    #[prost(string, tag = "5")]
+    pub receiver: String,
+    #[prost(message, optional, tag = "6")]
+    pub timeout_height: Option<Height>,
+    #[prost(uint64, tag = "7")]
+    pub timeout_timestamp: u64,
+    #[prost(string, tag = "8")]
+    pub memo: String,
+}

@@ -13,44 +13,47 @@ use futures_util::FutureExt;
 
 use super::{FollowError, Follower, FollowerSettings, Progress};
 use crate::chain::ChainSource;
-use crate::indexers::CoreIndexer;
-use crate::store::ChainStore;
+use crate::indexers::{DomainSet, IndexError};
+
+/// Opens the domains a follower feeds, resuming each from its stored watermark. Called at
+/// start and after every restart, so no state survives a failed step.
+pub type OpenDomains = Arc<dyn Fn() -> Result<DomainSet, IndexError> + Send + Sync>;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 pub struct ChainFollower<S: ChainSource + 'static> {
     source: Arc<S>,
-    store: ChainStore,
-    bech32_prefix: String,
-    index_txs: bool,
+    chain_id: String,
+    open_domains: OpenDomains,
     settings: FollowerSettings,
     follower: Option<Follower<S>>,
     failures: u32,
     last_failure: &'static str,
+    /// Stopped on purpose: a restart by the `Supervisor` leaves it idle.
+    retired: bool,
 }
 
 impl<S: ChainSource + 'static> ChainFollower<S> {
     pub fn new(
         source: Arc<S>,
-        store: ChainStore,
-        bech32_prefix: &str,
-        index_txs: bool,
+        chain_id: &str,
+        open_domains: OpenDomains,
         settings: FollowerSettings,
     ) -> Self {
         ChainFollower {
             source,
-            store,
-            bech32_prefix: bech32_prefix.into(),
-            index_txs,
+            chain_id: chain_id.into(),
+            open_domains,
             settings,
             follower: None,
             failures: 0,
             last_failure: "none",
+            retired: false,
         }
     }
 
     fn chain_id(&self) -> String {
-        self.store.chain_id().to_string()
+        self.chain_id.clone()
     }
 
     fn backoff(&self) -> Duration {
@@ -73,6 +76,9 @@ impl<S: ChainSource + 'static> Actor for ChainFollower<S> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.retired {
+            return;
+        }
         // Opening happens in a message, after the backoff: a failure to open must not
         // restart the actor in a tight loop (the Supervisor restarts synchronously).
         ctx.notify_later(Open, self.backoff());
@@ -88,12 +94,12 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
     type Result = ();
 
     fn handle(&mut self, _: Open, ctx: &mut Context<Self>) {
-        match CoreIndexer::open(self.store.clone(), &self.bech32_prefix, self.index_txs) {
-            Ok(indexer) => {
-                tracing::info!(chain_id = %self.chain_id(), watermark = indexer.watermark(), "follower started");
+        match (self.open_domains)() {
+            Ok(domains) => {
+                tracing::info!(chain_id = %self.chain_id(), watermarks = ?domains.watermarks(), "follower started");
                 self.follower = Some(Follower::new(
                     self.source.clone(),
-                    indexer,
+                    domains,
                     self.settings.clone(),
                 ));
                 ctx.notify(Step);
@@ -106,6 +112,9 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
 impl<S: ChainSource + 'static> Supervised for ChainFollower<S> {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         self.follower = None;
+        if self.retired {
+            return;
+        }
         metrics::counter!("weaver_actor_restarts_total", "actor" => "chain_follower", "chain_id" => self.chain_id(), "reason" => self.last_failure)
             .increment(1);
     }
@@ -129,6 +138,7 @@ impl<S: ChainSource + 'static> Handler<Step> for ChainFollower<S> {
         })
         .catch_unwind();
         ctx.spawn(work.into_actor(self).map(|finished, actor, ctx| match finished {
+            _ if actor.retired => {}
             Ok((follower, Ok(progress))) => {
                 actor.follower = Some(follower);
                 actor.failures = 0;
@@ -147,6 +157,24 @@ impl<S: ChainSource + 'static> Handler<Step> for ChainFollower<S> {
             }
             Err(panic) => actor.fail(ctx, "panic", panic_text(&panic)),
         }));
+    }
+}
+
+/// Stop following for good (the chain left the config): the actor goes idle and ends once
+/// its owner drops its address; retire its [`crate::system::Supervised`] handle too so the
+/// watchdog forgets it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Retire;
+
+impl<S: ChainSource + 'static> Handler<Retire> for ChainFollower<S> {
+    type Result = ();
+
+    fn handle(&mut self, _: Retire, ctx: &mut Context<Self>) {
+        tracing::info!(chain_id = %self.chain_id, "follower retired");
+        self.retired = true;
+        self.follower = None;
+        ctx.stop();
     }
 }
 

@@ -1,6 +1,7 @@
 //! Following one chain: pull heights in order (concurrently while catching up, bounded in
-//! flight), hand each block to the domain indexer, and report progress. [`Follower`] is the
-//! plain logic with a `step()`; [`ChainFollower`] is the supervised actor around it.
+//! flight), fetch each height once and hand it to every domain that has not passed it, and
+//! report progress. [`Follower`] is the plain logic with a `step()`; [`ChainFollower`] is
+//! the supervised actor around it.
 
 mod actor;
 mod progress;
@@ -10,10 +11,10 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-pub use actor::{ChainFollower, InjectPanic};
+pub use actor::{ChainFollower, InjectPanic, OpenDomains, Retire};
 
 use crate::chain::{ChainSource, SourceError};
-use crate::indexers::{CoreIndexer, IndexError};
+use crate::indexers::{DomainSet, IndexError};
 use progress::ProgressLog;
 
 #[derive(Debug, Clone)]
@@ -57,30 +58,31 @@ pub enum Progress {
 
 pub struct Follower<S> {
     source: Arc<S>,
-    indexer: CoreIndexer,
+    domains: DomainSet,
     settings: FollowerSettings,
     tip: u64,
     progress: ProgressLog,
 }
 
 impl<S: ChainSource + 'static> Follower<S> {
-    pub fn new(source: Arc<S>, indexer: CoreIndexer, settings: FollowerSettings) -> Self {
-        let chain_id = indexer.store().chain_id().to_string();
+    pub fn new(source: Arc<S>, domains: DomainSet, settings: FollowerSettings) -> Self {
+        let chain_id = domains.chain_id().to_string();
         Follower {
             source,
-            indexer,
+            domains,
             settings,
             tip: 0,
             progress: ProgressLog::new(chain_id),
         }
     }
 
-    pub fn indexer(&self) -> &CoreIndexer {
-        &self.indexer
+    pub fn domains(&self) -> &DomainSet {
+        &self.domains
     }
 
+    /// The lowest domain watermark + 1: a domain that is further along skips the height.
     fn next_height(&self) -> u64 {
-        match self.indexer.watermark() {
+        match self.domains.watermark() {
             0 => self.settings.start_height.max(1),
             indexed => indexed + 1,
         }
@@ -93,9 +95,9 @@ impl<S: ChainSource + 'static> Follower<S> {
             metrics::gauge!("weaver_chain_tip_height", "chain_id" => self.progress.chain_id().to_string()).set(self.tip as f64);
         }
         if next > self.tip {
-            self.progress.caught_up(self.indexer.watermark());
+            self.progress.caught_up(self.domains.watermark());
             return Ok(Progress::CaughtUp {
-                height: self.indexer.watermark(),
+                height: self.domains.watermark(),
             });
         }
         let end = self.tip.min(next + self.settings.batch_blocks.max(1) - 1);
@@ -112,24 +114,25 @@ impl<S: ChainSource + 'static> Follower<S> {
                 Ok(bundle) => bundle,
                 Err(SourceError::FutureHeight(_)) => {
                     // The node is behind what it reported; ask again next step.
-                    self.tip = self.indexer.watermark();
+                    self.tip = self.domains.watermark();
                     break;
                 }
                 Err(e) => return Err(e.into()),
             };
-            let applied = self.indexer.apply(&bundle)?;
+            self.domains.apply(&bundle)?;
             indexed += 1;
-            self.progress.indexed(applied, self.tip);
+            self.progress
+                .indexed(bundle.height, bundle.txs.len() as u64, self.tip);
         }
         if indexed == 0 {
             // The node reported a tip it cannot serve yet: wait a poll interval, don't spin.
             return Ok(Progress::CaughtUp {
-                height: self.indexer.watermark(),
+                height: self.domains.watermark(),
             });
         }
         Ok(Progress::Indexed {
             blocks: indexed,
-            height: self.indexer.watermark(),
+            height: self.domains.watermark(),
         })
     }
 }

@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::indexers::core::Applied;
-
 const LOG_EVERY: Duration = Duration::from_secs(5);
 
 pub struct ProgressLog {
@@ -28,13 +26,11 @@ impl ProgressLog {
         &self.chain_id
     }
 
-    pub fn indexed(&mut self, applied: Applied, tip: u64) {
+    pub fn indexed(&mut self, height: u64, txs: u64, tip: u64) {
         let chain = self.chain_id.clone();
-        metrics::gauge!("weaver_indexed_height", "chain_id" => chain.clone())
-            .set(applied.height as f64);
+        metrics::gauge!("weaver_indexed_height", "chain_id" => chain.clone()).set(height as f64);
         metrics::counter!("weaver_blocks_indexed_total", "chain_id" => chain.clone()).increment(1);
-        metrics::counter!("weaver_txs_indexed_total", "chain_id" => chain.clone())
-            .increment(applied.txs);
+        metrics::counter!("weaver_txs_indexed_total", "chain_id" => chain.clone()).increment(txs);
         self.window_blocks += 1;
         let elapsed = self.window_start.elapsed();
         if elapsed < LOG_EVERY {
@@ -42,7 +38,7 @@ impl ProgressLog {
         }
         let rate = self.window_blocks as f64 / elapsed.as_secs_f64();
         metrics::gauge!("weaver_index_blocks_per_second", "chain_id" => chain.clone()).set(rate);
-        let remaining = tip.saturating_sub(applied.height);
+        let remaining = tip.saturating_sub(height);
         if remaining > 0 {
             self.caught_up = false;
             let eta = if rate > 0.0 {
@@ -50,7 +46,7 @@ impl ProgressLog {
             } else {
                 f64::INFINITY
             };
-            tracing::info!(chain_id = %chain, height = applied.height, tip, remaining, blocks_per_s = format!("{rate:.1}"), eta_s = format!("{eta:.0}"), "catching up");
+            tracing::info!(chain_id = %chain, height = height, tip, remaining, blocks_per_s = format!("{rate:.1}"), eta_s = format!("{eta:.0}"), "catching up");
         }
         self.window_start = Instant::now();
         self.window_blocks = 0;

@@ -1,9 +1,40 @@
-//! Domain indexers: each turns a block bundle into records of its own domain and writes
-//! them together with its own watermark.
+//! Domain indexers, the engine's plug-ins. A domain is one kind of indexed data of a chain
+//! with its own sled tree and watermark; its indexer turns each block into a batch of
+//! writes on that tree. [`DomainSet`] drives the domains of one follower: it feeds every
+//! block to each domain that has not passed it and commits each domain's batch together
+//! with its watermark.
 
 pub mod accounts;
+pub mod blocks;
 pub mod coins;
-pub mod core;
+mod domain;
 pub mod records;
+pub mod relay;
+mod set;
 
-pub use self::core::{CoreIndexer, IndexError};
+pub use blocks::BlocksIndexer;
+pub use domain::{Domain, DomainIndexer, UnsupportedDomain};
+pub use relay::RelayIndexer;
+pub use set::DomainSet;
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{domain}: block {got} does not follow the indexed height {indexed}")]
+    OutOfOrder {
+        domain: String,
+        indexed: u64,
+        got: u64,
+    },
+    #[error("block {height} belongs to chain {got}, expected {expected}")]
+    WrongChain {
+        height: u64,
+        got: String,
+        expected: String,
+    },
+    #[error("{domain}: {message}")]
+    Domain { domain: String, message: String },
+}

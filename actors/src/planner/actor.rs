@@ -34,6 +34,7 @@ impl SnapshotHandle {
     }
 }
 
+#[derive(Clone)]
 pub struct RoutePlanner {
     published: SnapshotHandle,
 }

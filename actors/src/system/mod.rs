@@ -1,53 +1,81 @@
-//! The supervision tree: every long-lived actor runs on its own arbiter under an actix
-//! `Supervisor` (restart on stop), and a watchdog respawns any actor whose mailbox closed
-//! because a panic unwound its arbiter (actix 0.13 does not supervise panics).
+//! The supervision tree. Long-lived actors run under an actix `Supervisor` (restart on
+//! stop) on a small shared pool of arbiters — not one OS thread each — and a watchdog
+//! respawns any of them whose mailbox closed because a panic unwound it (actix 0.13 does not
+//! supervise panics). An actor retired on purpose leaves the watchdog. Hubs that own many
+//! short-lived children spawn them on the same pool without a watchdog entry each: the hub
+//! is the one supervised.
+
+mod pool;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix::ArbiterHandle;
 
-type Probe = Box<dyn Fn() -> bool>;
-type Respawn = Box<dyn Fn()>;
+pub use pool::ArbiterPool;
+
+struct Entry {
+    name: String,
+    alive: Box<dyn Fn() -> bool>,
+    respawn: Box<dyn Fn()>,
+    retired: Arc<AtomicBool>,
+}
 
 /// A supervised actor whose current address survives respawns.
 pub struct Supervised<A: Actor<Context = Context<A>>> {
     addr: Arc<Mutex<Addr<A>>>,
+    retired: Arc<AtomicBool>,
 }
 
 impl<A: Actor<Context = Context<A>>> Clone for Supervised<A> {
     fn clone(&self) -> Self {
         Supervised {
             addr: self.addr.clone(),
+            retired: self.retired.clone(),
         }
     }
 }
 
 impl<A: Actor<Context = Context<A>>> Supervised<A> {
     pub fn addr(&self) -> Addr<A> {
-        self.addr.lock().expect("address lock").clone()
+        self.addr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The actor is stopping on purpose (its owner has told it to): the watchdog forgets it
+    /// and will not respawn it.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
     }
 }
 
-/// Owns the watchdog. Create it inside a running actix `System`.
+/// Owns the watchdog and the arbiter pool. Create it inside a running actix `System`.
 pub struct Supervision {
     // Lives on the System arbiter only: the watchdog task and `start` run there.
-    entries: Rc<RefCell<Vec<(String, Probe, Respawn)>>>,
-    /// The arbiter each named actor currently runs on.
-    arbiters: Arc<Mutex<HashMap<String, ArbiterHandle>>>,
+    entries: Rc<RefCell<BTreeMap<u64, Entry>>>,
+    next_id: AtomicU64,
+    pool: Arc<ArbiterPool>,
     stopping: Arc<AtomicBool>,
 }
 
 impl Supervision {
+    /// A watchdog checking every `check_every`, over a pool sized to the machine.
     pub fn new(check_every: Duration) -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Self::with_arbiters(check_every, cores.clamp(2, 8))
+    }
+
+    pub fn with_arbiters(check_every: Duration, arbiters: usize) -> Self {
         let supervision = Supervision {
-            entries: Rc::new(RefCell::new(Vec::new())),
-            arbiters: Arc::new(Mutex::new(HashMap::new())),
+            entries: Rc::new(RefCell::new(BTreeMap::new())),
+            next_id: AtomicU64::new(0),
+            pool: Arc::new(ArbiterPool::new(arbiters)),
             stopping: Arc::new(AtomicBool::new(false)),
         };
         let entries = supervision.entries.clone();
@@ -59,58 +87,70 @@ impl Supervision {
                 if stopping.load(Ordering::SeqCst) {
                     return;
                 }
-                let entries = entries.borrow();
-                for (name, alive, respawn) in entries.iter() {
-                    if !alive() {
-                        tracing::error!(actor = %name, "actor died (panic); respawning it");
-                        metrics::counter!("weaver_actor_restarts_total", "actor" => name.clone(), "reason" => "died").increment(1);
-                        respawn();
+                let mut entries = entries.borrow_mut();
+                entries.retain(|_, entry| {
+                    if entry.retired.load(Ordering::SeqCst) {
+                        tracing::info!(actor = %entry.name, "actor retired");
+                        return false;
                     }
-                }
+                    if !(entry.alive)() {
+                        tracing::error!(actor = %entry.name, "actor died (panic); respawning it");
+                        metrics::counter!("weaver_actor_restarts_total", "actor" => entry.name.clone(), "reason" => "died").increment(1);
+                        (entry.respawn)();
+                    }
+                    true
+                });
             }
         });
         supervision
     }
 
-    /// Starts `factory()` on a fresh arbiter under a `Supervisor`, watched by the watchdog.
+    /// The arbiters actors run on; hubs spawn their children here.
+    pub fn pool(&self) -> &Arc<ArbiterPool> {
+        &self.pool
+    }
+
+    /// Actors the watchdog currently watches.
+    pub fn watched(&self) -> usize {
+        self.entries.borrow().len()
+    }
+
+    /// Starts `factory()` on a pool arbiter under a `Supervisor`, watched by the watchdog.
     pub fn start<A, F>(&self, name: &str, factory: F) -> Supervised<A>
     where
         A: Actor<Context = Context<A>> + actix::Supervised + Send,
         F: Fn() -> A + Send + Sync + Clone + 'static,
     {
-        let arbiters = self.arbiters.clone();
-        let key = name.to_string();
+        let pool = self.pool.clone();
         let spawn = move || -> Addr<A> {
-            let arbiter = Arbiter::new().handle();
-            // The old arbiter's thread outlives the panic that killed its actor: end it.
-            if let Some(old) = arbiters
-                .lock()
-                .expect("arbiter lock")
-                .insert(key.clone(), arbiter.clone())
-            {
-                old.stop();
-            }
             let make = factory.clone();
-            actix::Supervisor::start_in_arbiter(&arbiter, move |_| make())
+            actix::Supervisor::start_in_arbiter(&pool.pick(), move |_| make())
         };
         let handle = Supervised {
             addr: Arc::new(Mutex::new(spawn())),
+            retired: Arc::new(AtomicBool::new(false)),
         };
-        let probe_handle = handle.clone();
-        let respawn_handle = handle.clone();
-        self.entries.borrow_mut().push((
-            name.to_string(),
-            Box::new(move || probe_handle.addr().connected()),
-            Box::new(move || *respawn_handle.addr.lock().expect("address lock") = spawn()),
-        ));
+        let probe = handle.clone();
+        let target = handle.clone();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.entries.borrow_mut().insert(
+            id,
+            Entry {
+                name: name.to_string(),
+                alive: Box::new(move || probe.addr().connected()),
+                respawn: Box::new(move || {
+                    *target.addr.lock().unwrap_or_else(PoisonError::into_inner) = spawn()
+                }),
+                retired: handle.retired.clone(),
+            },
+        );
         handle
     }
 
-    /// Stops the watchdog and every arbiter started by this supervision.
+    /// Stops the watchdog and every arbiter of the pool.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        for (_, arbiter) in self.arbiters.lock().expect("arbiter lock").drain() {
-            arbiter.stop();
-        }
+        self.entries.borrow_mut().clear();
+        self.pool.stop();
     }
 }

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use rand_chacha::ChaCha8Rng;
 
-use super::activity::{self, Activity, Lane, TxPlan};
+use super::activity::{self, Activity, Lane, Slot, TxPlan};
 use super::message::bank_send;
 use super::{render, ChainParams, Devnet, DevnetSpec, DevnetWorld, Vm};
 use crate::chain::types::TxBundle;
@@ -36,13 +36,13 @@ struct Pinned {
     /// The block stream as served.
     blocks: &'static str,
     /// Each standard activity's txs, by name.
-    activities: [(&'static str, &'static str); 2],
+    activities: [(&'static str, &'static str); 3],
 }
 
 const PINNED: [Pinned; 3] = [
     Pinned {
         vm: Vm::Move,
-        blocks: "6d0a07204abeffd56fc70f1f4c7f1226c96af72038d848d949f9f02d2c111fa6",
+        blocks: "9a1fe47661040220b4053a83e4a6d5d4af27e0d70447a2b6e8580d0cd2e74864",
         activities: [
             (
                 "bank_sends",
@@ -52,11 +52,15 @@ const PINNED: [Pinned; 3] = [
                 "vm_calls",
                 "ee522837cb8575285108c5691f287a773a5eed7eee514cd54ef05f1765bc2d16",
             ),
+            (
+                "ibc_transfers",
+                "95cee64303ae351274363f5c5d8a8a3a844503bf0bb1587854cec71123f0f4aa",
+            ),
         ],
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "929674d8402b526e8a2c1170eff74ec21b5ae3c33c73d52bc71c805f4714754d",
+        blocks: "8bd051a4453902704ebee612bf31f0305b364d93e0d7210b145a4f931d0abccd",
         activities: [
             (
                 "bank_sends",
@@ -66,11 +70,15 @@ const PINNED: [Pinned; 3] = [
                 "vm_calls",
                 "ce7a4cb8c4dae048805d6f902d94140e03b4f2eddc49729b3984369a1d269162",
             ),
+            (
+                "ibc_transfers",
+                "d8ec0a5a69d223d1c80a2b11b05ae2c20d239ef38c9a774f0dbec6498ff6f970",
+            ),
         ],
     },
     Pinned {
         vm: Vm::Wasm,
-        blocks: "272065697de89b847e60e85b6748194b0d255e68916cc5bc38a85415ab6b8b23",
+        blocks: "8ff791192b19b6ca8d4027a65ec774cd108a1e3fc3f651c7b935dfaf05c3bc21",
         activities: [
             (
                 "bank_sends",
@@ -79,6 +87,10 @@ const PINNED: [Pinned; 3] = [
             (
                 "vm_calls",
                 "640b4640843cdf59d9432028b677f216c2a7ab4c5d6e7ff0246ae0fd5f111580",
+            ),
+            (
+                "ibc_transfers",
+                "0ce4ef641f7e1ed75c3895c3352c9783b8bfff3180a57c44ef4b349d17405b1d",
             ),
         ],
     },
@@ -180,7 +192,8 @@ impl Activity for TestAirdrops {
         1
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, sender: usize, rng: &mut ChaCha8Rng) -> TxPlan {
+    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
+        let sender = slot.sender;
         let to = lane.recipient(sender, rng);
         let from = &lane.accounts[sender].bech32;
         TxPlan {
@@ -212,7 +225,7 @@ fn an_added_activity_appends_txs_and_leaves_existing_bytes_alone() {
         }
         assert!(appended > 0, "{vm:?}: the test activity added nothing");
         assert_eq!(
-            activity_digests(&extended)[..2],
+            activity_digests(&extended)[..activity::standard().len()],
             activity_digests(&standard)[..]
         );
     }

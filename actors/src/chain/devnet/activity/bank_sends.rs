@@ -4,7 +4,7 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
 
-use super::{Activity, Lane, TxPlan};
+use super::{Activity, Lane, Slot, TxPlan};
 use crate::chain::devnet::message::bank_send;
 use crate::chain::devnet::signed_tx::Failure;
 use crate::chain::devnet::DevnetSpec;
@@ -21,7 +21,8 @@ impl Activity for BankSends {
         chain.txs_per_block / 2
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, sender: usize, rng: &mut ChaCha8Rng) -> TxPlan {
+    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
+        let sender = slot.sender;
         let from = &lane.accounts[sender].bech32;
         let recipients = if rng.next_u32().is_multiple_of(5) {
             2

@@ -5,6 +5,7 @@
 //! the account sequences — of every earlier activity unchanged.
 
 mod bank_sends;
+mod ibc_transfers;
 mod vm_calls;
 
 use rand_chacha::ChaCha8Rng;
@@ -19,6 +20,7 @@ use super::DevnetSpec;
 use crate::chain::types::TxBundle;
 
 pub use bank_sends::BankSends;
+pub use ibc_transfers::IbcTransfers;
 pub use vm_calls::VmCalls;
 
 /// One kind of traffic. Implementations are stateless: what they produce is a function of
@@ -35,10 +37,19 @@ pub trait Activity: Send + Sync {
         16
     }
 
-    /// What the tx of one slot does. `sender` indexes `lane.accounts` (the lane picks it and
-    /// its sequence); `rng` is the slot's own stream, from which the lane then draws the memo
-    /// and gas, and signs.
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, sender: usize, rng: &mut ChaCha8Rng) -> TxPlan;
+    /// What the tx of one slot does. `slot.sender` indexes `lane.accounts` (the lane picks it
+    /// and its sequence); `rng` is the slot's own stream, from which the lane then draws the
+    /// memo and gas, and signs.
+    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan;
+}
+
+/// One tx slot of an activity on a chain.
+#[derive(Debug, Clone, Copy)]
+pub struct Slot {
+    /// The activity's slot number on this chain, from 0, in block order.
+    pub index: u64,
+    /// The sending account (an index into `lane.accounts`).
+    pub sender: usize,
 }
 
 /// The part of a tx an activity decides.
@@ -51,7 +62,11 @@ pub struct TxPlan {
 /// the end; none is ever removed, renamed or moved, or the bytes of those after it change
 /// (account numbers follow the position).
 pub fn standard() -> Vec<Box<dyn Activity>> {
-    vec![Box::new(BankSends), Box::new(VmCalls)]
+    vec![
+        Box::new(BankSends),
+        Box::new(VmCalls),
+        Box::new(IbcTransfers),
+    ]
 }
 
 /// Account numbers reserved per activity position, so each activity's numbers stay put
@@ -120,7 +135,15 @@ impl Lane {
     fn tx(&self, chain: &DevnetSpec, activity: &dyn Activity, slot: u64) -> TxBundle {
         let (sender, sequence) = self.sender(slot);
         let mut rng = self.stream.rng("tx", slot);
-        let plan = activity.tx(chain, self, sender, &mut rng);
+        let plan = activity.tx(
+            chain,
+            self,
+            Slot {
+                index: slot,
+                sender,
+            },
+            &mut rng,
+        );
         TxDraft {
             chain,
             sender: &self.accounts[sender],

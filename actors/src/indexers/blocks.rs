@@ -1,6 +1,6 @@
 //! The blocks-and-txs domain: block records, tx records with their global sequence, and
 //! the edge indexes (account with signer flag, height, message type), written in one batch
-//! per block together with the watermark.
+//! per block; the engine adds the watermark to the same batch.
 
 use std::collections::HashMap;
 
@@ -9,44 +9,25 @@ use bytes::Bytes;
 use super::accounts::touched_accounts;
 use super::coins::sum_coins;
 use super::records::{block_record, tx_record};
+use super::{DomainIndexer, IndexError};
 use crate::chain::decode::{decode_tx, tx_hash};
 use crate::chain::types::BlockBundle;
-use crate::store::{keys, ChainStore, HotBlock, StoreError};
+use crate::store::{keys, BlocksStore, DomainTree, HotBlock};
 
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("block {got} does not follow the indexed height {indexed}")]
-    OutOfOrder { indexed: u64, got: u64 },
-    #[error("block {height} belongs to chain {got}, expected {expected}")]
-    WrongChain {
-        height: u64,
-        got: String,
-        expected: String,
-    },
-}
-
-/// What one applied block added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Applied {
-    pub height: u64,
-    pub txs: u64,
-}
-
-pub struct CoreIndexer {
-    store: ChainStore,
+pub struct BlocksIndexer {
+    store: BlocksStore,
     prefix: String,
     index_txs: bool,
-    watermark: u64,
     sequence: u64,
     previous_time_ns: Option<i64>,
+    /// Built by `index`, published by `committed`.
+    pending: Option<(HotBlock, u64)>,
 }
 
-impl CoreIndexer {
-    /// Resumes from the watermark stored in the tree.
+impl BlocksIndexer {
+    /// Resumes from the state stored in the tree.
     pub fn open(
-        store: ChainStore,
+        store: BlocksStore,
         bech32_prefix: &str,
         index_txs: bool,
     ) -> Result<Self, IndexError> {
@@ -57,39 +38,27 @@ impl CoreIndexer {
         } else {
             None
         };
-        Ok(CoreIndexer {
+        Ok(BlocksIndexer {
             store,
             prefix: bech32_prefix.into(),
             index_txs,
-            watermark,
             sequence,
             previous_time_ns,
+            pending: None,
         })
     }
 
-    pub fn watermark(&self) -> u64 {
-        self.watermark
-    }
-
-    pub fn store(&self) -> &ChainStore {
+    pub fn store(&self) -> &BlocksStore {
         &self.store
     }
+}
 
-    pub fn apply(&mut self, bundle: &BlockBundle) -> Result<Applied, IndexError> {
-        if self.watermark != 0 && bundle.height != self.watermark + 1 {
-            return Err(IndexError::OutOfOrder {
-                indexed: self.watermark,
-                got: bundle.height,
-            });
-        }
-        if bundle.chain_id != self.store.chain_id() {
-            return Err(IndexError::WrongChain {
-                height: bundle.height,
-                got: bundle.chain_id.clone(),
-                expected: self.store.chain_id().into(),
-            });
-        }
-        let mut batch = sled::Batch::default();
+impl DomainIndexer for BlocksIndexer {
+    fn tree(&self) -> &DomainTree {
+        self.store.domain()
+    }
+
+    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
         let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut fees = Vec::new();
         let mut hot_txs = Vec::new();
@@ -157,32 +126,25 @@ impl CoreIndexer {
             &keys::by_u64(keys::BLOCK_TIME, bundle.height),
             &bundle.time_ns.to_be_bytes(),
         );
-        batch.insert(keys::meta(keys::META_HEIGHT), &bundle.height.to_be_bytes());
         batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
-        if self.watermark == 0 {
-            batch.insert(
-                keys::meta(keys::META_FIRST_HEIGHT),
-                &bundle.height.to_be_bytes(),
-            );
-        }
-
-        self.store.commit(
-            batch,
+        self.pending = Some((
             HotBlock {
                 height: bundle.height,
                 block: Bytes::from(block),
                 first_sequence,
                 txs: hot_txs,
             },
-        )?;
-        let added = sequence - self.sequence;
-        self.watermark = bundle.height;
-        self.sequence = sequence;
+            sequence,
+        ));
+        Ok(())
+    }
+
+    fn committed(&mut self, bundle: &BlockBundle) {
+        if let Some((hot, sequence)) = self.pending.take() {
+            self.store.publish_hot(hot);
+            self.sequence = sequence;
+        }
         self.previous_time_ns = Some(bundle.time_ns);
-        Ok(Applied {
-            height: bundle.height,
-            txs: added,
-        })
     }
 }
 
@@ -190,7 +152,13 @@ impl CoreIndexer {
 mod tests {
     use super::*;
     use crate::chain::devnet::{Devnet, DevnetSpec, Vm};
+    use crate::indexers::DomainSet;
     use crate::store::{HotLimits, Order, PageRequest, Store, TxFilter};
+
+    fn blocks_domain(chain: &BlocksStore) -> DomainSet {
+        let indexer = BlocksIndexer::open(chain.clone(), "init", true).unwrap();
+        DomainSet::open(chain.chain_id(), vec![Box::new(indexer)]).unwrap()
+    }
 
     fn devnet() -> Devnet {
         Devnet::new(DevnetSpec {
@@ -219,9 +187,9 @@ mod tests {
     fn indexes_blocks_txs_and_edges_and_resumes() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 16 << 20).unwrap();
-        let chain = store.chain("minimove-1", HotLimits::blocks(8)).unwrap();
+        let chain = store.blocks("minimove-1", HotLimits::blocks(8)).unwrap();
         let net = devnet();
-        let mut indexer = CoreIndexer::open(chain.clone(), "init", true).unwrap();
+        let mut indexer = blocks_domain(&chain);
         let mut expected_txs = 0;
         for h in 1..=30 {
             let bundle = net.block(h);
@@ -281,7 +249,7 @@ mod tests {
 
         // Reopening resumes at the watermark with the same sequence.
         drop(indexer);
-        let mut again = CoreIndexer::open(chain.clone(), "init", true).unwrap();
+        let mut again = blocks_domain(&chain);
         assert_eq!(again.watermark(), 30);
         again.apply(&net.block(31)).unwrap();
         let record: serde_json::Value =
@@ -294,9 +262,9 @@ mod tests {
     fn block_record_has_the_reference_shape() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 16 << 20).unwrap();
-        let chain = store.chain("minimove-1", HotLimits::blocks(0)).unwrap();
+        let chain = store.blocks("minimove-1", HotLimits::blocks(0)).unwrap();
         let net = devnet();
-        let mut indexer = CoreIndexer::open(chain.clone(), "init", true).unwrap();
+        let mut indexer = blocks_domain(&chain);
         let mut empty_seen = false;
         for h in 1..=40 {
             let bundle = net.block(h);

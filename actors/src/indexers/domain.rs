@@ -1,0 +1,72 @@
+//! The domain extension point.
+
+use serde::{Deserialize, Serialize};
+
+use super::IndexError;
+use crate::chain::devnet::Vm;
+use crate::chain::types::BlockBundle;
+use crate::store::DomainTree;
+
+/// An indexer of one domain of one chain. It owns its tree's records; the engine owns the
+/// watermark and the commit, so a domain cannot forget either.
+pub trait DomainIndexer: Send + 'static {
+    /// The domain's tree (its name is the domain's name).
+    fn tree(&self) -> &DomainTree;
+
+    /// Adds this block's records to `batch`. Nothing is visible until the engine commits the
+    /// batch together with the watermark; in-memory state must not move before
+    /// [`DomainIndexer::committed`].
+    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError>;
+
+    /// The batch of `bundle` is durable: publish hot entries or events, advance counters.
+    fn committed(&mut self, _bundle: &BlockBundle) {}
+}
+
+/// The domains a chain can be configured with (`domains = [...]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Domain {
+    /// Block records (`/indexer/block/v1/*`, `/status`).
+    Blocks,
+    /// Tx records and their edges (`/indexer/tx/v1/*`); kept in the blocks tree.
+    Txs,
+    /// IBC and OPinit relay events for transfer tracking.
+    Relay,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("domain {domain:?} is not available on {vm} chains")]
+pub struct UnsupportedDomain {
+    pub domain: Domain,
+    pub vm: &'static str,
+}
+
+impl Domain {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Domain::Blocks => "blocks",
+            Domain::Txs => "txs",
+            Domain::Relay => "relay",
+        }
+    }
+
+    /// Whether a chain of this VM can keep the domain.
+    pub fn check_vm(self, vm: Vm) -> Result<(), UnsupportedDomain> {
+        let supported = match self {
+            Domain::Blocks | Domain::Txs | Domain::Relay => true,
+        };
+        if supported {
+            Ok(())
+        } else {
+            Err(UnsupportedDomain {
+                domain: self,
+                vm: vm.as_str(),
+            })
+        }
+    }
+
+    /// Whether the domain serves an HTTP API (a chain keeping one needs a listener).
+    pub fn served(self) -> bool {
+        matches!(self, Domain::Blocks | Domain::Txs)
+    }
+}

@@ -1,0 +1,119 @@
+//! The relay domain: every IBC packet lifecycle and OPinit bridge event of a chain, in a
+//! per-chain log with lookups by packet, bridge transfer and tx; published on the
+//! [`RelayBus`] once durable. A relay event that does not decode is logged, counted and
+//! skipped: it never fails the block.
+
+use std::sync::Arc;
+
+use super::{DomainIndexer, IndexError};
+use crate::chain::decode::tx_hash;
+use crate::chain::types::{BlockBundle, Event};
+use crate::relay::decode::{decode_relay_event, RelayContext};
+use crate::relay::{RelayBus, RelayEvent};
+use crate::store::relay::{bridge_prefix, packet_prefix, tx_prefix, EVENT, META_SEQUENCE};
+use crate::store::{keys, DomainTree, RelayStore};
+
+pub struct RelayIndexer {
+    store: RelayStore,
+    context: RelayContext,
+    bus: Option<RelayBus>,
+    sequence: u64,
+    /// Built by `index`, published by `committed`.
+    pending: Vec<Arc<RelayEvent>>,
+}
+
+impl RelayIndexer {
+    pub fn open(
+        store: RelayStore,
+        context: RelayContext,
+        bus: Option<RelayBus>,
+    ) -> Result<Self, IndexError> {
+        let sequence = store.last_sequence()?;
+        Ok(RelayIndexer {
+            store,
+            context,
+            bus,
+            sequence,
+            pending: Vec::new(),
+        })
+    }
+
+    fn decode(&self, event: &Event, height: u64) -> Option<crate::relay::RelayKind> {
+        match decode_relay_event(event, self.context) {
+            Ok(kind) => kind,
+            Err(error) => {
+                metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.store.chain_id().to_string(), "kind" => "relay_event")
+                    .increment(1);
+                tracing::warn!(chain_id = self.store.chain_id(), height, %error, "relay event skipped");
+                None
+            }
+        }
+    }
+}
+
+impl DomainIndexer for RelayIndexer {
+    fn tree(&self) -> &DomainTree {
+        self.store.domain()
+    }
+
+    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
+        self.pending.clear();
+        let mut sequence = self.sequence;
+        // Failed txs keep only their ante events: nothing of theirs was relayed.
+        let from_txs = bundle
+            .txs
+            .iter()
+            .filter(|tx| tx.result.code == 0)
+            .flat_map(|tx| {
+                let hash = tx_hash(&tx.raw);
+                tx.result.events.iter().map(move |e| (Some(hash), e))
+            });
+        let from_block = bundle.finalize_events.iter().map(|e| (None, e));
+        for (hash, event) in from_txs.chain(from_block) {
+            let Some(kind) = self.decode(event, bundle.height) else {
+                continue;
+            };
+            sequence += 1;
+            let mut index_keys = Vec::new();
+            if let Some(packet) = kind.packet_key() {
+                index_keys.push(packet_prefix(&packet));
+            }
+            if let Some((transfer, deposit)) = kind.bridge_key() {
+                index_keys.push(bridge_prefix(&transfer, deposit));
+            }
+            if let Some(hash) = &hash {
+                index_keys.push(tx_prefix(hash));
+            }
+            for prefix in index_keys {
+                batch.insert(keys::with_sequence(&prefix, sequence), &[]);
+            }
+            let event = RelayEvent {
+                chain_id: bundle.chain_id.clone(),
+                sequence,
+                height: bundle.height,
+                tx_hash: hash.map(hex::encode_upper),
+                event: kind,
+            };
+            let json = serde_json::to_vec(&event).map_err(|e| IndexError::Domain {
+                domain: self.store.domain().domain().into(),
+                message: format!("cannot encode a relay event: {e}"),
+            })?;
+            batch.insert(&keys::by_u64(EVENT, sequence), json);
+            self.pending.push(Arc::new(event));
+        }
+        if sequence != self.sequence {
+            batch.insert(keys::meta(META_SEQUENCE), &sequence.to_be_bytes());
+        }
+        Ok(())
+    }
+
+    fn committed(&mut self, _bundle: &BlockBundle) {
+        if let Some(last) = self.pending.last() {
+            self.sequence = last.sequence;
+        }
+        if let Some(bus) = &self.bus {
+            bus.publish(self.store.chain_id(), &self.pending);
+        }
+        self.pending.clear();
+    }
+}

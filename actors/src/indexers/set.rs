@@ -1,0 +1,87 @@
+//! Driving the domains of one follower.
+
+use super::{DomainIndexer, IndexError};
+use crate::chain::types::BlockBundle;
+
+struct Slot {
+    indexer: Box<dyn DomainIndexer>,
+    watermark: u64,
+}
+
+/// The domains one follower feeds, each with its own watermark.
+pub struct DomainSet {
+    chain_id: String,
+    slots: Vec<Slot>,
+}
+
+impl DomainSet {
+    /// Resumes every domain from the watermark stored in its tree.
+    pub fn open(chain_id: &str, indexers: Vec<Box<dyn DomainIndexer>>) -> Result<Self, IndexError> {
+        let slots = indexers
+            .into_iter()
+            .map(|indexer| {
+                let watermark = indexer.tree().watermark()?;
+                Ok(Slot { indexer, watermark })
+            })
+            .collect::<Result<_, IndexError>>()?;
+        Ok(DomainSet {
+            chain_id: chain_id.into(),
+            slots,
+        })
+    }
+
+    pub fn chain_id(&self) -> &str {
+        &self.chain_id
+    }
+
+    /// The lowest watermark: every domain has indexed every height up to it.
+    pub fn watermark(&self) -> u64 {
+        self.slots.iter().map(|s| s.watermark).min().unwrap_or(0)
+    }
+
+    /// The highest watermark: the follower has fetched every height up to it.
+    pub fn highest_watermark(&self) -> u64 {
+        self.slots.iter().map(|s| s.watermark).max().unwrap_or(0)
+    }
+
+    /// (domain, watermark) of each domain.
+    pub fn watermarks(&self) -> Vec<(String, u64)> {
+        self.slots
+            .iter()
+            .map(|s| (s.indexer.tree().domain().to_string(), s.watermark))
+            .collect()
+    }
+
+    /// Feeds one block to every domain that has not passed it, each committed atomically
+    /// with its new watermark. Heights must come in order for each domain.
+    pub fn apply(&mut self, bundle: &BlockBundle) -> Result<(), IndexError> {
+        if bundle.chain_id != self.chain_id {
+            return Err(IndexError::WrongChain {
+                height: bundle.height,
+                got: bundle.chain_id.clone(),
+                expected: self.chain_id.clone(),
+            });
+        }
+        for slot in &mut self.slots {
+            if slot.watermark >= bundle.height {
+                continue;
+            }
+            let tree = slot.indexer.tree().clone();
+            if slot.watermark != 0 && bundle.height != slot.watermark + 1 {
+                return Err(IndexError::OutOfOrder {
+                    domain: tree.domain().to_string(),
+                    indexed: slot.watermark,
+                    got: bundle.height,
+                });
+            }
+            let mut batch = sled::Batch::default();
+            slot.indexer.index(bundle, &mut batch)?;
+            tree.commit(batch, bundle.height, slot.watermark == 0)?;
+            slot.watermark = bundle.height;
+            slot.indexer.committed(bundle);
+            metrics::gauge!("weaver_domain_height", "chain_id" => self.chain_id.clone(), "domain" => tree.domain().to_string())
+                .set(bundle.height as f64);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,188 @@
+//! The typed relay events.
+
+use serde::{Deserialize, Serialize};
+
+/// Identifies an IBC packet: unique per source chain.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PacketKey {
+    pub port: String,
+    pub channel: String,
+    pub sequence: u64,
+}
+
+/// Identifies an OPinit transfer: deposits by `l1_sequence`, withdrawals by `l2_sequence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct BridgeKey {
+    pub bridge_id: u64,
+    pub sequence: u64,
+}
+
+/// The packet attributes common to every IBC lifecycle event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Packet {
+    pub src_port: String,
+    pub src_channel: String,
+    pub dst_port: String,
+    pub dst_channel: String,
+    pub sequence: u64,
+    /// `"{revision}-{height}"`, `0-0` when unset.
+    pub timeout_height: String,
+    /// Nanoseconds since the epoch, 0 when unset.
+    pub timeout_timestamp: u64,
+    /// The packet data (ICS-20: the JSON `{amount, denom, receiver, sender, memo}`), when the
+    /// event carries it (send and recv).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+}
+
+impl Packet {
+    pub fn key(&self) -> PacketKey {
+        PacketKey {
+            port: self.src_port.clone(),
+            channel: self.src_channel.clone(),
+            sequence: self.sequence,
+        }
+    }
+}
+
+/// What the destination wrote back for a packet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acknowledgement {
+    /// The acknowledgement bytes as text (`{"result":"AQ=="}` or `{"error":"…"}`).
+    pub raw: String,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepositInitiated {
+    pub key: BridgeKey,
+    pub from: String,
+    pub to: String,
+    pub l1_denom: String,
+    pub l2_denom: String,
+    pub amount: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepositFinalized {
+    /// `None` when the rollup's bridge id is not known to weaver (the L2 event omits it).
+    pub bridge_id: Option<u64>,
+    pub l1_sequence: u64,
+    pub sender: String,
+    pub recipient: String,
+    pub denom: String,
+    pub base_denom: String,
+    pub amount: String,
+    pub finalize_height: u64,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WithdrawalInitiated {
+    /// `None` when the rollup's bridge id is not known to weaver (the L2 event omits it).
+    pub bridge_id: Option<u64>,
+    pub l2_sequence: u64,
+    pub from: String,
+    pub to: String,
+    pub denom: String,
+    pub base_denom: String,
+    pub amount: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputProposed {
+    pub bridge_id: u64,
+    pub output_index: u64,
+    pub l2_block_number: u64,
+    pub proposer: String,
+    pub output_root: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WithdrawalFinalized {
+    pub key: BridgeKey,
+    pub output_index: u64,
+    pub from: String,
+    pub to: String,
+    pub l1_denom: String,
+    pub l2_denom: String,
+    pub amount: String,
+}
+
+/// One relay event, by kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RelayKind {
+    SendPacket(Packet),
+    RecvPacket(Packet),
+    WriteAcknowledgement {
+        packet: Packet,
+        ack: Acknowledgement,
+    },
+    AcknowledgePacket(Packet),
+    TimeoutPacket(Packet),
+    InitiateTokenDeposit(DepositInitiated),
+    FinalizeTokenDeposit(DepositFinalized),
+    InitiateTokenWithdrawal(WithdrawalInitiated),
+    ProposeOutput(OutputProposed),
+    FinalizeTokenWithdrawal(WithdrawalFinalized),
+}
+
+impl RelayKind {
+    /// The IBC packet this event is about.
+    pub fn packet_key(&self) -> Option<PacketKey> {
+        match self {
+            RelayKind::SendPacket(p)
+            | RelayKind::RecvPacket(p)
+            | RelayKind::AcknowledgePacket(p)
+            | RelayKind::TimeoutPacket(p)
+            | RelayKind::WriteAcknowledgement { packet: p, .. } => Some(p.key()),
+            _ => None,
+        }
+    }
+
+    /// The OPinit transfer this event is about (deposits and withdrawals have separate
+    /// sequence spaces: the flag is true for a deposit).
+    pub fn bridge_key(&self) -> Option<(BridgeKey, bool)> {
+        match self {
+            RelayKind::InitiateTokenDeposit(d) => Some((d.key, true)),
+            RelayKind::FinalizeTokenDeposit(d) => d.bridge_id.map(|bridge_id| {
+                (
+                    BridgeKey {
+                        bridge_id,
+                        sequence: d.l1_sequence,
+                    },
+                    true,
+                )
+            }),
+            RelayKind::InitiateTokenWithdrawal(w) => w.bridge_id.map(|bridge_id| {
+                (
+                    BridgeKey {
+                        bridge_id,
+                        sequence: w.l2_sequence,
+                    },
+                    false,
+                )
+            }),
+            RelayKind::FinalizeTokenWithdrawal(w) => Some((w.key, false)),
+            _ => None,
+        }
+    }
+}
+
+/// A relay event as stored and delivered: where it happened and its place in the chain's
+/// relay log (`sequence`, 1-based, contiguous per chain).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelayEvent {
+    pub chain_id: String,
+    pub sequence: u64,
+    pub height: u64,
+    /// Upper-case hex hash of the tx that emitted it; `None` for block-level events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_hash: Option<String>,
+    pub event: RelayKind,
+}

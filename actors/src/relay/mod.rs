@@ -1,0 +1,15 @@
+//! Relay events: the IBC packet lifecycle and OPinit bridge events a chain emits, typed and
+//! keyed the way a transfer tracker links hops — IBC by the packet's (source port, source
+//! channel, sequence), OPinit by (bridge id, sequence). The relay domain stores them
+//! ([`crate::indexers::relay`]); the [`bus::RelayBus`] delivers them to subscribers live,
+//! with replay from sled for anyone who restarts or falls behind.
+
+pub mod bus;
+pub mod decode;
+mod event;
+
+pub use bus::{Delivered, RelayBus, RelayCursors, RelaySubscription};
+pub use event::{
+    Acknowledgement, BridgeKey, DepositFinalized, DepositInitiated, OutputProposed, Packet,
+    PacketKey, RelayEvent, RelayKind, WithdrawalFinalized, WithdrawalInitiated,
+};

@@ -1,0 +1,118 @@
+//! Reads of the blocks-and-txs domain: sled tree plus hot tier. Cheap to clone; handlers
+//! read it directly, the chain's blocks indexer is its only writer.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{corrupt, keys, read_u64_at, DomainTree, HotBlock, HotTier, StoreError};
+
+/// The domain's name: its tree is `chain/<chain_id>/blocks`.
+pub const DOMAIN: &str = "blocks";
+
+#[derive(Clone)]
+pub struct BlocksStore {
+    domain: DomainTree,
+    hot: Arc<HotTier>,
+}
+
+impl BlocksStore {
+    pub(super) fn new(domain: DomainTree, hot: Arc<HotTier>) -> Self {
+        BlocksStore { domain, hot }
+    }
+
+    pub fn chain_id(&self) -> &str {
+        self.domain.chain_id()
+    }
+
+    pub fn hot(&self) -> &HotTier {
+        &self.hot
+    }
+
+    pub fn domain(&self) -> &DomainTree {
+        &self.domain
+    }
+
+    pub(crate) fn tree(&self) -> &sled::Tree {
+        self.domain.tree()
+    }
+
+    /// Last fully indexed height (0 when nothing is indexed).
+    pub fn watermark(&self) -> Result<u64, StoreError> {
+        self.domain.watermark()
+    }
+
+    pub fn last_sequence(&self) -> Result<u64, StoreError> {
+        Ok(self.domain.meta_u64(keys::META_SEQUENCE)?.unwrap_or(0))
+    }
+
+    pub fn first_height(&self) -> Result<u64, StoreError> {
+        self.domain.first_height()
+    }
+
+    pub fn block(&self, height: u64) -> Result<Option<Bytes>, StoreError> {
+        if let Some(hit) = self.hot.block(height) {
+            return Ok(Some(hit));
+        }
+        Ok(self
+            .tree()
+            .get(keys::by_u64(keys::BLOCK, height))?
+            .map(|v| Bytes::copy_from_slice(&v)))
+    }
+
+    pub fn block_time_ns(&self, height: u64) -> Result<Option<i64>, StoreError> {
+        Ok(read_u64_at(self.tree(), &keys::by_u64(keys::BLOCK_TIME, height))?.map(|n| n as i64))
+    }
+
+    /// Header times of the newest `n` indexed blocks, newest first.
+    pub fn newest_block_times(&self, n: usize) -> Result<Vec<i64>, StoreError> {
+        self.tree()
+            .scan_prefix([keys::BLOCK_TIME])
+            .rev()
+            .take(n)
+            .map(|item| {
+                let (key, value) = item?;
+                keys::read_u64(&value)
+                    .map(|v| v as i64)
+                    .ok_or_else(|| corrupt(&key, "expected 8 bytes"))
+            })
+            .collect()
+    }
+
+    pub fn tx(&self, sequence: u64) -> Result<Option<Bytes>, StoreError> {
+        if let Some(hit) = self.hot.tx(sequence) {
+            return Ok(Some(hit));
+        }
+        Ok(self
+            .tree()
+            .get(keys::by_u64(keys::TX, sequence))?
+            .map(|v| Bytes::copy_from_slice(&v)))
+    }
+
+    pub fn sequence_of(&self, hash: &[u8; 32]) -> Result<Option<u64>, StoreError> {
+        if let Some(hit) = self.hot.sequence_of(hash) {
+            return Ok(Some(hit));
+        }
+        read_u64_at(self.tree(), &keys::tx_hash(hash))
+    }
+
+    pub fn tx_by_hash(&self, hash: &[u8; 32]) -> Result<Option<Bytes>, StoreError> {
+        match self.sequence_of(hash)? {
+            None => Ok(None),
+            Some(sequence) => self.tx(sequence),
+        }
+    }
+
+    pub(crate) fn counter(&self, key: &[u8]) -> Result<u64, StoreError> {
+        self.domain.counter(key)
+    }
+
+    /// Publishes a committed block's hot entries.
+    pub(crate) fn publish_hot(&self, hot: HotBlock) {
+        self.hot.insert(hot);
+    }
+
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.domain.flush()
+    }
+}

@@ -1,0 +1,121 @@
+//! Paged reads of the blocks-and-txs domain over the generic pager: the tx edge families
+//! (account with signer flag, height, message type) and the block list.
+
+use super::keys;
+use super::pager::{collect_page, keys_under, Keys, Merge, Order, Page, PageRequest, Total};
+use super::{BlocksStore, StoreError};
+
+/// Most edges a filtered count walks before it reports the total as unknown (`-1`).
+pub const COUNT_SCAN_LIMIT: u64 = 1_000_000;
+
+#[derive(Debug, Clone, Default)]
+pub struct TxFilter {
+    pub account: Option<Vec<u8>>,
+    pub signer_only: bool,
+    pub height: Option<u64>,
+    /// Message types (without leading `/`), OR-ed.
+    pub msgs: Vec<String>,
+}
+
+impl BlocksStore {
+    /// Sequences (or heights) under `prefix`, in order, strictly past the cursor.
+    fn keys_under(&self, prefix: Vec<u8>, after: Option<u64>, order: Order) -> Keys<'_> {
+        keys_under(self.tree(), &prefix, after.as_ref(), order)
+    }
+
+    fn has_any_msg(&self, sequence: u64, msgs: &[String]) -> Result<bool, StoreError> {
+        for msg in msgs {
+            if self
+                .tree()
+                .contains_key(keys::with_sequence(&keys::msg_prefix(msg), sequence))?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn tx_keys<'a>(&'a self, filter: &'a TxFilter, after: Option<u64>, order: Order) -> Keys<'a> {
+        let driving: Keys<'a> = if let Some(account) = &filter.account {
+            let tag = if filter.signer_only {
+                keys::SIGNER_EDGE
+            } else {
+                keys::ACCOUNT_EDGE
+            };
+            self.keys_under(keys::account_prefix(tag, account), after, order)
+        } else if let Some(height) = filter.height {
+            self.keys_under(keys::height_prefix(height), after, order)
+        } else if !filter.msgs.is_empty() {
+            let streams = filter
+                .msgs
+                .iter()
+                .map(|m| self.keys_under(keys::msg_prefix(m), after, order))
+                .collect();
+            return Box::new(Merge::new(streams, order));
+        } else {
+            self.keys_under(vec![keys::TX], after, order)
+        };
+        if filter.msgs.is_empty() {
+            return driving;
+        }
+        Box::new(driving.filter_map(move |item| match item {
+            Ok(sequence) => match self.has_any_msg(sequence, &filter.msgs) {
+                Ok(true) => Some(Ok(sequence)),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            },
+            Err(e) => Some(Err(e)),
+        }))
+    }
+
+    fn tx_total(&self, filter: &TxFilter) -> Result<Total, StoreError> {
+        let fast = match (&filter.account, filter.height, filter.msgs.len()) {
+            (None, None, 0) => Some(self.last_sequence()?),
+            (Some(account), None, 0) => {
+                let tag = if filter.signer_only {
+                    keys::SIGNER_EDGE
+                } else {
+                    keys::ACCOUNT_EDGE
+                };
+                Some(self.counter(&keys::counter(&keys::account_prefix(tag, account)))?)
+            }
+            (None, None, 1) => {
+                Some(self.counter(&keys::counter(&keys::msg_prefix(&filter.msgs[0])))?)
+            }
+            _ => None,
+        };
+        if let Some(total) = fast {
+            return Ok(Total::Exact(total));
+        }
+        let mut count = 0u64;
+        for item in self.tx_keys(filter, None, Order::Asc) {
+            item?;
+            count += 1;
+            if count > COUNT_SCAN_LIMIT {
+                return Ok(Total::Unknown);
+            }
+        }
+        Ok(Total::Exact(count))
+    }
+
+    pub fn txs_page(&self, filter: &TxFilter, request: &PageRequest) -> Result<Page, StoreError> {
+        let keys = self.tx_keys(filter, request.after, request.order);
+        collect_page(
+            keys,
+            request,
+            |sequence| self.tx(*sequence),
+            || self.tx_total(filter),
+        )
+    }
+
+    pub fn blocks_page(&self, request: &PageRequest) -> Result<Page, StoreError> {
+        let keys = self.keys_under(vec![keys::BLOCK], request.after, request.order);
+        // As rollytics: the total of blocks is the highest indexed height, always counted.
+        let total = Total::Exact(self.watermark()?);
+        let request = PageRequest {
+            count_total: true,
+            ..request.clone()
+        };
+        collect_page(keys, &request, |height| self.block(*height), || Ok(total))
+    }
+}

@@ -1,0 +1,127 @@
+//! Reads of the relay domain: the chain's relay log (events in order, by relay sequence)
+//! and its lookups by IBC packet, OPinit transfer and tx hash.
+
+use super::keys;
+use super::pager::{keys_under, Order};
+use super::{corrupt, DomainTree, StoreError};
+use crate::relay::{BridgeKey, PacketKey, RelayEvent};
+
+/// The domain's name: its tree is `chain/<chain_id>/relay`.
+pub const DOMAIN: &str = "relay";
+
+/// `e` sequence → event JSON.
+pub const EVENT: u8 = b'e';
+/// `p` len port len channel packet-sequence event-sequence → ().
+pub const BY_PACKET: u8 = b'p';
+/// `o` bridge-id direction sequence event-sequence → () (direction `d` deposit, `w` withdrawal).
+pub const BY_BRIDGE: u8 = b'o';
+/// `x` tx-hash event-sequence → ().
+pub const BY_TX: u8 = b'x';
+/// `m sequence`: the last relay sequence assigned.
+pub const META_SEQUENCE: &str = "sequence";
+
+pub fn packet_prefix(key: &PacketKey) -> Vec<u8> {
+    let mut prefix = vec![BY_PACKET];
+    for part in [&key.port, &key.channel] {
+        prefix.push(part.len().min(255) as u8);
+        prefix.extend_from_slice(&part.as_bytes()[..part.len().min(255)]);
+    }
+    prefix.extend_from_slice(&key.sequence.to_be_bytes());
+    prefix
+}
+
+pub fn bridge_prefix(key: &BridgeKey, deposit: bool) -> Vec<u8> {
+    let mut prefix = vec![BY_BRIDGE];
+    prefix.extend_from_slice(&key.bridge_id.to_be_bytes());
+    prefix.push(if deposit { b'd' } else { b'w' });
+    prefix.extend_from_slice(&key.sequence.to_be_bytes());
+    prefix
+}
+
+pub fn tx_prefix(hash: &[u8; 32]) -> Vec<u8> {
+    let mut prefix = vec![BY_TX];
+    prefix.extend_from_slice(hash);
+    prefix
+}
+
+#[derive(Clone)]
+pub struct RelayStore {
+    domain: DomainTree,
+}
+
+impl RelayStore {
+    pub(super) fn new(domain: DomainTree) -> Self {
+        RelayStore { domain }
+    }
+
+    pub fn chain_id(&self) -> &str {
+        self.domain.chain_id()
+    }
+
+    pub fn domain(&self) -> &DomainTree {
+        &self.domain
+    }
+
+    pub fn watermark(&self) -> Result<u64, StoreError> {
+        self.domain.watermark()
+    }
+
+    /// The last relay sequence assigned (0 when the log is empty).
+    pub fn last_sequence(&self) -> Result<u64, StoreError> {
+        Ok(self.domain.meta_u64(META_SEQUENCE)?.unwrap_or(0))
+    }
+
+    pub fn event(&self, sequence: u64) -> Result<Option<RelayEvent>, StoreError> {
+        let key = keys::by_u64(EVENT, sequence);
+        match self.domain.tree().get(key)? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| corrupt(&key, &e.to_string())),
+        }
+    }
+
+    /// Up to `limit` events with a sequence above `after`, in order.
+    pub fn events_after(&self, after: u64, limit: usize) -> Result<Vec<RelayEvent>, StoreError> {
+        let start = keys::by_u64(EVENT, after.saturating_add(1));
+        let end = keys::by_u64(EVENT, u64::MAX);
+        let mut events = Vec::new();
+        if after == u64::MAX {
+            return Ok(events);
+        }
+        for item in self.domain.tree().range(start..=end).take(limit) {
+            let (key, bytes) = item?;
+            events.push(serde_json::from_slice(&bytes).map_err(|e| corrupt(&key, &e.to_string()))?);
+        }
+        Ok(events)
+    }
+
+    fn events_under(&self, prefix: &[u8]) -> Result<Vec<RelayEvent>, StoreError> {
+        keys_under::<u64>(self.domain.tree(), prefix, None, Order::Asc)
+            .map(|sequence| {
+                let sequence = sequence?;
+                self.event(sequence)?.ok_or_else(|| {
+                    corrupt(&keys::by_u64(EVENT, sequence), "indexed event is missing")
+                })
+            })
+            .collect()
+    }
+
+    /// Every stored event of an IBC packet sent from this chain's (port, channel) or
+    /// received here from the packet's source (the key is always the source's).
+    pub fn events_of_packet(&self, key: &PacketKey) -> Result<Vec<RelayEvent>, StoreError> {
+        self.events_under(&packet_prefix(key))
+    }
+
+    pub fn events_of_bridge_transfer(
+        &self,
+        key: &BridgeKey,
+        deposit: bool,
+    ) -> Result<Vec<RelayEvent>, StoreError> {
+        self.events_under(&bridge_prefix(key, deposit))
+    }
+
+    pub fn events_of_tx(&self, hash: &[u8; 32]) -> Result<Vec<RelayEvent>, StoreError> {
+        self.events_under(&tx_prefix(hash))
+    }
+}

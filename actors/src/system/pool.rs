@@ -1,0 +1,57 @@
+//! A fixed set of arbiters (event-loop threads) that actors share, picked round-robin.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use actix::{Arbiter, ArbiterHandle};
+
+pub struct ArbiterPool {
+    arbiters: Mutex<Vec<Arbiter>>,
+    next: AtomicUsize,
+}
+
+impl ArbiterPool {
+    pub fn new(size: usize) -> Self {
+        ArbiterPool {
+            arbiters: Mutex::new((0..size.max(1)).map(|_| Arbiter::new()).collect()),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arbiter>> {
+        self.arbiters.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next arbiter in turn; one whose thread has ended is replaced first.
+    pub fn pick(&self) -> ArbiterHandle {
+        let mut arbiters = self.lock();
+        let count = arbiters.len();
+        let slot = self.next.fetch_add(1, Ordering::Relaxed) % count;
+        if let Some(arbiter) = arbiters.get_mut(slot) {
+            if !arbiter.spawn(async {}) {
+                tracing::warn!(arbiter = slot, "arbiter thread ended; replacing it");
+                *arbiter = Arbiter::new();
+            }
+            return arbiter.handle();
+        }
+        Arbiter::current()
+    }
+
+    /// Stops every arbiter and waits for its thread to end, so nothing they run (and no
+    /// store handle they hold) outlives the call.
+    pub fn stop(&self) {
+        let arbiters: Vec<Arbiter> = self.lock().drain(..).collect();
+        for arbiter in &arbiters {
+            arbiter.stop();
+        }
+        for arbiter in arbiters {
+            if arbiter.join().is_err() {
+                tracing::warn!("an arbiter thread ended in a panic");
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! A domain added from outside: a test-only indexer (txs per message type) is plugged into
+//! the real daemon through `boot::run_with`, without touching follower, store, boot or
+//! HTTP-core code. It gets its own tree and watermark, is fed by the chain's follower, serves
+//! its own route on the chain's listener, and resumes after a restart without counting twice.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::{web, HttpResponse};
+use serde_json::Value;
+use weaver::config::{ChainConfig, Config};
+use weaver::domains::{DomainPlugin, Extensions};
+use weaver_actors::chain::decode::decode_tx;
+use weaver_actors::chain::types::BlockBundle;
+use weaver_actors::indexers::{DomainIndexer, IndexError};
+use weaver_actors::store::{keys, Batch, DomainTree};
+
+use crate::harness::{config_with, devnet_chain, with_world};
+
+const CHAIN: &str = "minievm-1";
+const HEIGHT: u64 = 100;
+const INTERVAL_MS: u64 = 60_000;
+
+/// Key of a message type's counter: `t` + type URL.
+fn counter_key(msg_type: &str) -> Vec<u8> {
+    let mut key = vec![b't'];
+    key.extend_from_slice(msg_type.as_bytes());
+    key
+}
+
+/// Counts, per message type, the txs that carry it.
+struct MsgTypeCounts {
+    tree: DomainTree,
+}
+
+impl DomainIndexer for MsgTypeCounts {
+    fn tree(&self) -> &DomainTree {
+        &self.tree
+    }
+
+    fn index(&mut self, bundle: &BlockBundle, batch: &mut Batch) -> Result<(), IndexError> {
+        let mut added: BTreeMap<String, u64> = BTreeMap::new();
+        for tx in &bundle.txs {
+            let mut types = decode_tx(&tx.raw).map(|d| d.msg_types).unwrap_or_default();
+            types.sort();
+            types.dedup();
+            for msg_type in types {
+                *added.entry(msg_type).or_default() += 1;
+            }
+        }
+        for (msg_type, n) in added {
+            let key = counter_key(&msg_type);
+            let total = self.tree.counter(&key)? + n;
+            batch.insert(key, &total.to_be_bytes());
+        }
+        Ok(())
+    }
+}
+
+struct MsgTypeCountsPlugin;
+
+async fn counts(tree: web::Data<DomainTree>) -> HttpResponse {
+    let mut counts = serde_json::Map::new();
+    for item in tree.tree().scan_prefix([b't']) {
+        let Ok((key, value)) = item else {
+            return HttpResponse::InternalServerError().finish();
+        };
+        let name = String::from_utf8_lossy(&key[1..]).into_owned();
+        counts.insert(name, keys::read_u64(&value).unwrap_or(0).into());
+    }
+    HttpResponse::Ok().json(serde_json::json!({
+        "height": tree.watermark().unwrap_or(0),
+        "counts": counts,
+    }))
+}
+
+impl DomainPlugin for MsgTypeCountsPlugin {
+    fn name(&self) -> &str {
+        "msg_type_counts"
+    }
+
+    fn open(
+        &self,
+        _chain: &ChainConfig,
+        tree: DomainTree,
+    ) -> Result<Box<dyn DomainIndexer>, IndexError> {
+        Ok(Box::new(MsgTypeCounts { tree }))
+    }
+
+    fn routes(&self, tree: DomainTree, cfg: &mut web::ServiceConfig) {
+        cfg.app_data(web::Data::new(tree))
+            .route("/test/v1/msg_type_counts", web::get().to(counts));
+    }
+}
+
+/// The daemon in this process, on its own actix system thread, until dropped.
+struct InProcess {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    base: String,
+}
+
+impl InProcess {
+    fn start(config: Config) -> InProcess {
+        let data_dir = config.data_dir.clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready, is_ready) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let extensions = Extensions {
+                domains: vec![Arc::new(MsgTypeCountsPlugin)],
+            };
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            actix::System::new()
+                .block_on(weaver::boot::run_with(
+                    config,
+                    None,
+                    extensions,
+                    shutdown,
+                    move |_| {
+                        let _ = ready.send(());
+                    },
+                ))
+                .unwrap();
+        });
+        is_ready
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the daemon did not start");
+        let listeners: Value = serde_json::from_slice(
+            &std::fs::read(weaver::boot::listeners_path(&data_dir)).unwrap(),
+        )
+        .unwrap();
+        let base = format!("http://{}", listeners["chains"][CHAIN].as_str().unwrap());
+        InProcess {
+            stop: Some(stop),
+            thread: Some(thread),
+            base,
+        }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        reqwest::blocking::get(format!("{}{path}", self.base))
+            .unwrap()
+            .json()
+            .unwrap()
+    }
+
+    /// Waits until both the blocks domain and the plug-in are at `HEIGHT`.
+    fn counts_at_height(&self) -> BTreeMap<String, u64> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let counts = self.get("/test/v1/msg_type_counts");
+            let status = self.get("/status");
+            if counts["height"] == HEIGHT && status["height"] == HEIGHT {
+                return counts["counts"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                    .collect();
+            }
+            assert!(Instant::now() < deadline, "stuck: {counts} {status}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn a_plugged_in_domain_is_fed_served_and_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    // A frozen chain: HEIGHT blocks exist and the next one is 30 s away.
+    let genesis = now - HEIGHT * INTERVAL_MS - 30_000;
+    let chain = devnet_chain(CHAIN, "evm", "").replace(
+        "block_interval_ms = 200",
+        &format!("block_interval_ms = {INTERVAL_MS}"),
+    );
+    let text = with_world(
+        &config_with(&chain),
+        &format!("genesis_unix_ms = {genesis}"),
+    );
+    let mut config = Config::from_toml(&text).unwrap();
+    config.data_dir = dir.path().to_path_buf();
+
+    let daemon = InProcess::start(config.clone());
+    let counts = daemon.counts_at_height();
+    assert!(
+        counts.contains_key("cosmos.bank.v1beta1.MsgSend")
+            && counts.contains_key("ibc.applications.transfer.v1.MsgTransfer"),
+        "{counts:?}"
+    );
+    // The plug-in's counts agree with the built-in index of message types.
+    for (msg_type, count) in &counts {
+        let page = daemon.get(&format!(
+            "/indexer/tx/v1/txs?pagination.limit=1&msgs={msg_type}"
+        ));
+        assert_eq!(page["pagination"]["total"], count.to_string(), "{msg_type}");
+    }
+    drop(daemon);
+
+    // Restarted on the same data: it resumes at its watermark and counts nothing twice.
+    let daemon = InProcess::start(config);
+    assert_eq!(daemon.counts_at_height(), counts);
+}
