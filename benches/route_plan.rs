@@ -1,4 +1,4 @@
-//! Route planning in process: search, amounts and the JSON answer of `/v2/fungible/route`,
+//! Route planning in process: search, amounts and the typed answer of `/v2/fungible/route`,
 //! on the real mainnet registry and on a synthetic 500-rollup hub-and-spoke graph.
 //! Run: `cargo bench --bench route_plan`
 
@@ -7,7 +7,8 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use weaver_actors::planner::denom::{ibc_denom, l2_denom};
-use weaver_actors::planner::route::{self, RouteRequest};
+use weaver_actors::planner::request::RouteRequest;
+use weaver_actors::planner::route;
 use weaver_actors::planner::{synthetic, PlannerSnapshot};
 
 fn request(from: (&str, &str), to: (&str, &str), multi: bool) -> RouteRequest {
@@ -72,9 +73,9 @@ fn bench(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("route_mainnet");
     for (name, req) in &mainnet_routes {
-        route::route(&mainnet, req).unwrap_or_else(|e| panic!("{name}: {e}"));
+        route::answer(&mainnet, req).unwrap_or_else(|e| panic!("{name}: {e}"));
         group.bench_function(*name, |b| {
-            b.iter(|| black_box(route::route(&mainnet, req).unwrap()))
+            b.iter(|| black_box(route::answer(&mainnet, req).unwrap()))
         });
     }
     group.finish();
@@ -112,9 +113,9 @@ fn bench(c: &mut Criterion) {
         ),
     ];
     for (name, req) in &synthetic_routes {
-        route::route(&big, req).unwrap_or_else(|e| panic!("{name}: {e}"));
+        route::answer(&big, req).unwrap_or_else(|e| panic!("{name}: {e}"));
         group.bench_function(*name, |b| {
-            b.iter(|| black_box(route::route(&big, req).unwrap()))
+            b.iter(|| black_box(route::answer(&big, req).unwrap()))
         });
     }
     group.finish();

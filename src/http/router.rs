@@ -9,8 +9,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use weaver_actors::planner::actor::SnapshotHandle;
-use weaver_actors::planner::route::{self, OpHookRequest, RouteError, RouteRequest};
-use weaver_actors::planner::txs::{self, MsgsRequest};
+use weaver_actors::planner::error::RouteError;
+use weaver_actors::planner::request::{MsgsRequest, OpHookRequest, RouteRequest};
+use weaver_actors::planner::{msgs_answer, op_hook, route};
 
 use super::error::{ApiError, ApiResult};
 
@@ -38,7 +39,9 @@ where
 
 impl From<RouteError> for ApiError {
     fn from(e: RouteError) -> Self {
-        if e.is_not_found() {
+        if e.is_internal() {
+            ApiError::internal(e)
+        } else if e.is_not_found() {
             ApiError::not_found(e.to_string())
         } else {
             ApiError::bad_request(e.to_string())
@@ -130,18 +133,15 @@ async fn route_handler(
     let mut strings = vec!["amount_in", "amount_out"];
     strings.extend(ASSET_FIELDS);
     let request: RouteRequest = parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
-    let answer = route::route(&snapshot.load(), &request)?;
-    if answer["required_op_hook"] == true {
+    let answer = route::answer(&snapshot.load(), &request)?;
+    if answer.required_op_hook {
         let key = pair(
             &request.source_asset_chain_id,
             &request.source_asset_denom,
             &request.dest_asset_chain_id,
             &request.dest_asset_denom,
         );
-        recent.remember(
-            key,
-            answer["amount_in"].as_str().unwrap_or_default().to_string(),
-        );
+        recent.remember(key, answer.amount_in.to_string());
     }
     Ok(HttpResponse::Ok().json(answer))
 }
@@ -175,7 +175,7 @@ async fn op_hook_handler(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    Ok(HttpResponse::Ok().json(route::op_hook(&snapshot.load(), &request, now)?))
+    Ok(HttpResponse::Ok().json(op_hook::answer(&snapshot.load(), &request, now)?))
 }
 
 async fn msgs_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
@@ -191,7 +191,7 @@ async fn msgs_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> 
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    Ok(HttpResponse::Ok().json(txs::build(&snapshot.load(), &request, now)?))
+    Ok(HttpResponse::Ok().json(msgs_answer::answer(&snapshot.load(), &request, now)?))
 }
 
 /// Query values of `name`, repeated and/or comma-separated.

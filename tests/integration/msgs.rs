@@ -3,9 +3,10 @@
 
 use serde_json::{json, Value};
 use weaver_actors::planner::denom::{ibc_denom, l2_denom};
+use weaver_actors::planner::msgs_answer as txs;
 use weaver_actors::planner::registry::Registry;
-use weaver_actors::planner::route::{self, RouteRequest};
-use weaver_actors::planner::txs::{self, MsgsRequest, SignedOpHook};
+use weaver_actors::planner::request::{MsgsRequest, RouteRequest, SignedOpHook};
+use weaver_actors::planner::route;
 use weaver_actors::planner::PlannerSnapshot;
 
 /// A fixed clock so timeouts are reproducible: 2026-01-01T00:00:00Z.

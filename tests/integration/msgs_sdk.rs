@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use weaver_actors::planner::route::{self, OpHookRequest};
-use weaver_actors::planner::txs;
+use weaver_actors::planner::msgs_answer as txs;
+use weaver_actors::planner::op_hook as route;
+use weaver_actors::planner::request::OpHookRequest;
 
 use crate::msgs::{addr, cases, msgs_request, snapshot_of, NOW_NS};
 

@@ -405,7 +405,8 @@ fn router_errors_are_json_4xx() {
 /// including a swap on the L1 venue and an op-hook route.
 #[test]
 fn the_default_config_routes_over_its_devnet() {
-    use weaver_actors::planner::route::{self, RouteRequest};
+    use weaver_actors::planner::request::RouteRequest;
+    use weaver_actors::planner::route;
     use weaver_actors::planner::PlannerSnapshot;
     let config = weaver::config::Config::load(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),

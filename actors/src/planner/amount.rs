@@ -1,6 +1,52 @@
 //! Integer-exact amount math on base units up to 2^256-1 (sdk.Int range). No floats.
 
+use std::fmt;
+
 use num_bigint::BigUint;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A positive number of base units: what a request moves and what every step of a route
+/// delivers (a step that would deliver nothing is refused before an `Amount` is made).
+/// On the wire it is a decimal string.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Amount(BigUint);
+
+impl Amount {
+    /// `None` for zero.
+    pub fn new(value: BigUint) -> Option<Amount> {
+        (value.bits() > 0).then_some(Amount(value))
+    }
+
+    /// A request's amount: a positive decimal below 2^256.
+    pub fn parse(text: &str) -> Option<Amount> {
+        parse(text).and_then(Amount::new)
+    }
+
+    pub fn value(&self) -> &BigUint {
+        &self.0
+    }
+}
+
+impl fmt::Display for Amount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Amount {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Amount::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not a positive integer below 2^256"))
+        })
+    }
+}
 
 /// Parses a positive-or-zero decimal amount below 2^256.
 pub fn parse(text: &str) -> Option<BigUint> {
@@ -56,6 +102,18 @@ mod tests {
         assert_eq!(parse("1.5"), None);
         assert_eq!(parse(""), None);
         assert_eq!(parse("0"), Some(BigUint::from(0u32)));
+    }
+
+    #[test]
+    fn amounts_are_positive_decimal_strings() {
+        assert_eq!(Amount::parse("0"), None);
+        assert_eq!(Amount::new(BigUint::from(0u32)), None);
+        let amount = Amount::parse("1000").unwrap();
+        let json = serde_json::to_string(&amount).unwrap();
+        assert_eq!(json, "\"1000\"");
+        assert_eq!(serde_json::from_str::<Amount>(&json).unwrap(), amount);
+        assert!(serde_json::from_str::<Amount>("\"0\"").is_err());
+        assert!(serde_json::from_str::<Amount>("1000").is_err());
     }
 
     #[test]

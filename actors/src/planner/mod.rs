@@ -1,15 +1,27 @@
 //! The router: registry, route graph (petgraph), route search, and the planner actor that
-//! owns them and publishes an immutable snapshot handlers plan on.
+//! owns them and publishes an immutable snapshot handlers plan on. Requests are validated
+//! (`request`), planned (`plan`), and answered by `route`, `op_hook` and `msgs_answer`;
+//! `/msgs` recognises echoed operations (`echo`, `operation`), checks the addresses
+//! (`addresses`) and builds messages per protocol (`messages`).
 
 pub mod actor;
+pub mod addresses;
 pub mod amount;
 pub mod denom;
+pub mod echo;
+pub mod error;
 pub mod graph;
-pub mod msgs;
+pub mod messages;
+pub mod msgs_answer;
+pub mod non_empty;
+pub mod op_hook;
+pub mod operation;
+pub mod plan;
 pub mod registry;
+pub mod request;
 pub mod route;
 pub mod search;
+pub mod slippage;
 pub mod synthetic;
-pub mod txs;
 
 pub use actor::{PlannerSnapshot, RoutePlanner};

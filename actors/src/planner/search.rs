@@ -19,6 +19,7 @@ use petgraph::graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 
 use super::graph::{Edge, RouteGraph};
+use super::non_empty::NonEmpty;
 
 pub const IBC_HOP_SECONDS: u64 = 30;
 pub const OP_DEPOSIT_SECONDS: u64 = 60;
@@ -72,7 +73,7 @@ pub struct Step {
 
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub steps: Vec<Step>,
+    pub steps: NonEmpty<Step>,
     pub txs_required: u32,
     pub duration_seconds: u64,
     pub requires_op_hook: bool,
@@ -231,8 +232,13 @@ pub fn search(
         state = before;
     }
     steps.reverse();
+    let Some(steps) = NonEmpty::from_vec(steps) else {
+        // Only the source is reached without a step, and it is never the destination.
+        return Err(SearchError::NoRoute(explain(graph, source, dest, &options)));
+    };
+    let requires_op_hook = steps.iter().any(|s| s.in_op_hook);
     Ok(Plan {
-        requires_op_hook: steps.iter().any(|s| s.in_op_hook),
+        requires_op_hook,
         steps,
         txs_required: cost.txs,
         duration_seconds: cost.seconds,
@@ -245,18 +251,18 @@ pub fn search(
 pub fn evaluate(
     graph: &RouteGraph,
     source: NodeIndex,
-    edges: &[EdgeIndex],
+    edges: &NonEmpty<EdgeIndex>,
     options: SearchOptions,
 ) -> Result<Plan, String> {
     let mut at = source;
     let mut arrival = Arrival::Start;
     let mut hooked = false;
     let mut cost = Cost::default();
-    let mut steps = Vec::with_capacity(edges.len());
-    for (i, edge) in edges.iter().enumerate() {
-        let (from, to) = graph
+    let steps = edges.try_map(|i, edge| {
+        let ((from, to), weight) = graph
             .graph
             .edge_endpoints(*edge)
+            .zip(graph.graph.edge_weight(*edge))
             .ok_or_else(|| format!("operations[{i}] is not in the registry"))?;
         if from != at {
             let (here, there) = (graph.location(at), graph.location(from));
@@ -265,7 +271,6 @@ pub fn evaluate(
                 there.denom, there.chain_id, here.denom, here.chain_id
             ));
         }
-        let weight = &graph.graph[*edge];
         let (new_tx, next, in_hook) = transition(graph, from, arrival, hooked, weight, &options).ok_or_else(|| match weight {
             Edge::Wrap { .. } => format!("operations[{i}] converts to or from an ERC-20 wrapper, which has no message builder yet"),
             _ => format!("operations[{i}] is an OPinit withdrawal, which needs is_op_withdraw"),
@@ -275,19 +280,20 @@ pub fn evaluate(
             seconds: cost.seconds + seconds(weight),
             hops: cost.hops + 1,
         };
-        steps.push(Step {
+        at = to;
+        arrival = next;
+        hooked |= in_hook;
+        Ok(Step {
             edge: *edge,
             from,
             to,
             tx_index: cost.txs.saturating_sub(1),
             in_op_hook: in_hook,
-        });
-        at = to;
-        arrival = next;
-        hooked |= in_hook;
-    }
+        })
+    })?;
+    let requires_op_hook = steps.iter().any(|s| s.in_op_hook);
     Ok(Plan {
-        requires_op_hook: steps.iter().any(|s| s.in_op_hook),
+        requires_op_hook,
         steps,
         txs_required: cost.txs,
         duration_seconds: cost.seconds,
