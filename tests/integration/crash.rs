@@ -144,8 +144,8 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
     // The relay log holds every send_packet of the devnet once, in order, up to its
     // watermark — including across the kill at relay {relay_at_kill} / blocks {blocks_at_kill}.
     let mut config = Config::load(&config_path).unwrap();
-    config.data_dir = dir.path().to_path_buf();
-    let store = Store::open(&dir.path().join("db"), 8 << 20).unwrap();
+    config.data_dir = dir.path().join("data");
+    let store = Store::open(&config.data_dir.join("db"), 8 << 20).unwrap();
     let relay = store.relay(CHAIN).unwrap();
     let watermark = relay.watermark().unwrap();
     assert!(watermark >= 900, "relay stopped at {watermark}");
