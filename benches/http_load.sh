@@ -19,6 +19,8 @@ http_workers = 1
 listen = "127.0.0.1:0"
 [metrics]
 listen = "127.0.0.1:0"
+[devnet]
+genesis_unix_ms = $(( now_ms - 2000 * 600000 - 300000 ))
 [[chains]]
 chain_id = "minimove-1"
 vm = "move"
@@ -27,7 +29,6 @@ listen = "127.0.0.1:0"
 kind = "devnet"
 block_interval_ms = 600000
 txs_per_block = 8
-genesis_unix_ms = $(( now_ms - 2000 * 600000 - 300000 ))
 TOML
 WEAVER_LOG=warn taskset -c 0 ./target/release/weaver --config "$work/weaver.toml" --data-dir "$work/data" &
 pid=$!

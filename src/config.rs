@@ -604,6 +604,64 @@ mod tests {
     }
 
     #[test]
+    fn domains_are_checked_with_the_listener_and_the_registry() {
+        let relay_only = MINIMAL.replace("listen = \"127.0.0.1:8080\"", "domains = [\"relay\"]");
+        assert!(Config::from_toml(&relay_only).unwrap().chains[0]
+            .listen
+            .is_none());
+
+        let served_without_listener = MINIMAL.replace("listen = \"127.0.0.1:8080\"", "");
+        let error = Config::from_toml(&served_without_listener)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("chains[0].listen"), "{error}");
+
+        let listener_without_api =
+            MINIMAL.replace("vm = \"move\"", "vm = \"move\"\ndomains = [\"relay\"]");
+        let error = Config::from_toml(&listener_without_api)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("chains[0].listen"), "{error}");
+
+        for (domains, key) in [
+            ("[\"txs\"]", "chains[0].domains"),
+            ("[\"blocks\", \"blocks\"]", "chains[0].domains[1]"),
+            ("[]", "chains[0].domains"),
+            ("[\"nfts\"]", "domains"),
+        ] {
+            let text = MINIMAL.replace(
+                "vm = \"move\"",
+                &format!("vm = \"move\"\ndomains = {domains}"),
+            );
+            let error = Config::from_toml(&text).unwrap_err().to_string();
+            assert!(error.contains(key), "{domains}: {error}");
+        }
+
+        let registry = r#"
+            [[router.chains]]
+            chain_id = "minimove-1"
+            chain_name = "minimove"
+            bech32_prefix = "move"
+            [[router.chains]]
+            chain_id = "noble-1"
+            chain_name = "noble"
+            bech32_prefix = "noble"
+        "#;
+        let error = Config::from_toml(&format!("{MINIMAL}{registry}"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("chains[0].bech32_prefix"), "{error}");
+        let config = Config::from_toml(&format!(
+            "{MINIMAL}{}",
+            registry.replace("\"move\"", "\"init\"")
+        ))
+        .unwrap();
+        let warnings = config.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("noble-1") && !warnings[0].contains("minimove-1"));
+    }
+
+    #[test]
     fn the_shipped_configs_are_valid() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/weaver.toml");
         let config = Config::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

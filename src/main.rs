@@ -168,6 +168,9 @@ fn main() -> ExitCode {
         }
         Some(Command::CheckConfig) => match load_config(&cli) {
             Ok(config) => {
+                for warning in config.warnings() {
+                    eprintln!("warning: {warning}");
+                }
                 println!(
                     "configuration {} is valid: {} chain(s)",
                     cli.config.display(),
