@@ -189,9 +189,15 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()>,
     on_ready: impl FnOnce(Engine),
 ) -> anyhow::Result<()> {
-    for plugin in &extensions.domains {
+    for (i, plugin) in extensions.domains.iter().enumerate() {
         if RESERVED_NAMES.contains(&plugin.name()) {
             anyhow::bail!("domain plug-in name {:?} is reserved", plugin.name());
+        }
+        if extensions.domains[..i]
+            .iter()
+            .any(|p| p.name() == plugin.name())
+        {
+            anyhow::bail!("two domain plug-ins are named {:?}", plugin.name());
         }
     }
     for warning in config.warnings() {
@@ -250,6 +256,11 @@ pub async fn run_with(
             bus: bus.clone(),
             plugins: plugins.clone(),
         });
+        // Opened once here so a store that cannot serve this config stops the boot with a
+        // clear error instead of a follower restarting forever.
+        domains
+            .open()
+            .map_err(|e| anyhow::anyhow!("chain {}: {e}", chain.chain_id))?;
         let open_domains: OpenDomains = Arc::new(move || domains.open());
         let source = Arc::new(source_for(chain, world)?);
         let settings = FollowerSettings {
@@ -321,7 +332,7 @@ pub async fn run_with(
     write_listeners(&config.data_dir, &listeners)?;
     on_ready(Engine {
         store: store.clone(),
-        relay_bus: bus,
+        relay_bus: bus.clone(),
     });
 
     let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
@@ -339,6 +350,7 @@ pub async fn run_with(
         handle.stop(true).await;
     }
     supervision.stop();
+    bus.close();
     store.flush()?;
     tracing::info!("store flushed; bye");
     Ok(())

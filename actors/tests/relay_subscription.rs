@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use weaver_actors::chain::devnet::{ChainParams, Devnet, DevnetWorld, Vm};
 use weaver_actors::indexers::{DomainSet, RelayIndexer};
-use weaver_actors::relay::{RelayBus, RelayCursors, RelayEvent, RelayKind};
+use weaver_actors::relay::{
+    RelayBus, RelayCursors, RelayError, RelayEvent, RelayKind, RelaySubscription,
+};
 use weaver_actors::store::Store;
 
 const WORLD: DevnetWorld = DevnetWorld {
@@ -63,6 +65,14 @@ fn expected_packets(devnet: &Devnet, height: u64) -> Vec<u64> {
         .collect()
 }
 
+/// The next event, or a failure instead of a hang if the bus loses one.
+async fn next_event(subscription: &mut RelaySubscription) -> RelayEvent {
+    tokio::time::timeout(std::time::Duration::from_secs(10), subscription.next())
+        .await
+        .expect("no relay event within 10 s")
+        .unwrap()
+}
+
 fn packet_sequence(event: &RelayEvent) -> u64 {
     match &event.event {
         RelayKind::SendPacket(packet) => packet.sequence,
@@ -111,7 +121,7 @@ fn a_subscriber_gets_every_event_once_in_order_across_a_restart() {
                 index(&mut domains, &chains, next..=next + 4);
                 let seen: u64 = received.values().map(|v| v.len() as u64).sum();
                 for _ in seen..total(&store) {
-                    take(&mut received, subscription.next().await.unwrap());
+                    take(&mut received, next_event(&mut subscription).await);
                 }
             }
         });
@@ -132,14 +142,14 @@ fn a_subscriber_gets_every_event_once_in_order_across_a_restart() {
     runtime.block_on(async {
         // Replay of what the first life left unread, before anything new is indexed.
         for _ in 0..unread {
-            take(&mut received, subscription.next().await.unwrap());
+            take(&mut received, next_event(&mut subscription).await);
         }
         assert_eq!(subscription.delivered().replayed, unread);
         for next in 71..=120 {
             index(&mut domains, &chains, next..=next);
             let seen: u64 = received.values().map(|v| v.len() as u64).sum();
             for _ in seen..total(&store) {
-                take(&mut received, subscription.next().await.unwrap());
+                take(&mut received, next_event(&mut subscription).await);
             }
         }
     });
@@ -171,4 +181,9 @@ fn a_subscriber_gets_every_event_once_in_order_across_a_restart() {
             "{chain_id}: delivered events differ from the log"
         );
     }
+
+    // Closing the bus (shutdown) ends the subscription instead of leaving it waiting.
+    bus.close();
+    let closed = runtime.block_on(subscription.next());
+    assert!(matches!(closed, Err(RelayError::Closed)), "{closed:?}");
 }

@@ -20,7 +20,8 @@ use crate::harness::{config_with, devnet_chain, with_world};
 
 const CHAIN: &str = "minievm-1";
 const HEIGHT: u64 = 100;
-const INTERVAL_MS: u64 = 60_000;
+/// An hour between blocks: the chain stays at HEIGHT for the whole test.
+const INTERVAL_MS: u64 = 3_600_000;
 
 /// Key of a message type's counter: `t` + type URL.
 fn counter_key(msg_type: &str) -> Vec<u8> {
@@ -89,8 +90,12 @@ impl DomainPlugin for MsgTypeCountsPlugin {
     }
 
     fn routes(&self, tree: DomainTree, cfg: &mut web::ServiceConfig) {
-        cfg.app_data(web::Data::new(tree))
-            .route("/test/v1/msg_type_counts", web::get().to(counts));
+        // Data scoped to the resource: another plug-in's tree is another `DomainTree`.
+        cfg.service(
+            web::resource("/test/v1/msg_type_counts")
+                .app_data(web::Data::new(tree))
+                .route(web::get().to(counts)),
+        );
     }
 }
 
@@ -185,8 +190,8 @@ fn a_plugged_in_domain_is_fed_served_and_resumed() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
-    // A frozen chain: HEIGHT blocks exist and the next one is 30 s away.
-    let genesis = now - HEIGHT * INTERVAL_MS - 30_000;
+    // A frozen chain: HEIGHT blocks exist and the next one is at least 15 minutes away.
+    let genesis = now - HEIGHT * INTERVAL_MS - INTERVAL_MS / 2;
     let chain = devnet_chain(CHAIN, "evm", "").replace(
         "block_interval_ms = 200",
         &format!("block_interval_ms = {INTERVAL_MS}"),

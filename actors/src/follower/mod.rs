@@ -69,7 +69,7 @@ impl<S: ChainSource + 'static> Follower<S> {
         let chain_id = domains.chain_id().to_string();
         Follower {
             source,
-            domains,
+            domains: domains.start_at(settings.start_height),
             settings,
             tip: 0,
             progress: ProgressLog::new(chain_id),
@@ -80,12 +80,9 @@ impl<S: ChainSource + 'static> Follower<S> {
         &self.domains
     }
 
-    /// The lowest domain watermark + 1: a domain that is further along skips the height.
+    /// The lowest height a domain still needs: one that is further along skips it.
     fn next_height(&self) -> u64 {
-        match self.domains.watermark() {
-            0 => self.settings.start_height.max(1),
-            indexed => indexed + 1,
-        }
+        self.domains.next_height()
     }
 
     pub async fn step(&mut self) -> Result<Progress, FollowError> {

@@ -22,7 +22,12 @@ pub struct BlocksIndexer {
     previous_time_ns: Option<i64>,
     /// Built by `index`, published by `committed`.
     pending: Option<(HotBlock, u64)>,
+    /// Nothing is indexed yet: the first batch records whether txs are kept.
+    fresh: bool,
 }
+
+/// `m txs`: 1 when the tree keeps tx records, 0 when only blocks (fixed at the first block).
+const META_TXS: &str = "txs";
 
 impl BlocksIndexer {
     /// Resumes from the state stored in the tree.
@@ -38,6 +43,19 @@ impl BlocksIndexer {
         } else {
             None
         };
+        if watermark > 0 {
+            let kept = store.domain().meta_u64(META_TXS)?.map(|n| n == 1);
+            if let Some(kept) = kept.filter(|kept| *kept != index_txs) {
+                return Err(IndexError::Domain {
+                    domain: store.domain().domain().into(),
+                    message: format!(
+                        "this store {} tx records up to height {watermark}: turning the \"txs\" domain {} now would leave a gap in the tx history; move the data directory away to resync, or restore the setting",
+                        if kept { "holds" } else { "has no" },
+                        if index_txs { "on" } else { "off" },
+                    ),
+                });
+            }
+        }
         Ok(BlocksIndexer {
             store,
             prefix: bech32_prefix.into(),
@@ -45,6 +63,7 @@ impl BlocksIndexer {
             sequence,
             previous_time_ns,
             pending: None,
+            fresh: watermark == 0,
         })
     }
 
@@ -117,7 +136,7 @@ impl DomainIndexer for BlocksIndexer {
             batch.insert(key, &total.to_be_bytes());
         }
         let block_time_ms = match self.previous_time_ns {
-            Some(previous) => (bundle.time_ns - previous) / 1_000_000,
+            Some(previous) => bundle.time_ns.saturating_sub(previous) / 1_000_000,
             None => 0,
         };
         let block = block_record(bundle, block_time_ms, &sum_coins(&fees));
@@ -127,6 +146,12 @@ impl DomainIndexer for BlocksIndexer {
             &bundle.time_ns.to_be_bytes(),
         );
         batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
+        if self.fresh {
+            batch.insert(
+                keys::meta(META_TXS),
+                &u64::from(self.index_txs).to_be_bytes(),
+            );
+        }
         self.pending = Some((
             HotBlock {
                 height: bundle.height,
@@ -140,6 +165,7 @@ impl DomainIndexer for BlocksIndexer {
     }
 
     fn committed(&mut self, bundle: &BlockBundle) {
+        self.fresh = false;
         if let Some((hot, sequence)) = self.pending.take() {
             self.store.publish_hot(hot);
             self.sequence = sequence;
@@ -256,6 +282,18 @@ mod tests {
             serde_json::from_slice(&chain.block(31).unwrap().unwrap()).unwrap();
         let gap = (net.block_time_ns(31) - net.block_time_ns(30)) / 1_000_000;
         assert_eq!(record["block_time"], gap.to_string());
+    }
+
+    #[test]
+    fn the_txs_setting_cannot_change_under_an_existing_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 16 << 20).unwrap();
+        let chain = store.blocks("minimove-1", HotLimits::blocks(0)).unwrap();
+        let mut domains = blocks_domain(&chain);
+        domains.apply(&devnet().block(1)).unwrap();
+        assert!(BlocksIndexer::open(chain.clone(), "init", true).is_ok());
+        let error = BlocksIndexer::open(chain, "init", false).err().unwrap();
+        assert!(error.to_string().contains("gap"), "{error}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::{DomainIndexer, IndexError};
 use crate::chain::decode::tx_hash;
 use crate::chain::types::{BlockBundle, Event};
 use crate::relay::decode::{decode_relay_event, RelayContext};
-use crate::relay::{RelayBus, RelayEvent};
+use crate::relay::{RelayBus, RelayEvent, RelayKind};
 use crate::store::relay::{bridge_prefix, packet_prefix, tx_prefix, EVENT, META_SEQUENCE};
 use crate::store::{keys, DomainTree, RelayStore};
 
@@ -29,6 +29,9 @@ impl RelayIndexer {
         bus: Option<RelayBus>,
     ) -> Result<Self, IndexError> {
         let sequence = store.last_sequence()?;
+        if let Some(bus) = &bus {
+            bus.note_committed(store.chain_id(), sequence);
+        }
         Ok(RelayIndexer {
             store,
             context,
@@ -38,7 +41,7 @@ impl RelayIndexer {
         })
     }
 
-    fn decode(&self, event: &Event, height: u64) -> Option<crate::relay::RelayKind> {
+    fn decode(&self, event: &Event, height: u64) -> Option<RelayKind> {
         match decode_relay_event(event, self.context) {
             Ok(kind) => kind,
             Err(error) => {
@@ -75,8 +78,8 @@ impl DomainIndexer for RelayIndexer {
             };
             sequence += 1;
             let mut index_keys = Vec::new();
-            if let Some(packet) = kind.packet_key() {
-                index_keys.push(packet_prefix(&packet));
+            if let Some((packet, side)) = kind.packet() {
+                index_keys.push(packet_prefix(side, &packet.local_key(side)));
             }
             if let Some((transfer, deposit)) = kind.bridge_key() {
                 index_keys.push(bridge_prefix(&transfer, deposit));
@@ -115,5 +118,93 @@ impl DomainIndexer for RelayIndexer {
             bus.publish(self.store.chain_id(), &self.pending);
         }
         self.pending.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::types::{TxBundle, TxResult};
+    use crate::indexers::DomainSet;
+    use crate::relay::{PacketKey, PacketSide};
+    use crate::store::Store;
+
+    fn packet_event(kind: &str, src_channel: &str, dst_channel: &str, sequence: &str) -> Event {
+        Event::new(
+            kind,
+            &[
+                ("packet_sequence", sequence),
+                ("packet_src_port", "transfer"),
+                ("packet_src_channel", src_channel),
+                ("packet_dst_port", "transfer"),
+                ("packet_dst_channel", dst_channel),
+                ("packet_data", "{}"),
+            ],
+        )
+    }
+
+    fn block(height: u64, txs: Vec<Vec<Event>>) -> BlockBundle {
+        BlockBundle {
+            chain_id: "weaver-l1-1".into(),
+            height,
+            hash: vec![0; 32],
+            time_ns: 1_767_225_600_000_000_000 + height as i64,
+            proposer_address: vec![],
+            proposer: Default::default(),
+            txs: txs
+                .into_iter()
+                .enumerate()
+                .map(|(i, events)| TxBundle {
+                    raw: vec![height as u8, i as u8],
+                    result: TxResult {
+                        events,
+                        ..Default::default()
+                    },
+                    json: serde_json::Value::Null,
+                })
+                .collect(),
+            finalize_events: vec![],
+        }
+    }
+
+    #[test]
+    fn packets_are_found_by_this_chains_end_of_the_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        let relay = store.relay("weaver-l1-1").unwrap();
+        let indexer = RelayIndexer::open(relay.clone(), Default::default(), None).unwrap();
+        let mut domains = DomainSet::open("weaver-l1-1", vec![Box::new(indexer)]).unwrap();
+        // Two counterparties both send their sequence 5 from their own channel-0, arriving
+        // here on channel-1 and channel-2; this chain also sends its own sequence 5 on
+        // channel-0.
+        domains
+            .apply(&block(
+                1,
+                vec![
+                    vec![packet_event("recv_packet", "channel-0", "channel-1", "5")],
+                    vec![packet_event("recv_packet", "channel-0", "channel-2", "5")],
+                    vec![packet_event("send_packet", "channel-0", "channel-9", "5")],
+                ],
+            ))
+            .unwrap();
+        let key = |channel: &str| PacketKey {
+            port: "transfer".into(),
+            channel: channel.into(),
+            sequence: 5,
+        };
+        let received = relay
+            .events_of_packet(PacketSide::Destination, &key("channel-2"))
+            .unwrap();
+        assert_eq!(received.len(), 1);
+        assert!(
+            matches!(&received[0].event, RelayKind::RecvPacket(p) if p.dst_channel == "channel-2")
+        );
+        let sent = relay
+            .events_of_packet(PacketSide::Source, &key("channel-0"))
+            .unwrap();
+        assert_eq!(sent.len(), 1);
+        assert!(matches!(sent[0].event, RelayKind::SendPacket(_)));
+        assert_eq!(relay.events_after(0, 10).unwrap().len(), 3);
+        assert_eq!(relay.watermark().unwrap(), 1);
     }
 }

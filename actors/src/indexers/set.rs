@@ -12,6 +12,8 @@ struct Slot {
 pub struct DomainSet {
     chain_id: String,
     slots: Vec<Slot>,
+    /// Where a domain with nothing indexed starts (a chain followed from mid-history).
+    start_height: u64,
 }
 
 impl DomainSet {
@@ -27,7 +29,26 @@ impl DomainSet {
         Ok(DomainSet {
             chain_id: chain_id.into(),
             slots,
+            start_height: 1,
         })
+    }
+
+    /// Domains with nothing indexed start at `height` (default 1).
+    pub fn start_at(mut self, height: u64) -> Self {
+        self.start_height = height.max(1);
+        self
+    }
+
+    /// The lowest height some domain still needs.
+    pub fn next_height(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|s| match s.watermark {
+                0 => self.start_height,
+                indexed => indexed + 1,
+            })
+            .min()
+            .unwrap_or(self.start_height)
     }
 
     pub fn chain_id(&self) -> &str {
@@ -63,7 +84,8 @@ impl DomainSet {
             });
         }
         for slot in &mut self.slots {
-            if slot.watermark >= bundle.height {
+            let before_start = slot.watermark == 0 && bundle.height < self.start_height;
+            if slot.watermark >= bundle.height || before_start {
                 continue;
             }
             let tree = slot.indexer.tree().clone();

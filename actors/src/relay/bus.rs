@@ -16,6 +16,15 @@ use crate::store::{RelayStore, StoreError};
 /// The last relay sequence a subscriber has seen, per chain (0: nothing yet).
 pub type RelayCursors = BTreeMap<String, u64>;
 
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The bus was closed (the daemon is shutting down).
+    #[error("the relay bus is closed")]
+    Closed,
+}
+
 /// Events read from sled per chain in one replay round.
 const REPLAY_BATCH: usize = 512;
 
@@ -68,7 +77,30 @@ impl RelayBus {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Called by the relay indexer once a height's events are durable in sled.
+    /// The relay log of `chain_id` holds events up to `sequence` (a reopened indexer says so,
+    /// in case the events of its last commit were never published).
+    pub fn note_committed(&self, chain_id: &str, sequence: u64) {
+        if let Some(feed) = self.feeds().get(chain_id) {
+            feed.committed.fetch_max(sequence, Ordering::SeqCst);
+        }
+    }
+
+    /// Ends every subscription: their `next` answers [`RelayError::Closed`] once they have
+    /// delivered what they hold.
+    pub fn close(&self) {
+        let subscribers: Vec<Subscriber> = self
+            .inner
+            .subscribers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .drain(..)
+            .collect();
+        for subscriber in subscribers {
+            subscriber.wake.notify_one();
+        }
+    }
+
+    /// Called by the relay indexer once a height's events are committed to sled.
     pub fn publish(&self, chain_id: &str, events: &[Arc<RelayEvent>]) {
         let Some(last) = events.last() else {
             return;
@@ -165,7 +197,7 @@ impl RelaySubscription {
     }
 
     /// The next event of any chain: replayed ones first, then live ones.
-    pub async fn next(&mut self) -> Result<RelayEvent, StoreError> {
+    pub async fn next(&mut self) -> Result<RelayEvent, RelayError> {
         loop {
             if let Some((event, live)) = self.pending.pop_front() {
                 self.cursors.insert(event.chain_id.clone(), event.sequence);
@@ -177,7 +209,11 @@ impl RelaySubscription {
                 return Ok(event);
             }
             if self.lagged.swap(false, Ordering::SeqCst) {
-                self.replay()?;
+                if let Err(error) = self.replay() {
+                    // Still behind: the next call tries again.
+                    self.lagged.store(true, Ordering::SeqCst);
+                    return Err(error.into());
+                }
                 continue;
             }
             match self.live.try_recv() {
@@ -186,12 +222,7 @@ impl RelaySubscription {
                     continue;
                 }
                 Err(mpsc::error::TryRecvError::Empty) => {}
-                Err(mpsc::error::TryRecvError::Disconnected) => {
-                    return Err(StoreError::Corrupt {
-                        key: String::new(),
-                        reason: "the relay bus is gone".into(),
-                    })
-                }
+                Err(mpsc::error::TryRecvError::Disconnected) => return Err(RelayError::Closed),
             }
             self.wake.notified().await;
         }

@@ -35,11 +35,37 @@ pub struct Packet {
     pub data: Option<String>,
 }
 
+/// Which end of a channel an IBC event happened on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacketSide {
+    /// The sending chain: send, acknowledge, timeout.
+    Source,
+    /// The receiving chain: recv, write_acknowledgement.
+    Destination,
+}
+
 impl Packet {
+    /// The packet's identity across chains: its source (port, channel, sequence).
     pub fn key(&self) -> PacketKey {
         PacketKey {
             port: self.src_port.clone(),
             channel: self.src_channel.clone(),
+            sequence: self.sequence,
+        }
+    }
+
+    /// The packet as the chain on `side` names it: its own (port, channel) end and the
+    /// sequence. Unique on that chain, unlike the source key on a receiving chain (two
+    /// counterparties may both send sequence 5 from their `transfer/channel-0`).
+    pub fn local_key(&self, side: PacketSide) -> PacketKey {
+        let (port, channel) = match side {
+            PacketSide::Source => (&self.src_port, &self.src_channel),
+            PacketSide::Destination => (&self.dst_port, &self.dst_channel),
+        };
+        PacketKey {
+            port: port.clone(),
+            channel: channel.clone(),
             sequence: self.sequence,
         }
     }
@@ -133,16 +159,22 @@ pub enum RelayKind {
 }
 
 impl RelayKind {
-    /// The IBC packet this event is about.
-    pub fn packet_key(&self) -> Option<PacketKey> {
+    /// The IBC packet this event is about, and on which end of the channel it happened.
+    pub fn packet(&self) -> Option<(&Packet, PacketSide)> {
         match self {
             RelayKind::SendPacket(p)
-            | RelayKind::RecvPacket(p)
             | RelayKind::AcknowledgePacket(p)
-            | RelayKind::TimeoutPacket(p)
-            | RelayKind::WriteAcknowledgement { packet: p, .. } => Some(p.key()),
+            | RelayKind::TimeoutPacket(p) => Some((p, PacketSide::Source)),
+            RelayKind::RecvPacket(p) | RelayKind::WriteAcknowledgement { packet: p, .. } => {
+                Some((p, PacketSide::Destination))
+            }
             _ => None,
         }
+    }
+
+    /// The IBC packet this event is about, by its source (port, channel, sequence).
+    pub fn packet_key(&self) -> Option<PacketKey> {
+        self.packet().map(|(p, _)| p.key())
     }
 
     /// The OPinit transfer this event is about (deposits and withdrawals have separate

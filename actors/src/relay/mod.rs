@@ -8,8 +8,8 @@ pub mod bus;
 pub mod decode;
 mod event;
 
-pub use bus::{Delivered, RelayBus, RelayCursors, RelaySubscription};
+pub use bus::{Delivered, RelayBus, RelayCursors, RelayError, RelaySubscription};
 pub use event::{
     Acknowledgement, BridgeKey, DepositFinalized, DepositInitiated, OutputProposed, Packet,
-    PacketKey, RelayEvent, RelayKind, WithdrawalFinalized, WithdrawalInitiated,
+    PacketKey, PacketSide, RelayEvent, RelayKind, WithdrawalFinalized, WithdrawalInitiated,
 };

@@ -4,14 +4,16 @@
 use super::keys;
 use super::pager::{keys_under, Order};
 use super::{corrupt, DomainTree, StoreError};
-use crate::relay::{BridgeKey, PacketKey, RelayEvent};
+use crate::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent};
 
 /// The domain's name: its tree is `chain/<chain_id>/relay`.
 pub const DOMAIN: &str = "relay";
 
 /// `e` sequence → event JSON.
 pub const EVENT: u8 = b'e';
-/// `p` len port len channel packet-sequence event-sequence → ().
+/// `p` side len port len channel packet-sequence event-sequence → (): side `s` for events on
+/// the sending end (keyed by the source port/channel), `d` on the receiving end (keyed by the
+/// destination port/channel).
 pub const BY_PACKET: u8 = b'p';
 /// `o` bridge-id direction sequence event-sequence → () (direction `d` deposit, `w` withdrawal).
 pub const BY_BRIDGE: u8 = b'o';
@@ -20,8 +22,16 @@ pub const BY_TX: u8 = b'x';
 /// `m sequence`: the last relay sequence assigned.
 pub const META_SEQUENCE: &str = "sequence";
 
-pub fn packet_prefix(key: &PacketKey) -> Vec<u8> {
-    let mut prefix = vec![BY_PACKET];
+/// IBC identifiers are at most 128 bytes (ICS-24), so a one-byte length never truncates
+/// a valid one.
+pub fn packet_prefix(side: PacketSide, key: &PacketKey) -> Vec<u8> {
+    let mut prefix = vec![
+        BY_PACKET,
+        match side {
+            PacketSide::Source => b's',
+            PacketSide::Destination => b'd',
+        },
+    ];
     for part in [&key.port, &key.channel] {
         prefix.push(part.len().min(255) as u8);
         prefix.extend_from_slice(&part.as_bytes()[..part.len().min(255)]);
@@ -107,10 +117,15 @@ impl RelayStore {
             .collect()
     }
 
-    /// Every stored event of an IBC packet sent from this chain's (port, channel) or
-    /// received here from the packet's source (the key is always the source's).
-    pub fn events_of_packet(&self, key: &PacketKey) -> Result<Vec<RelayEvent>, StoreError> {
-        self.events_under(&packet_prefix(key))
+    /// Every stored event of an IBC packet on this chain's end of its channel: `key` names
+    /// this chain's (port, channel) — the source's for [`PacketSide::Source`], the
+    /// destination's for [`PacketSide::Destination`] — and the packet sequence.
+    pub fn events_of_packet(
+        &self,
+        side: PacketSide,
+        key: &PacketKey,
+    ) -> Result<Vec<RelayEvent>, StoreError> {
+        self.events_under(&packet_prefix(side, key))
     }
 
     pub fn events_of_bridge_transfer(

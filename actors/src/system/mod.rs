@@ -147,10 +147,17 @@ impl Supervision {
         handle
     }
 
-    /// Stops the watchdog and every arbiter of the pool.
+    /// Stops the watchdog and every arbiter of the pool, waiting for their threads.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.entries.borrow_mut().clear();
         self.pool.stop();
+    }
+}
+
+/// A boot that fails half-way must not leave actors running (and writing) behind it.
+impl Drop for Supervision {
+    fn drop(&mut self) {
+        self.stop();
     }
 }

@@ -30,6 +30,10 @@ impl ArbiterPool {
     pub fn pick(&self) -> ArbiterHandle {
         let mut arbiters = self.lock();
         let count = arbiters.len();
+        if count == 0 {
+            // Stopped: whatever is started now runs on the caller's arbiter.
+            return Arbiter::current();
+        }
         let slot = self.next.fetch_add(1, Ordering::Relaxed) % count;
         if let Some(arbiter) = arbiters.get_mut(slot) {
             if !arbiter.spawn(async {}) {
