@@ -325,4 +325,42 @@ mod tests {
         assert!(parse_tx_hash("abc").is_err());
         assert!(parse_tx_hash("zz").is_err());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        #[test]
+        fn any_query_string_parses_or_is_a_400(query in "\\PC{0,120}") {
+            for kind in [CursorKind::Sequence, CursorKind::Height] {
+                if let Err(error) = parse_list_query(&query, kind) {
+                    proptest::prop_assert_eq!(error.status.as_u16(), 400);
+                }
+            }
+        }
+
+        #[test]
+        fn any_pagination_key_decodes_or_is_a_400(key in "[A-Za-z0-9+/= %_-]{0,64}") {
+            if let Err(error) = parse_list_query(&format!("pagination.key={key}"), CursorKind::Sequence) {
+                proptest::prop_assert_eq!(error.status.as_u16(), 400);
+            }
+        }
+
+        #[test]
+        fn cursors_and_offsets_round_trip(n in proptest::prelude::any::<u64>(), offset in 0u64..(i64::MAX as u64)) {
+            let q = parse_list_query(&format!("pagination.key={}", cursor_key(CursorKind::Height, n)), CursorKind::Height).unwrap();
+            proptest::prop_assert_eq!(q.page.after, Some(n));
+            let q = parse_list_query(&format!("pagination.key={}", offset_key(offset)), CursorKind::Height).unwrap();
+            proptest::prop_assert_eq!((q.page.offset, q.offset_mode), (offset, true));
+        }
+
+        #[test]
+        fn heights_and_hashes_parse_or_are_a_400(text in "\\PC{0,80}") {
+            if let Err(error) = parse_height(&text) {
+                proptest::prop_assert_eq!(error.status.as_u16(), 400);
+            }
+            if let Err(error) = parse_tx_hash(&text) {
+                proptest::prop_assert_eq!(error.status.as_u16(), 400);
+            }
+        }
+    }
 }
