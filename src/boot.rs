@@ -306,16 +306,11 @@ pub async fn run_with(
         spawn_registry_reload(path, planner);
     }
     let snapshot = web::Data::new(snapshot);
-    let recent_routes = web::Data::new(http::router::RecentRoutes::default());
     let (server, bound) = bind_server(
         "router",
         config.router.listen,
         config.http_workers,
-        move || {
-            http::app("router", http::router::routes)
-                .app_data(snapshot.clone())
-                .app_data(recent_routes.clone())
-        },
+        move || http::app("router", http::router::routes).app_data(snapshot.clone()),
     )?;
     tracing::info!(listen = %bound, "router API listening");
     listeners.router = Some(bound);

@@ -1,11 +1,12 @@
-//! The router API: `POST /v2/fungible/route`, `POST /op-hook`, `GET /v2/info/chains` and
-//! `GET /v2/fungible/assets`. Handlers plan on the planner's published snapshot.
+//! The router API: `POST /v2/fungible/route`, `POST /op-hook`, `POST /v2/fungible/msgs`,
+//! `GET /v2/info/chains` and `GET /v2/fungible/assets`. Handlers plan on the planner's
+//! published snapshot and keep no state between requests. POST bodies must be
+//! `application/json` (415 otherwise).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::http::header;
+use actix_web::{guard, mime, web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use weaver_actors::planner::actor::SnapshotHandle;
@@ -32,9 +33,37 @@ where
 {
     cfg.service(
         web::resource(path)
-            .route(web::post().to(handler))
+            .route(web::post().guard(guard::fn_guard(is_json)).to(handler))
+            .route(web::post().to(unsupported_media_type))
             .default_service(web::to(super::error::not_allowed)),
     );
+}
+
+/// A POST body must be declared `application/json` (parameters such as `charset` allowed):
+/// the CORS-safelisted types (`text/plain`, forms) would let any web page post cross-site
+/// without a preflight.
+fn is_json(ctx: &guard::GuardContext) -> bool {
+    ctx.head()
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<mime::Mime>().ok())
+        .is_some_and(|m| {
+            m.type_() == mime::APPLICATION && m.subtype() == mime::JSON && m.suffix().is_none()
+        })
+}
+
+/// 415 with the JSON error body; `code` 3 (INVALID_ARGUMENT), as for other bad requests.
+async fn unsupported_media_type(req: HttpRequest) -> HttpResponse {
+    let got = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let message = match got {
+        Some(got) => format!("Content-Type must be application/json, got {got:?}"),
+        None => "Content-Type must be application/json, got none".to_string(),
+    };
+    HttpResponse::UnsupportedMediaType().json(json!({"code": 3, "message": message, "details": []}))
 }
 
 impl From<RouteError> for ApiError {
@@ -87,70 +116,15 @@ const ASSET_FIELDS: [&str; 4] = [
     "dest_asset_denom",
 ];
 
-/// The amount of the latest route per asset pair, so `/op-hook` works for clients that (like
-/// InterwovenKit) send only the six documented fields: the hook moves exactly that amount.
-#[derive(Default)]
-pub struct RecentRoutes(Mutex<HashMap<[String; 4], (String, Instant)>>);
-
-/// How long a route's amount stands in for a missing `/op-hook` amount.
-const RECENT_ROUTE_TTL: Duration = Duration::from_secs(600);
-const RECENT_ROUTES_MAX: usize = 10_000;
-
-impl RecentRoutes {
-    fn remember(&self, pair: [String; 4], amount: String) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= RECENT_ROUTES_MAX {
-            map.retain(|_, (_, at)| at.elapsed() < RECENT_ROUTE_TTL);
-            if map.len() >= RECENT_ROUTES_MAX {
-                map.clear();
-            }
-        }
-        map.insert(pair, (amount, Instant::now()));
-    }
-
-    fn recall(&self, pair: &[String; 4]) -> Option<String> {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(pair)
-            .filter(|(_, at)| at.elapsed() < RECENT_ROUTE_TTL)
-            .map(|(amount, _)| amount.clone())
-    }
-}
-
-fn pair(
-    source_chain: &Option<String>,
-    source_denom: &Option<String>,
-    dest_chain: &Option<String>,
-    dest_denom: &Option<String>,
-) -> [String; 4] {
-    [source_chain, source_denom, dest_chain, dest_denom].map(|v| v.clone().unwrap_or_default())
-}
-
-async fn route_handler(
-    snapshot: web::Data<SnapshotHandle>,
-    recent: web::Data<RecentRoutes>,
-    body: web::Bytes,
-) -> ApiResult {
+async fn route_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
     let mut strings = vec!["amount_in", "amount_out"];
     strings.extend(ASSET_FIELDS);
     let request: RouteRequest = parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
-    let answer = route::answer(&snapshot.load(), &request)?;
-    if answer.required_op_hook {
-        let key = pair(
-            &request.source_asset_chain_id,
-            &request.source_asset_denom,
-            &request.dest_asset_chain_id,
-            &request.dest_asset_denom,
-        );
-        recent.remember(key, answer.amount_in.to_string());
-    }
-    Ok(HttpResponse::Ok().json(answer))
+    Ok(HttpResponse::Ok().json(route::answer(&snapshot.load(), &request)?))
 }
 
-async fn op_hook_handler(
-    snapshot: web::Data<SnapshotHandle>,
-    recent: web::Data<RecentRoutes>,
-    body: web::Bytes,
-) -> ApiResult {
+/// The hook is built from this request alone: `amount_in` is required (a clear 400 says so).
+async fn op_hook_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
     let mut strings = vec![
         "source_address",
         "dest_address",
@@ -158,19 +132,7 @@ async fn op_hook_handler(
         "timeout_seconds",
     ];
     strings.extend(ASSET_FIELDS);
-    let mut request: OpHookRequest = parse_body(&body, &strings, &[])?;
-    if request.amount_in.is_none() {
-        let key = pair(
-            &request.source_asset_chain_id,
-            &request.source_asset_denom,
-            &request.dest_asset_chain_id,
-            &request.dest_asset_denom,
-        );
-        request.amount_in = recent.recall(&key);
-        if request.amount_in.is_none() {
-            return Err(ApiError::bad_request("amount_in is required (or call /v2/fungible/route for this asset pair first: its amount is used)"));
-        }
-    }
+    let request: OpHookRequest = parse_body(&body, &strings, &[])?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

@@ -10,5 +10,6 @@ mod msgs;
 mod msgs_sdk;
 mod node_source;
 mod router;
+mod router_input;
 mod skip_client;
 mod supervision;

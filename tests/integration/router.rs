@@ -254,24 +254,18 @@ fn op_hook_and_withdrawal_routes() {
             > 0
     );
 
-    // Without amount_in (as InterwovenKit sends it) the amount of the latest route for the
-    // same pair is used: the route above asked for 1000000.
+    // Without amount_in (as InterwovenKit sends it) a 400 asks for it: the hook is built from
+    // this request alone, never from another client's /route (which used to stand in for it).
     let mut bare = hook_request.clone();
     bare.as_object_mut().unwrap().remove("amount_in");
-    let (status, hook_again) = post(&d, "/op-hook", &bare);
-    assert_eq!(status, 200, "{hook_again}");
-    let again: Value =
-        serde_json::from_str(hook_again["hook"][0]["msg"].as_str().unwrap()).unwrap();
-    assert_eq!(again["token"]["amount"], "1000000");
-    let mut other_pair = bare.clone();
-    other_pair["dest_asset_denom"] = json!(USDC_L1);
-    let (status, body) = post(&d, "/op-hook", &other_pair);
-    assert_eq!(status, 400);
+    let (status, body) = post(&d, "/op-hook", &bare);
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], 3);
     assert!(
         body["message"]
             .as_str()
             .unwrap()
-            .contains("amount_in is required"),
+            .starts_with("amount_in is required: the op hook is a pre-signed MsgTransfer"),
         "{body}"
     );
 

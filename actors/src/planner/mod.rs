@@ -11,6 +11,7 @@ pub mod denom;
 pub mod echo;
 pub mod error;
 pub mod graph;
+pub mod limits;
 pub mod messages;
 pub mod msgs_answer;
 pub mod non_empty;

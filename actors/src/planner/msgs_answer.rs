@@ -12,6 +12,7 @@ use super::amount::{self, Amount};
 use super::echo::edge_of;
 use super::error::{invalid, to_json, RouteError};
 use super::graph::{Edge, Location};
+use super::limits::{check_hop_count, check_op_hook, check_simple_path};
 use super::messages::ibc::{self, Hop};
 use super::messages::{dex, opinit, Message};
 use super::non_empty::NonEmpty;
@@ -93,6 +94,7 @@ pub fn answer(
     let query = request.validate()?;
     let source = locate(snapshot, query.source)?;
     locate(snapshot, query.dest)?;
+    check_hop_count(query.operations.len())?;
     let edges = query
         .operations
         .try_map(|i, echoed| edge_of(snapshot, i, echoed))?;
@@ -104,6 +106,7 @@ pub fn answer(
         is_op_withdraw: withdraws,
     };
     let plan = evaluate(&snapshot.graph, source, &edges, options).map_err(invalid)?;
+    check_simple_path(snapshot, &plan.steps.iter().cloned().collect::<Vec<_>>())?;
     let end = snapshot.graph.location(plan.steps.last().to);
     if (end.chain_id.as_str(), end.denom.as_str()) != (query.dest.chain_id, query.dest.denom) {
         return Err(invalid(format!(
@@ -114,7 +117,7 @@ pub fn answer(
     // The estimated amounts must be positive all the way (a too small amount_in is a 400).
     amounts_along(snapshot, &plan, &query.amount_in)?;
     let parties = parties(snapshot, &plan, query.address_list)?;
-    let hook = carried_hook(&plan, &parties, query.signed_op_hook)?;
+    let hook = carried_hook(snapshot, &plan, &parties, query.signed_op_hook)?;
     let moved = moved(snapshot, &plan, &query.amount_in, &query.slippage)?;
     let min_amount_out = moved.last().minimum.clone();
     let steps = plan.steps.as_ref().zip(parties).zip(moved).enumerate().map(
@@ -172,6 +175,7 @@ pub fn build(
 /// The signed hook, present exactly when a deposit is followed by op-hook steps; it runs on
 /// the rollup the deposit lands on, from the deposit's recipient.
 fn carried_hook<'a>(
+    snapshot: &PlannerSnapshot,
     plan: &Plan,
     parties: &NonEmpty<Parties>,
     signed: Option<&'a SignedOpHook>,
@@ -189,10 +193,12 @@ fn carried_hook<'a>(
         (None, Some(_)) => Err(invalid("signed_op_hook is required: this route continues after an OPinit deposit (see POST /op-hook)")),
         (Some(_), None) => Err(invalid("signed_op_hook must be absent: this route needs no op hook")),
         (None, None) => Ok(None),
-        (Some(signed), Some((deposit, parties))) => Ok(Some(CarriedHook {
-            deposit,
-            hook: signed.validate(&parties.receiver)?,
-        })),
+        (Some(signed), Some((deposit, parties))) => {
+            let hook = signed.validate(&parties.receiver)?;
+            let rollup = &snapshot.graph.location(plan.steps[deposit].to).chain_id;
+            check_op_hook(hook, rollup)?;
+            Ok(Some(CarriedHook { deposit, hook }))
+        }
     }
 }
 
@@ -242,6 +248,8 @@ impl MsgStep<'_> {
             port: port.into(),
             channel: channel.into(),
             receiver: self.parties.receiver.clone(),
+            from_chain: self.from.chain_id.clone(),
+            index: self.index,
         }
     }
 

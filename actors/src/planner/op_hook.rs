@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::actor::PlannerSnapshot;
 use super::error::{invalid, to_json, RouteError};
 use super::graph::Edge;
+use super::limits::check_route;
 use super::messages::{address_on, ibc, Message};
 use super::non_empty::NonEmpty;
 use super::plan::plan;
@@ -37,6 +38,7 @@ pub fn answer(
         &query.amount_in,
         options,
     )?;
+    check_route(snapshot, &planned.plan, &planned.amounts)?;
     let last_step = planned.plan.steps.len() - 1;
     let hooked = planned
         .steps()
@@ -72,6 +74,8 @@ pub fn answer(
             port: port.clone(),
             channel: channel.clone(),
             receiver,
+            from_chain: snapshot.graph.location(step.from).chain_id.clone(),
+            index: *i,
         })
     })?;
     let transfer = ibc::transfer(

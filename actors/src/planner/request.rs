@@ -22,6 +22,9 @@ pub const DEFAULT_HOOK_TIMEOUT_SECONDS: u64 = 3600;
 /// Longest IBC timeout accepted (a week), which also keeps the timestamp within uint64.
 pub const MAX_TIMEOUT_SECONDS: u64 = 7 * 86_400;
 
+/// Why `/op-hook` needs `amount_in`.
+pub const OP_HOOK_AMOUNT_REQUIRED: &str = "amount_in is required: the op hook is a pre-signed MsgTransfer of exactly the amount the deposit brings to the rollup, and weaver takes it only from this request; send the amount_in of your /v2/fungible/route request";
+
 /// `POST /v2/fungible/route`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RouteRequest {
@@ -35,8 +38,9 @@ pub struct RouteRequest {
     pub is_op_withdraw: Option<bool>,
 }
 
-/// `POST /op-hook`; `amount_in` is a weaver addition (the hook moves exactly the deposited
-/// amount onward, so it must be known).
+/// `POST /op-hook`; `amount_in` is a weaver addition and required: the hook moves exactly
+/// the deposited amount onward, and the request is the only place weaver takes it from
+/// (never from another client's `/route`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct OpHookRequest {
     pub source_address: Option<String>,
@@ -192,7 +196,13 @@ impl OpHookRequest {
             dest_address,
             source,
             dest,
-            amount_in: amount(required(&self.amount_in, "amount_in")?, "amount_in")?,
+            amount_in: amount(
+                self.amount_in
+                    .as_deref()
+                    .filter(|a| !a.is_empty())
+                    .ok_or_else(|| invalid(OP_HOOK_AMOUNT_REQUIRED))?,
+                "amount_in",
+            )?,
             timeout_seconds: timeout(&self.timeout_seconds, DEFAULT_HOOK_TIMEOUT_SECONDS)?,
         })
     }

@@ -8,6 +8,7 @@ use super::actor::PlannerSnapshot;
 use super::amount::{self, Amount};
 use super::error::{to_json, RouteError};
 use super::graph::{Edge, Location};
+use super::limits::check_route;
 use super::operation::{
     BridgeTransfer, IbcTransfer, OpInitTransfer, Operation, OperationKind, Swap, SwapExact,
     SwapLeg, SwapVenue,
@@ -64,6 +65,7 @@ pub fn answer(snapshot: &PlannerSnapshot, request: &RouteRequest) -> Result<Rout
         &query.amount_in,
         query.options,
     )?;
+    check_route(snapshot, &planned.plan, &planned.amounts)?;
     let chain_ids = chain_ids(snapshot, planned.plan.steps.iter());
     let swap_venues = swap_venues(snapshot, &planned);
     Ok(Route {

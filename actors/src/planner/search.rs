@@ -23,7 +23,6 @@ use super::non_empty::NonEmpty;
 
 pub const IBC_HOP_SECONDS: u64 = 30;
 pub const OP_DEPOSIT_SECONDS: u64 = 60;
-const MAX_HOPS: u32 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Arrival {
@@ -181,7 +180,7 @@ pub fn search(
             found = Some((state, cost));
             break;
         }
-        if cost.hops >= MAX_HOPS {
+        if cost.hops as usize >= super::limits::MAX_ROUTE_HOPS {
             continue;
         }
         for edge in graph.graph.edges(state.node) {

@@ -25,7 +25,7 @@ fn bcs_u64(n: u64) -> Vec<u8> {
     n.to_le_bytes().to_vec()
 }
 
-fn u64_amount(amount: &Amount, what: &str) -> Result<u64, RouteError> {
+pub(crate) fn u64_amount(amount: &Amount, what: &str) -> Result<u64, RouteError> {
     u64::try_from(amount.value()).map_err(|_| {
         invalid(format!(
             "{what} {amount} exceeds the Move u64 range of the swap"

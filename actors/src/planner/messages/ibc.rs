@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::{Coin, Message};
 use crate::planner::amount::Amount;
 use crate::planner::error::{to_json_string, RouteError};
+use crate::planner::limits::check_transfer;
 use crate::planner::non_empty::NonEmpty;
 
 const PFM_RETRIES: u32 = 2;
@@ -17,6 +18,10 @@ pub struct Hop {
     pub port: String,
     pub channel: String,
     pub receiver: String,
+    /// The chain that sends this hop: the source chain, or the chain forwarding it.
+    pub from_chain: String,
+    /// The index of the route operation this hop is (errors name it).
+    pub index: usize,
 }
 
 #[derive(Serialize)]
@@ -67,9 +72,18 @@ fn forward_memo(hops: &[Hop]) -> Option<ForwardMemo<'_>> {
     })
 }
 
+/// The memo of a transfer whose later hops are `hops` (empty when there are none).
+pub(crate) fn memo(hops: &[Hop]) -> Result<String, RouteError> {
+    match forward_memo(hops) {
+        Some(memo) => to_json_string(&memo),
+        None => Ok(String::new()),
+    }
+}
+
 /// A transfer over `hops`: the first hop's receiver is the next chain's user address when
 /// forwarding (intermediate receivers are the forwarding chains' own), the final recipient
-/// otherwise.
+/// otherwise. Every `MsgTransfer` it makes (the user's and the forwarded ones) is checked
+/// against ibc-go's memo and receiver limits first.
 pub fn transfer(
     hops: &NonEmpty<Hop>,
     denom: &str,
@@ -78,11 +92,10 @@ pub fn transfer(
     now_ns: u128,
     timeout_seconds: u64,
 ) -> Result<Message, RouteError> {
+    let all: Vec<Hop> = hops.iter().cloned().collect();
+    check_transfer(&all)?;
     let first = hops.first();
-    let memo = match forward_memo(hops.rest()) {
-        Some(memo) => to_json_string(&memo)?,
-        None => String::new(),
-    };
+    let memo = memo(hops.rest())?;
     let timeout = now_ns + timeout_seconds as u128 * 1_000_000_000;
     Message::new(
         "/ibc.applications.transfer.v1.MsgTransfer",
@@ -108,6 +121,8 @@ mod tests {
             port: "transfer".into(),
             channel: channel.into(),
             receiver: receiver.into(),
+            from_chain: "x-1".into(),
+            index: 0,
         }
     }
 
@@ -122,5 +137,18 @@ mod tests {
             message.msg,
             r#"{"source_port":"transfer","source_channel":"channel-1","token":{"denom":"ua","amount":"5"},"sender":"a","receiver":"b","timeout_height":{},"timeout_timestamp":"2000000000","memo":"{\"forward\":{\"receiver\":\"c\",\"port\":\"transfer\",\"channel\":\"channel-2\",\"timeout\":\"10m\",\"retries\":2,\"next\":{\"forward\":{\"receiver\":\"d\",\"port\":\"transfer\",\"channel\":\"channel-3\",\"timeout\":\"10m\",\"retries\":2}}}}"}"#
         );
+    }
+
+    #[test]
+    fn a_memo_over_the_ibc_go_cap_is_refused() {
+        let mut hops = NonEmpty::new(hop("channel-0", "b"));
+        for i in 1..20 {
+            hops.push(hop(&format!("channel-{i}"), &"r".repeat(2_000)));
+        }
+        let amount = Amount::parse("5").unwrap();
+        let error = transfer(&hops, "ua", &amount, "a", 0, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("MaximumMemoLength"), "{error}");
     }
 }
