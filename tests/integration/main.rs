@@ -9,6 +9,7 @@ mod harness;
 mod msgs;
 mod msgs_sdk;
 mod node_source;
+mod properties;
 mod router;
 mod router_input;
 mod skip_client;
