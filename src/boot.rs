@@ -15,7 +15,9 @@ use serde::Serialize;
 use weaver_actors::chain::devnet::{now_ns, ChainParams, Devnet, DevnetSource, DevnetWorld};
 use weaver_actors::chain::node::{NodeClient, NodeConfig};
 use weaver_actors::chain::Source;
-use weaver_actors::follower::{ChainFollower, FollowerSettings, OpenDomains};
+use weaver_actors::follower::{
+    ChainFollower, FollowerSettings, Ingestion, IngestionState, OpenDomains, RestartRequest,
+};
 use weaver_actors::indexers::{
     BlocksIndexer, Domain, DomainIndexer, DomainSet, IndexError, RelayIndexer,
 };
@@ -94,6 +96,7 @@ fn source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Source>
             timeout: Duration::from_millis(n.timeout_ms),
             retries: n.retries,
             bech32_prefix: chain.bech32_prefix.clone(),
+            chain_id: chain.chain_id.clone(),
         })?),
     })
 }
@@ -220,6 +223,11 @@ pub async fn run_with(
 
     let mut servers = Vec::new();
     let mut listeners = Listeners::default();
+    // A chain whose store writes fail stalls; once the disk accepts writes again it asks the
+    // process to exit non-zero so the service manager restarts it (sled does not recover from
+    // an IO error in-process).
+    let restart = RestartRequest::default();
+    let mut ingestions = Vec::new();
     for chain in &config.chains {
         let blocks = if chain.indexes(Domain::Blocks) {
             Some(store.blocks(
@@ -270,6 +278,13 @@ pub async fn run_with(
             start_height: chain.follower.start_height,
         };
         let chain_id = chain.chain_id.clone();
+        let ingestion = Ingestion::new(
+            &chain_id,
+            Some(config.data_dir.join(format!(".write-probe-{chain_id}"))),
+            restart.clone(),
+        );
+        ingestions.push(ingestion.clone());
+        let follower_ingestion = ingestion.clone();
         supervision.start(&format!("chain_follower/{chain_id}"), move || {
             ChainFollower::new(
                 source.clone(),
@@ -277,13 +292,14 @@ pub async fn run_with(
                 open_domains.clone(),
                 settings.clone(),
             )
+            .with_ingestion(follower_ingestion.clone())
         });
 
         let (Some(listen), Some(blocks)) = (chain.listen, blocks) else {
             tracing::info!(chain_id = %chain.chain_id, domains = ?chain.domains, "followed without a listener");
             continue;
         };
-        let api = web::Data::new(http::indexer::ChainApi { store: blocks });
+        let api = web::Data::new(http::indexer::ChainApi::new(blocks, ingestion));
         let plugins = Arc::new(plugins);
         let (server, bound) = bind_server("indexer", listen, config.http_workers, move || {
             let plugins = plugins.clone();
@@ -339,15 +355,33 @@ pub async fn run_with(
         });
     }
 
-    shutdown.await;
+    tokio::select! {
+        _ = shutdown => {}
+        _ = restart.wait() => {}
+    }
     tracing::info!("shutting down");
     for handle in handles {
         handle.stop(true).await;
     }
     supervision.stop();
     bus.close();
-    store.flush()?;
-    tracing::info!("store flushed; bye");
+    if let Some(reason) = restart.requested() {
+        // The store refuses writes until reopened: skip the flush (it would fail too).
+        anyhow::bail!("{reason}");
+    }
+    match store.flush() {
+        Ok(_) => tracing::info!("store flushed; bye"),
+        Err(e)
+            if ingestions
+                .iter()
+                .any(|i| i.state() == IngestionState::Stalled) =>
+        {
+            // A full or failing disk: what was durable stays durable (every block is one
+            // atomic batch); the rest is fetched again at the next start. A clean stop.
+            tracing::error!(error = %e, "store not flushed (ingestion was stalled by a store write error); committed blocks on disk stay valid and weaver resumes from them; bye");
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(())
 }
 

@@ -109,6 +109,14 @@ struct DevnetServe {
     /// Write the bound addresses as JSON to this file once listening.
     #[arg(long)]
     listeners_file: Option<PathBuf>,
+    /// Misbehave on schedule, for drills: `kind@height[xcount],…` with kinds 5xx, timeout,
+    /// truncated, invalid_json, height_mismatch, chain_id, txs_mismatch, rest_height,
+    /// tip_backwards (its @N counts /status requests), e.g. `5xx@10x3,txs_mismatch@40,tip_backwards@5`.
+    #[arg(long, default_value = "")]
+    faults: String,
+    /// How long a `timeout` fault holds its answer.
+    #[arg(long, default_value_t = 10_000)]
+    fault_delay_ms: u64,
 }
 
 fn parse_vm(text: &str) -> Result<Vm, String> {
@@ -256,8 +264,17 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
         txs_per_block: args.txs_per_block,
         fee_denom: args.fee_denom.clone(),
     }));
+    let faults = weaver::devnet_node::faults::parse(&args.faults)
+        .map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
+    if !faults.is_empty() {
+        tracing::warn!(faults = %args.faults, "devnet node will inject faults");
+    }
+    let faults = weaver::devnet_node::faults::Faults::new(
+        faults,
+        std::time::Duration::from_millis(args.fault_delay_ms),
+    );
     let (servers, rpc, rest) =
-        weaver::devnet_node::bind(devnet, args.rpc_listen, args.rest_listen)?;
+        weaver::devnet_node::bind(devnet, faults, args.rpc_listen, args.rest_listen)?;
     tracing::info!(chain_id = %args.chain_id, %rpc, %rest, "devnet node serving");
     if let Some(path) = &args.listeners_file {
         std::fs::write(

@@ -1,6 +1,9 @@
 //! `weaver devnet serve`: the devnet as a fake node on loopback, answering the CometBFT RPC
 //! and Cosmos REST routes a follower uses with a real node's wire formats and error
 //! behaviour (JSON-RPC envelopes, HTTP 500 for heights above the tip, gRPC-gateway errors).
+//! With `--faults` it misbehaves on schedule (see [`faults`]).
+
+pub mod faults;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -12,19 +15,23 @@ use serde_json::{json, Value};
 use weaver_actors::chain::devnet::{render, Devnet};
 use weaver_actors::chain::types::BlockBundle;
 
+use faults::{FaultKind, Faults, Route};
+
 const CACHED_BLOCKS: usize = 512;
 
 /// Shared state of both devnet listeners.
 pub struct DevnetNode {
     devnet: Arc<Devnet>,
     cache: Mutex<BTreeMap<u64, Arc<BlockBundle>>>,
+    faults: Faults,
 }
 
 impl DevnetNode {
-    pub fn new(devnet: Arc<Devnet>) -> Self {
+    pub fn new(devnet: Arc<Devnet>, faults: Faults) -> Self {
         DevnetNode {
             devnet,
             cache: Mutex::new(BTreeMap::new()),
+            faults,
         }
     }
 
@@ -153,6 +160,103 @@ fn rpc_response(id: &Value, outcome: Result<Value, String>) -> HttpResponse {
     }
 }
 
+/// One JSON-RPC call, with the fault due for it (if any) injected.
+async fn rpc_answer(
+    node: &web::Data<DevnetNode>,
+    id: &Value,
+    method: &str,
+    params: &Value,
+) -> HttpResponse {
+    let requested = params.get("height").map(|h| match h {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let due = match method {
+        "status" => Some((Route::Status, node.faults.next_status_request())),
+        "block" => node
+            .height(requested.as_deref(), false)
+            .ok()
+            .map(|h| (Route::Block, h)),
+        "block_results" => node
+            .height(requested.as_deref(), true)
+            .ok()
+            .map(|h| (Route::BlockResults, h)),
+        _ => None,
+    };
+    let Some((fault, height)) = due.and_then(|(route, h)| Some((node.faults.take(route, h)?, h)))
+    else {
+        return rpc_response(id, rpc_call(node, method, params).await);
+    };
+    let mut params = params.clone();
+    if fault == FaultKind::HeightMismatch {
+        let other = if height > 1 { height - 1 } else { height + 1 };
+        params = json!({ "height": other.to_string() });
+    }
+    let outcome = rpc_call(node, method, &params).await.map(|mut result| {
+        match fault {
+            FaultKind::ChainId => {
+                let wrong = format!("not-{}", node.devnet.spec().chain_id);
+                result["block"]["header"]["chain_id"] = json!(wrong);
+            }
+            FaultKind::TxsMismatch => {
+                let extra = json!({"code": 0, "data": null, "log": "", "info": "", "gas_wanted": "0", "gas_used": "0", "events": [], "codespace": ""});
+                match result["txs_results"].as_array_mut() {
+                    Some(results) => results.push(extra),
+                    None => result["txs_results"] = json!([extra]),
+                }
+            }
+            FaultKind::TipBackwards => {
+                let tip = node.devnet.tip_now();
+                result["sync_info"]["latest_block_height"] = json!((tip / 2).to_string());
+            }
+            _ => {}
+        }
+        result
+    });
+    let (status, body) = match outcome {
+        Ok(result) => (200, render::envelope(id, result)),
+        Err(data) => (500, render::error_envelope(id, &data)),
+    };
+    wire_fault(
+        node,
+        fault,
+        status,
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )
+    .await
+}
+
+/// Applies a transport-level fault to a rendered answer.
+async fn wire_fault(
+    node: &web::Data<DevnetNode>,
+    fault: FaultKind,
+    status: u16,
+    body: Vec<u8>,
+) -> HttpResponse {
+    let status = actix_web::http::StatusCode::from_u16(status)
+        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
+    let json = |body: Vec<u8>| {
+        HttpResponse::build(status)
+            .content_type("application/json")
+            .body(body)
+    };
+    match fault {
+        FaultKind::Http5xx => HttpResponse::ServiceUnavailable()
+            .content_type("text/html")
+            .body("<html><body><h1>503 Service Unavailable</h1></body></html>"),
+        FaultKind::Timeout => {
+            tokio::time::sleep(node.faults.delay).await;
+            json(body)
+        }
+        FaultKind::Truncated => {
+            let half = body.len() / 2;
+            json(body[..half].to_vec())
+        }
+        FaultKind::InvalidJson => json(b"{'jsonrpc': '2.0', result: undefined}".to_vec()),
+        _ => json(body),
+    }
+}
+
 fn query_param(req: &HttpRequest, name: &str) -> Option<String> {
     form_urlencoded::parse(req.query_string().as_bytes())
         .find(|(k, _)| k == name)
@@ -169,7 +273,7 @@ async fn rpc_get(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse 
         Some(h) => json!({ "height": h }),
         None => json!({}),
     };
-    rpc_response(&json!(-1), rpc_call(&node, &method, &params).await)
+    rpc_answer(&node, &json!(-1), &method, &params).await
 }
 
 async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
@@ -183,7 +287,7 @@ async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse
         .and_then(|m| m.as_str())
         .unwrap_or_default();
     let params = call.get("params").cloned().unwrap_or(json!({}));
-    rpc_response(&id, rpc_call(&node, method, &params).await)
+    rpc_answer(&node, &id, method, &params).await
 }
 
 fn rest_error(status: actix_web::http::StatusCode, code: i32, message: &str) -> HttpResponse {
@@ -195,10 +299,14 @@ async fn rest_block_txs(
     height: web::Path<String>,
     req: HttpRequest,
 ) -> HttpResponse {
-    let height = match node.height(Some(&height), false) {
+    let mut height = match node.height(Some(&height), false) {
         Ok(h) => h,
         Err(message) => return rest_error(actix_web::http::StatusCode::BAD_REQUEST, 3, &message),
     };
+    if node.faults.take(Route::RestTxs, height) == Some(FaultKind::RestHeight) {
+        // The page of another block, as a gateway behind a lagging load balancer might send.
+        height = if height > 1 { height - 1 } else { height + 1 };
+    }
     let limit = query_param(&req, "pagination.limit")
         .and_then(|l| l.parse().ok())
         .filter(|l| *l > 0)
@@ -279,10 +387,11 @@ async fn rest_unknown(req: HttpRequest) -> HttpResponse {
 /// Binds the RPC and REST listeners; returns the servers and their bound addresses.
 pub fn bind(
     devnet: Arc<Devnet>,
+    faults: Faults,
     rpc: SocketAddr,
     rest: SocketAddr,
 ) -> anyhow::Result<(Vec<actix_web::dev::Server>, SocketAddr, SocketAddr)> {
-    let node = web::Data::new(DevnetNode::new(devnet));
+    let node = web::Data::new(DevnetNode::new(devnet, faults));
     let rpc_node = node.clone();
     let rpc_server = HttpServer::new(move || {
         actix_web::App::new()

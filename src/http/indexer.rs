@@ -4,7 +4,10 @@
 
 use actix_web::{web, HttpRequest};
 use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use weaver_actors::chain::address::parse_account;
+use weaver_actors::follower::{Ingestion, IngestionStatus};
 use weaver_actors::store::{BlocksStore, Page, Total, TxFilter};
 
 use super::error::{json_bytes, ApiError, ApiResult};
@@ -15,6 +18,20 @@ use super::query::{
 /// What a chain listener serves from.
 pub struct ChainApi {
     pub store: BlocksStore,
+    /// The follower's state (running, stalled, stopped), shared with it.
+    pub ingestion: Ingestion,
+    /// The last height `/status` read, served if the store cannot be read (a failing disk).
+    last_height: AtomicU64,
+}
+
+impl ChainApi {
+    pub fn new(store: BlocksStore, ingestion: Ingestion) -> Self {
+        ChainApi {
+            store,
+            ingestion,
+            last_height: AtomicU64::new(0),
+        }
+    }
 }
 
 /// Blocks averaged by `/indexer/block/v1/avg_blocktime`.
@@ -50,14 +67,29 @@ struct Status<'a> {
     commit_hash: &'a str,
     chain_id: &'a str,
     height: u64,
+    /// weaver's addition after the spec's fields: is the chain being indexed, and if not, why.
+    ingestion: IngestionStatus,
 }
 
 async fn status(api: web::Data<ChainApi>) -> ApiResult {
+    // Never a 500: when the store cannot be read (sled after a disk error), the last height
+    // read is still true — nothing is committed while ingestion is stalled.
+    let height = match api.store.watermark() {
+        Ok(height) => {
+            api.last_height.fetch_max(height, Ordering::Relaxed);
+            height
+        }
+        Err(e) => {
+            tracing::warn!(chain_id = %api.store.chain_id(), error = %e, "status: cannot read the watermark; serving the last one read");
+            api.last_height.load(Ordering::Relaxed)
+        }
+    };
     let body = Status {
         version: crate::VERSION,
         commit_hash: crate::COMMIT_HASH,
         chain_id: api.store.chain_id(),
-        height: api.store.watermark()?,
+        height,
+        ingestion: api.ingestion.status(),
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
 }

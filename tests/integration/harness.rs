@@ -313,3 +313,51 @@ pub fn walk(daemon: &Daemon, base: &str, list: &str, extra: &str) -> Vec<Value> 
 pub fn urlencode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
+
+/// The value of the metric `name` whose labels include every `labels` pair (0 when absent).
+pub fn metric_value(metrics: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    metrics
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+            (metric == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\""))))
+            .then(|| value.trim().parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+impl Daemon {
+    /// `/status` of a chain.
+    pub fn status(&self, chain_id: &str) -> Value {
+        self.ok(&format!("{}/status", self.chain_url(chain_id)))
+    }
+
+    /// Waits (bounded) for the process to exit by itself; returns its data dir, config and
+    /// exit status.
+    pub fn wait_exit(
+        mut self,
+        within: Duration,
+    ) -> (tempfile::TempDir, PathBuf, std::process::ExitStatus) {
+        let deadline = Instant::now() + within;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "weaver did not exit within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        (
+            self.dir.take().expect("data dir"),
+            self.config.clone(),
+            status,
+        )
+    }
+}

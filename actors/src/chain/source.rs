@@ -19,6 +19,14 @@ pub enum SourceError {
     /// The node answered something we cannot parse; logged and counted, then retried.
     #[error("malformed answer to {path}: {reason}")]
     Malformed { path: String, reason: String },
+    /// The source serves another chain (`at`: where it was seen: a URL or a block). Fatal:
+    /// following it would mix chains.
+    #[error("wrong chain: {at} belongs to chain {got:?}, this follower indexes {expected:?}")]
+    WrongChain {
+        expected: String,
+        got: String,
+        at: String,
+    },
     #[error("devnet fault injected at height {0}")]
     Injected(u64),
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::FutureExt;
 
-use super::{FollowError, Follower, FollowerSettings, Progress};
+use super::{FollowError, Follower, FollowerSettings, Ingestion, IngestionState, Progress};
 use crate::chain::ChainSource;
 use crate::indexers::{DomainSet, IndexError};
 
@@ -20,6 +20,8 @@ use crate::indexers::{DomainSet, IndexError};
 pub type OpenDomains = Arc<dyn Fn() -> Result<DomainSet, IndexError> + Send + Sync>;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How often a stalled follower probes whether the disk accepts writes again.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 pub struct ChainFollower<S: ChainSource + 'static> {
     source: Arc<S>,
@@ -31,6 +33,8 @@ pub struct ChainFollower<S: ChainSource + 'static> {
     last_failure: &'static str,
     /// Stopped on purpose: a restart by the `Supervisor` leaves it idle.
     retired: bool,
+    /// Shared with the HTTP handlers: running, stalled or stopped, and why.
+    ingestion: Ingestion,
 }
 
 impl<S: ChainSource + 'static> ChainFollower<S> {
@@ -49,7 +53,15 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
             failures: 0,
             last_failure: "none",
             retired: false,
+            ingestion: Ingestion::detached(chain_id),
         }
+    }
+
+    /// Reports this chain's ingestion state through `ingestion` (the daemon shares it with
+    /// `/status`).
+    pub fn with_ingestion(mut self, ingestion: Ingestion) -> Self {
+        self.ingestion = ingestion;
+        self
     }
 
     fn chain_id(&self) -> String {
@@ -70,13 +82,57 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
         tracing::error!(chain_id = %self.chain_id(), reason, failures = self.failures, next_attempt_in = ?self.backoff(), "follower failed: {detail}");
         ctx.stop();
     }
+
+    /// Handles a failed step or open: a wrong chain stops the follower for good, a store
+    /// fault stalls it (reads go on; see [`Ingestion`]), anything else restarts it.
+    fn on_error(&mut self, ctx: &mut Context<Self>, error: FollowError) {
+        if error.is_wrong_chain() {
+            let reason = error.to_string();
+            tracing::error!(chain_id = %self.chain_id(), "follower stopped: {reason}; fix the node URLs or the chain id and restart weaver");
+            self.ingestion.set(IngestionState::Stopped, Some(reason));
+            // Idle from now on: the Supervisor's restart finds it retired.
+            self.retired = true;
+            self.follower = None;
+            ctx.stop();
+            return;
+        }
+        if error.is_store_fault() {
+            self.stall(ctx, error.to_string());
+            return;
+        }
+        self.fail(ctx, "error", error.to_string())
+    }
+
+    fn stall(&mut self, ctx: &mut Context<Self>, detail: String) {
+        let reason = format!("store write failed: {detail}");
+        metrics::counter!("weaver_store_write_errors_total", "chain_id" => self.chain_id())
+            .increment(1);
+        tracing::error!(chain_id = %self.chain_id(), "ingestion stalled: {reason}; reads keep being served from what is committed; weaver exits with an error for its supervisor to restart it once the disk accepts writes again");
+        self.ingestion.set(IngestionState::Stalled, Some(reason));
+        self.follower = None;
+        ctx.run_interval(PROBE_EVERY, |actor, ctx| {
+            match actor.ingestion.probe() {
+                Ok(true) => {
+                    let reason = format!(
+                        "chain {}: the data directory accepts writes again after a store write error; sled does not recover in-process, so weaver exits for its supervisor to restart it",
+                        actor.chain_id()
+                    );
+                    tracing::error!("{reason}");
+                    actor.ingestion.restart().request(reason);
+                    ctx.stop();
+                }
+                Ok(false) => {}
+                Err(e) => tracing::debug!(chain_id = %actor.chain_id(), error = %e, "write probe failed; still stalled"),
+            }
+        });
+    }
 }
 
 impl<S: ChainSource + 'static> Actor for ChainFollower<S> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        if self.retired {
+        if self.retired || self.ingestion.state() != IngestionState::Running {
             return;
         }
         // Opening happens in a message, after the backoff: a failure to open must not
@@ -104,6 +160,9 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
                 ));
                 ctx.notify(Step);
             }
+            Err(e) if matches!(e, IndexError::Store(crate::store::StoreError::Sled(_))) => {
+                self.stall(ctx, format!("cannot open the index: {e}"))
+            }
             Err(e) => self.fail(ctx, "error", format!("cannot open the index: {e}")),
         }
     }
@@ -112,7 +171,7 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
 impl<S: ChainSource + 'static> Supervised for ChainFollower<S> {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         self.follower = None;
-        if self.retired {
+        if self.retired || self.ingestion.state() != IngestionState::Running {
             return;
         }
         metrics::counter!("weaver_actor_restarts_total", "actor" => "chain_follower", "chain_id" => self.chain_id(), "reason" => self.last_failure)
@@ -137,26 +196,24 @@ impl<S: ChainSource + 'static> Handler<Step> for ChainFollower<S> {
             (follower, outcome)
         })
         .catch_unwind();
-        ctx.spawn(work.into_actor(self).map(|finished, actor, ctx| match finished {
-            _ if actor.retired => {}
-            Ok((follower, Ok(progress))) => {
-                actor.follower = Some(follower);
-                actor.failures = 0;
-                let pause = match progress {
-                    Progress::Indexed { .. } => Duration::ZERO,
-                    Progress::CaughtUp { .. } => actor.settings.poll_interval,
-                };
-                ctx.notify_later(Step, pause);
-            }
-            Ok((_, Err(error))) => {
-                if let FollowError::Source(crate::chain::SourceError::Malformed { .. }) = &error {
-                    metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => actor.chain_id(), "kind" => "source")
-                        .increment(1);
-                }
-                actor.fail(ctx, "error", error.to_string())
-            }
-            Err(panic) => actor.fail(ctx, "panic", panic_text(&panic)),
-        }));
+        ctx.spawn(
+            work.into_actor(self)
+                .map(|finished, actor, ctx| match finished {
+                    _ if actor.retired => {}
+                    Ok((follower, Ok(progress))) => {
+                        actor.follower = Some(follower);
+                        actor.failures = 0;
+                        let pause = match progress {
+                            Progress::Indexed { .. } => Duration::ZERO,
+                            Progress::CaughtUp { .. } => actor.settings.poll_interval,
+                        };
+                        ctx.notify_later(Step, pause);
+                    }
+                    // Each refusal of malformed data was counted where it was found, with its kind.
+                    Ok((_, Err(error))) => actor.on_error(ctx, error),
+                    Err(panic) => actor.fail(ctx, "panic", panic_text(&panic)),
+                }),
+        );
     }
 }
 

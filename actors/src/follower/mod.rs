@@ -4,6 +4,7 @@
 //! the supervised actor around it.
 
 mod actor;
+mod ingestion;
 mod progress;
 
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 pub use actor::{ChainFollower, InjectPanic, OpenDomains, Retire};
+pub use ingestion::{Ingestion, IngestionState, IngestionStatus, RestartRequest, PROBE_BYTES};
 
 use crate::chain::{ChainSource, SourceError};
 use crate::indexers::{DomainSet, IndexError};
@@ -46,6 +48,26 @@ pub enum FollowError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Index(#[from] IndexError),
+}
+
+impl FollowError {
+    /// The source serves another chain: following it would mix chains, and retrying cannot
+    /// help. The follower stops for good.
+    pub fn is_wrong_chain(&self) -> bool {
+        matches!(
+            self,
+            FollowError::Source(SourceError::WrongChain { .. })
+                | FollowError::Index(IndexError::WrongChain { .. })
+        )
+    }
+
+    /// The store refused a write (or a read): sled keeps refusing until it is reopened.
+    pub fn is_store_fault(&self) -> bool {
+        matches!(
+            self,
+            FollowError::Index(IndexError::Store(crate::store::StoreError::Sled(_)))
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +110,16 @@ impl<S: ChainSource + 'static> Follower<S> {
     pub async fn step(&mut self) -> Result<Progress, FollowError> {
         let next = self.next_height();
         if next > self.tip {
-            self.tip = self.source.latest_height().await?;
+            let reported = self.source.latest_height().await?;
+            let known = self.tip.max(self.domains.highest_watermark());
+            if reported < known {
+                // A lagging or rolled-back node behind a load balancer: not an error, and
+                // nothing to index. Keep the tip we know and ask again next poll.
+                metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.progress.chain_id().to_string(), "kind" => "tip_backwards").increment(1);
+                tracing::warn!(chain_id = %self.progress.chain_id(), reported, known, "refused chain data: the node's tip went backwards; ignored");
+            } else {
+                self.tip = reported;
+            }
             metrics::gauge!("weaver_chain_tip_height", "chain_id" => self.progress.chain_id().to_string()).set(self.tip as f64);
         }
         if next > self.tip {
@@ -116,6 +147,27 @@ impl<S: ChainSource + 'static> Follower<S> {
                 }
                 Err(e) => return Err(e.into()),
             };
+            if bundle.chain_id != self.domains.chain_id()
+                || bundle.height != height_of(next, indexed)
+            {
+                let chain_id = self.domains.chain_id().to_string();
+                if bundle.chain_id != chain_id {
+                    metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => chain_id.clone(), "kind" => "chain_id").increment(1);
+                    tracing::error!(chain_id = %chain_id, height = bundle.height, got = %bundle.chain_id, "refused chain data: the block belongs to another chain");
+                    return Err(SourceError::WrongChain {
+                        expected: chain_id,
+                        got: bundle.chain_id.clone(),
+                        at: format!("block {}", bundle.height),
+                    }
+                    .into());
+                }
+                metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => chain_id.clone(), "kind" => "height_mismatch").increment(1);
+                return Err(SourceError::Malformed {
+                    path: format!("block {}", height_of(next, indexed)),
+                    reason: format!("the source returned block {}", bundle.height),
+                }
+                .into());
+            }
             self.domains.apply(&bundle)?;
             indexed += 1;
             self.progress
@@ -132,4 +184,9 @@ impl<S: ChainSource + 'static> Follower<S> {
             height: self.domains.watermark(),
         })
     }
+}
+
+/// The height the `indexed`-th block of a step starting at `next` must have.
+fn height_of(next: u64, indexed: u64) -> u64 {
+    next + indexed
 }

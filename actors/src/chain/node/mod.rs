@@ -1,6 +1,13 @@
 //! A client for a real node: CometBFT RPC (`/status`, `/block`, `/block_results`) plus the
 //! Cosmos REST routes for decoded txs and the proposer's moniker. Several URLs rotate on
 //! failure; every call has a timeout and is retried with exponential backoff.
+//!
+//! Every answer is checked before a block is handed to the follower: the JSON parses, the
+//! header's chain id is the configured one (else [`SourceError::WrongChain`], fatal), the
+//! block and its results are of the requested height, there are as many tx results as txs,
+//! and the REST txs belong to the same block (block id) and match the raw txs. A refusal is
+//! logged, counted in `weaver_malformed_chain_data_total{chain_id,kind}` and retried (with
+//! backoff and URL rotation) — a partial or inconsistent block is never returned.
 
 pub mod wire;
 
@@ -28,6 +35,9 @@ pub struct NodeConfig {
     /// Attempts per call before the error is handed up (and the follower restarts).
     pub retries: u32,
     pub bech32_prefix: String,
+    /// The chain this node must serve: a node or block of another chain is refused, and the
+    /// follower stops (empty: not checked).
+    pub chain_id: String,
 }
 
 pub struct NodeClient {
@@ -87,10 +97,12 @@ impl NodeClient {
                 tokio::time::sleep(backoff(attempt)).await;
             }
             let url = format!("{}{}", self.base(&api), path);
-            match self.http.get(&url).send().await {
+            let reason = match self.http.get(&url).send().await {
                 Ok(response) => {
                     let status = response.status().as_u16();
                     match response.text().await {
+                        // RPC nodes answer 500 with a JSON-RPC error ("height not yet
+                        // available"): the caller reads it.
                         Ok(body) if status < 500 || matches!(api, Api::Rpc) => {
                             return Ok((status, body))
                         }
@@ -98,14 +110,21 @@ impl NodeClient {
                             last = SourceError::Node(format!(
                                 "{url}: HTTP {status}: {}",
                                 truncate(&body)
-                            ))
+                            ));
+                            "http_5xx"
                         }
-                        Err(e) => last = SourceError::Transport(format!("{url}: {e}")),
+                        Err(e) => {
+                            last = SourceError::Transport(format!("{url}: {e}"));
+                            transport_reason(&e)
+                        }
                     }
                 }
-                Err(e) => last = SourceError::Transport(format!("{url}: {e}")),
-            }
-            metrics::counter!("weaver_source_retries_total").increment(1);
+                Err(e) => {
+                    last = SourceError::Transport(format!("{url}: {e}"));
+                    transport_reason(&e)
+                }
+            };
+            self.retried(reason, &last);
             self.rotate(&api);
         }
         Err(last)
@@ -126,8 +145,15 @@ impl NodeClient {
             let (status, body) = self.get_text(Api::Rpc, path).await?;
             let envelope: RpcEnvelope<T> = match serde_json::from_str(&body) {
                 Ok(envelope) => envelope,
+                Err(_) if status >= 500 => {
+                    // A proxy's or node's failure page, not chain data.
+                    last = SourceError::Node(format!("{path}: HTTP {status}: {}", truncate(&body)));
+                    self.retried("http_5xx", &last);
+                    self.rotate(&Api::Rpc);
+                    continue;
+                }
                 Err(e) => {
-                    last = malformed(path, format!("HTTP {status}: {e}"));
+                    last = self.malformed(path, "invalid_json", format!("HTTP {status}: {e}"));
                     self.rotate(&Api::Rpc);
                     continue;
                 }
@@ -149,9 +175,13 @@ impl NodeClient {
                 self.rotate(&Api::Rpc);
                 continue;
             }
-            return envelope
-                .result
-                .ok_or_else(|| malformed(path, "neither result nor error".into()));
+            match envelope.result {
+                Some(result) => return Ok(result),
+                None => {
+                    last = self.malformed(path, "invalid_json", "neither result nor error".into());
+                    self.rotate(&Api::Rpc);
+                }
+            }
         }
         Err(last)
     }
@@ -172,7 +202,7 @@ impl NodeClient {
                 truncate(&body)
             )));
         }
-        serde_json::from_str(&body).map_err(|e| malformed(path, e.to_string()))
+        serde_json::from_str(&body).map_err(|e| self.malformed(path, "invalid_json", e.to_string()))
     }
 
     pub async fn chain_id(&self) -> Result<String, SourceError> {
@@ -181,10 +211,45 @@ impl NodeClient {
 
     pub async fn latest_height(&self) -> Result<u64, SourceError> {
         let status: Status = self.rpc("/status", None).await?;
+        self.check_chain(&status.node_info.network, || {
+            format!("the node at {}", self.base(&Api::Rpc))
+        })?;
         Ok(status.sync_info.latest_block_height.max(0) as u64)
     }
 
+    /// A chain id the node reported must be the configured one.
+    fn check_chain(&self, got: &str, at: impl FnOnce() -> String) -> Result<(), SourceError> {
+        if self.config.chain_id.is_empty() || got == self.config.chain_id {
+            return Ok(());
+        }
+        let at = at();
+        metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.config.chain_id.clone(), "kind" => "chain_id").increment(1);
+        tracing::error!(chain_id = %self.config.chain_id, got, %at, "refused chain data: wrong chain id");
+        Err(SourceError::WrongChain {
+            expected: self.config.chain_id.clone(),
+            got: got.to_string(),
+            at,
+        })
+    }
+
+    /// One block, checked for consistency; an inconsistent answer is refused (counted,
+    /// logged) and fetched again, with backoff and URL rotation, up to `retries` times.
     pub async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        let mut attempt = 0;
+        loop {
+            match self.fetch_block(height).await {
+                Err(SourceError::Malformed { .. }) if attempt + 1 < self.config.retries.max(1) => {
+                    attempt += 1;
+                    self.rotate(&Api::Rpc);
+                    self.rotate(&Api::Rest);
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn fetch_block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let block_path = format!("/block?height={height}");
         let results_path = format!("/block_results?height={height}");
         let (block, results) = futures_util::future::try_join(
@@ -192,12 +257,16 @@ impl NodeClient {
             self.rpc::<BlockResults>(&results_path, Some(height)),
         )
         .await?;
-        if block.block.header.height as u64 != height || results.height as u64 != height {
-            return Err(malformed(
+        self.check_chain(&block.block.header.chain_id, || {
+            format!("block {height} from {}", self.base(&Api::Rpc))
+        })?;
+        if block.block.header.height != height as i64 || results.height != height as i64 {
+            return Err(self.malformed(
                 &block_path,
+                "height_mismatch",
                 format!(
-                    "asked for height {height}, got {}",
-                    block.block.header.height
+                    "asked for height {height}, got a block of height {} and results of height {}",
+                    block.block.header.height, results.height
                 ),
             ));
         }
@@ -208,10 +277,13 @@ impl NodeClient {
             .iter()
             .map(|t| B64.decode(t))
             .collect::<Result<_, _>>()
-            .map_err(|e| malformed(&block_path, format!("tx is not base64: {e}")))?;
+            .map_err(|e| {
+                self.malformed(&block_path, "encoding", format!("tx is not base64: {e}"))
+            })?;
         if raws.len() != results.txs_results.len() {
-            return Err(malformed(
+            return Err(self.malformed(
                 &results_path,
+                "tx_results_mismatch",
                 format!(
                     "{} txs in the block but {} results",
                     raws.len(),
@@ -219,13 +291,16 @@ impl NodeClient {
                 ),
             ));
         }
+        let hash = hex::decode(&block.block_id.hash)
+            .map_err(|e| self.malformed(&block_path, "encoding", format!("block hash: {e}")))?;
         let jsons = if raws.is_empty() {
             vec![]
         } else {
-            self.rest_txs(height, &raws).await?
+            self.rest_txs(height, &hash, &raws).await?
         };
-        let proposer_address = hex::decode(&block.block.header.proposer_address)
-            .map_err(|e| malformed(&block_path, format!("proposer_address: {e}")))?;
+        let proposer_address = hex::decode(&block.block.header.proposer_address).map_err(|e| {
+            self.malformed(&block_path, "encoding", format!("proposer_address: {e}"))
+        })?;
         let proposer = self.proposer(&proposer_address).await;
         let mut finalize_events = results.finalize_block_events;
         finalize_events.extend(results.begin_block_events);
@@ -238,8 +313,9 @@ impl NodeClient {
                 let data = if result.data.is_empty() {
                     vec![]
                 } else {
-                    B64.decode(&result.data)
-                        .map_err(|e| malformed(&results_path, format!("tx data: {e}")))?
+                    B64.decode(&result.data).map_err(|e| {
+                        self.malformed(&results_path, "encoding", format!("tx data: {e}"))
+                    })?
                 };
                 Ok(TxBundle {
                     raw,
@@ -260,11 +336,11 @@ impl NodeClient {
         Ok(BlockBundle {
             chain_id: block.block.header.chain_id,
             height,
-            hash: hex::decode(&block.block_id.hash)
-                .map_err(|e| malformed(&block_path, format!("block hash: {e}")))?,
+            hash,
             time_ns: parse_rfc3339(&block.block.header.time).ok_or_else(|| {
-                malformed(
+                self.malformed(
                     &block_path,
+                    "encoding",
                     format!("bad time {:?}", block.block.header.time),
                 )
             })?,
@@ -279,6 +355,7 @@ impl NodeClient {
     async fn rest_txs(
         &self,
         height: u64,
+        block_hash: &[u8],
         raws: &[Vec<u8>],
     ) -> Result<Vec<serde_json::Value>, SourceError> {
         let mut fetched = Vec::with_capacity(raws.len());
@@ -295,6 +372,24 @@ impl NodeClient {
                 ),
             };
             let page: RestBlockTxs = self.rest(&path).await?;
+            // Gateways that include the block id let us check the page is of this block.
+            if let Some(hash) = page
+                .block_id
+                .as_ref()
+                .and_then(|b| B64.decode(&b.hash).ok())
+            {
+                if hash != block_hash {
+                    return Err(self.malformed(
+                        "/cosmos/tx/v1beta1/txs/block",
+                        "rest_mismatch",
+                        format!(
+                            "REST answered for block {} instead of block {} at height {height}",
+                            hex::encode_upper(&hash),
+                            hex::encode_upper(block_hash)
+                        ),
+                    ));
+                }
+            }
             let got = page.txs.len();
             fetched.extend(page.txs);
             let total: usize = page
@@ -315,11 +410,15 @@ impl NodeClient {
             }
         }
         if fetched.len() != raws.len() {
-            return Err(SourceError::Node(format!(
-                "REST returned {} of the {} txs of height {height}",
-                fetched.len(),
-                raws.len()
-            )));
+            return Err(self.malformed(
+                "/cosmos/tx/v1beta1/txs/block",
+                "rest_mismatch",
+                format!(
+                    "REST returned {} txs for the {} raw txs of height {height}",
+                    fetched.len(),
+                    raws.len()
+                ),
+            ));
         }
         // REST keeps block order: match by position when the signatures agree (or the raw tx
         // is undecodable); fall back to matching by signatures when the order differs.
@@ -357,8 +456,9 @@ impl NodeClient {
                 by_signatures
                     .remove(&signatures_of(raw).unwrap_or_default())
                     .ok_or_else(|| {
-                        malformed(
+                        self.malformed(
                             "/cosmos/tx/v1beta1/txs/block",
+                            "rest_mismatch",
                             format!("no REST tx matches a raw tx of height {height}"),
                         )
                     })
@@ -414,11 +514,34 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis((100u64 << attempt.min(6)).min(5_000))
 }
 
-fn malformed(path: &str, reason: String) -> SourceError {
-    metrics::counter!("weaver_source_malformed_total").increment(1);
-    SourceError::Malformed {
-        path: path.to_string(),
-        reason,
+impl NodeClient {
+    /// A refused answer: logged, counted by kind, and returned as an error to retry on.
+    fn malformed(&self, path: &str, kind: &'static str, reason: String) -> SourceError {
+        metrics::counter!("weaver_source_malformed_total").increment(1);
+        metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.config.chain_id.clone(), "kind" => kind).increment(1);
+        tracing::warn!(chain_id = %self.config.chain_id, kind, %path, %reason, "refused chain data; retrying");
+        SourceError::Malformed {
+            path: path.to_string(),
+            reason,
+        }
+    }
+
+    /// A failed attempt that will be retried (on the next URL, after a backoff).
+    fn retried(&self, reason: &'static str, error: &SourceError) {
+        metrics::counter!("weaver_source_retries_total", "chain_id" => self.config.chain_id.clone(), "reason" => reason).increment(1);
+        tracing::debug!(chain_id = %self.config.chain_id, reason, %error, "node call failed; retrying");
+    }
+}
+
+fn transport_reason(error: &reqwest::Error) -> &'static str {
+    if error.is_timeout() {
+        "timeout"
+    } else if error.is_connect() {
+        "connect"
+    } else if error.is_decode() || error.is_body() {
+        "body"
+    } else {
+        "transport"
     }
 }
 

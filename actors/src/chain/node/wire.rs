@@ -113,6 +113,16 @@ pub struct RestBlockTxs {
     #[serde(default, deserialize_with = "null_as_default")]
     pub txs: Vec<serde_json::Value>,
     pub pagination: Option<RestPagination>,
+    /// Present in `GetBlockWithTxs` answers: the block the page belongs to.
+    #[serde(default)]
+    pub block_id: Option<RestBlockId>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RestBlockId {
+    /// Base64.
+    #[serde(default)]
+    pub hash: String,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,154 @@
+//! The ingestion state of one chain, shared between its follower (the only writer) and the
+//! HTTP handlers (readers): `running`, `stalled` (a store write failed; reads keep being
+//! served) or `stopped` (a fatal source error such as a wrong chain id; nothing more is
+//! indexed until the config is fixed and weaver restarted). Handlers read it directly,
+//! never through a mailbox.
+//!
+//! sled poisons itself after an IO error (every later write, and reads of pages not yet
+//! written, return the same error until the database is reopened), so a stalled chain does
+//! not resume in-process: its follower probes the data directory once a second and, as soon
+//! as a probe write succeeds, asks the process to exit non-zero ([`RestartRequest`]) so the
+//! service manager restarts weaver, which reopens sled and resumes from the durable
+//! watermarks.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use tokio::sync::Notify;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IngestionState {
+    Running,
+    Stalled,
+    Stopped,
+}
+
+impl IngestionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IngestionState::Running => "running",
+            IngestionState::Stalled => "stalled",
+            IngestionState::Stopped => "stopped",
+        }
+    }
+}
+
+/// What `/status` shows under `ingestion`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IngestionStatus {
+    pub state: IngestionState,
+    /// Why ingestion is stalled or stopped; `null` while running.
+    pub reason: Option<String>,
+}
+
+/// Shared by every chain of the process: a stalled follower that finds the disk writable
+/// again asks for a restart of the whole process (one sled database serves every chain).
+#[derive(Clone, Default)]
+pub struct RestartRequest {
+    inner: Arc<RestartInner>,
+}
+
+#[derive(Default)]
+struct RestartInner {
+    notify: Notify,
+    reason: RwLock<Option<String>>,
+}
+
+impl RestartRequest {
+    pub fn request(&self, reason: String) {
+        let mut slot = self.inner.reason.write().expect("restart lock");
+        if slot.is_none() {
+            *slot = Some(reason);
+        }
+        self.inner.notify.notify_one();
+    }
+
+    /// Why a restart was requested, if it was.
+    pub fn requested(&self) -> Option<String> {
+        self.inner.reason.read().expect("restart lock").clone()
+    }
+
+    /// Completes once a restart is requested.
+    pub async fn wait(&self) {
+        self.inner.notify.notified().await
+    }
+}
+
+/// The ingestion state handle of one chain. Cheap to clone.
+#[derive(Clone)]
+pub struct Ingestion {
+    chain_id: Arc<str>,
+    status: Arc<RwLock<IngestionStatus>>,
+    /// A file in the data directory the stalled follower writes to find out whether the
+    /// disk accepts writes again (`None`: no probe, the chain stays stalled).
+    probe: Option<Arc<PathBuf>>,
+    restart: RestartRequest,
+}
+
+/// Bytes written by each probe: a little more than one sled log segment, so a probe that
+/// succeeds means sled can write again too.
+pub const PROBE_BYTES: usize = 1 << 20;
+
+impl Ingestion {
+    pub fn new(chain_id: &str, probe: Option<PathBuf>, restart: RestartRequest) -> Self {
+        metrics::gauge!("weaver_ingestion_stalled", "chain_id" => chain_id.to_string()).set(0.0);
+        Ingestion {
+            chain_id: chain_id.into(),
+            status: Arc::new(RwLock::new(IngestionStatus {
+                state: IngestionState::Running,
+                reason: None,
+            })),
+            probe: probe.map(Arc::new),
+            restart,
+        }
+    }
+
+    /// A handle with no probe and a private restart request (tests, embedders).
+    pub fn detached(chain_id: &str) -> Self {
+        Self::new(chain_id, None, RestartRequest::default())
+    }
+
+    pub fn chain_id(&self) -> &str {
+        &self.chain_id
+    }
+
+    pub fn status(&self) -> IngestionStatus {
+        self.status.read().expect("ingestion lock").clone()
+    }
+
+    pub fn state(&self) -> IngestionState {
+        self.status().state
+    }
+
+    pub(crate) fn set(&self, state: IngestionState, reason: Option<String>) {
+        let stalled = if state == IngestionState::Running {
+            0.0
+        } else {
+            1.0
+        };
+        metrics::gauge!("weaver_ingestion_stalled", "chain_id" => self.chain_id.to_string())
+            .set(stalled);
+        *self.status.write().expect("ingestion lock") = IngestionStatus { state, reason };
+    }
+
+    /// Writes (and removes) the probe file; `Ok(true)` when the disk accepts writes.
+    pub(crate) fn probe(&self) -> std::io::Result<bool> {
+        let Some(path) = &self.probe else {
+            return Ok(false);
+        };
+        let written = (|| {
+            use std::io::Write;
+            let mut file = std::fs::File::create(path.as_path())?;
+            file.write_all(&vec![0u8; PROBE_BYTES])?;
+            file.sync_all()
+        })();
+        let _ = std::fs::remove_file(path.as_path());
+        written.map(|()| true)
+    }
+
+    pub(crate) fn restart(&self) -> &RestartRequest {
+        &self.restart
+    }
+}
