@@ -101,10 +101,13 @@ fn source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Source>
     })
 }
 
+/// Binds one listener with its `[limits]`: the head timeout, the connection cap (actix's is
+/// per worker), and per-IP connection tickets taken as each connection opens.
 fn bind_server<F, T, B>(
     name: &'static str,
     addr: SocketAddr,
     workers: usize,
+    limits: Arc<http::ListenerLimits>,
     factory: F,
 ) -> anyhow::Result<(actix_web::dev::Server, SocketAddr)>
 where
@@ -118,10 +121,15 @@ where
         > + 'static,
     B: actix_web::body::MessageBody + 'static,
 {
+    let max_connections = limits.max_connections_per_worker(workers);
+    let header_timeout = Duration::from_millis(limits.config.header_timeout_ms);
     let server = HttpServer::new(factory)
         .workers(workers)
         .disable_signals()
         .shutdown_timeout(5)
+        .max_connections(max_connections)
+        .client_request_timeout(header_timeout)
+        .on_connect(move |connection, data| limits.on_connect(connection, data))
         .bind(addr)
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr} ({name}): {e}"))?;
     let bound = server.addrs().first().copied().unwrap_or(addr);
@@ -301,16 +309,19 @@ pub async fn run_with(
         };
         let api = web::Data::new(http::indexer::ChainApi::new(blocks, ingestion));
         let plugins = Arc::new(plugins);
-        let (server, bound) = bind_server("indexer", listen, config.http_workers, move || {
-            let plugins = plugins.clone();
-            http::app("indexer", move |cfg| {
-                http::indexer::routes(cfg);
-                for (plugin, tree) in plugins.iter() {
-                    plugin.routes(tree.clone(), cfg);
-                }
-            })
-            .app_data(api.clone())
-        })?;
+        let limits = http::ListenerLimits::new("indexer", &config.limits);
+        let app_limits = limits.clone();
+        let (server, bound) =
+            bind_server("indexer", listen, config.http_workers, limits, move || {
+                let plugins = plugins.clone();
+                http::app("indexer", app_limits.clone(), move |cfg| {
+                    http::indexer::routes(cfg);
+                    for (plugin, tree) in plugins.iter() {
+                        plugin.routes(tree.clone(), cfg);
+                    }
+                })
+                .app_data(api.clone())
+            })?;
         tracing::info!(chain_id = %chain.chain_id, vm = chain.vm.as_str(), listen = %bound, "indexer API listening");
         listeners.chains.insert(chain.chain_id.clone(), bound);
         servers.push(server);
@@ -322,19 +333,27 @@ pub async fn run_with(
         spawn_registry_reload(path, planner);
     }
     let snapshot = web::Data::new(snapshot);
+    let limits = http::ListenerLimits::new("router", &config.limits);
+    let app_limits = limits.clone();
     let (server, bound) = bind_server(
         "router",
         config.router.listen,
         config.http_workers,
-        move || http::app("router", http::router::routes).app_data(snapshot.clone()),
+        limits,
+        move || {
+            http::app("router", app_limits.clone(), http::router::routes).app_data(snapshot.clone())
+        },
     )?;
     tracing::info!(listen = %bound, "router API listening");
     listeners.router = Some(bound);
     servers.push(server);
 
     let metrics_data = web::Data::new(prometheus);
-    let (server, bound) = bind_server("metrics", config.metrics.listen, 1, move || {
-        http::app("metrics", http::metrics::routes).app_data(metrics_data.clone())
+    let limits = http::ListenerLimits::new("metrics", &config.limits);
+    let app_limits = limits.clone();
+    let (server, bound) = bind_server("metrics", config.metrics.listen, 1, limits, move || {
+        http::app("metrics", app_limits.clone(), http::metrics::routes)
+            .app_data(metrics_data.clone())
     })?;
     tracing::info!(listen = %bound, "metrics listening on /metrics");
     listeners.metrics = Some(bound);

@@ -55,6 +55,10 @@ pub struct Config {
     pub router: RouterConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// Timeouts, body sizes, connection caps, rate limit and heavy-page gate of every
+    /// HTTP listener.
+    #[serde(default)]
+    pub limits: LimitsConfig,
     /// The devnet world every `kind = "devnet"` chain is generated from.
     #[serde(default)]
     pub devnet: DevnetWorldConfig,
@@ -86,6 +90,111 @@ impl Default for DevnetWorldConfig {
             history_blocks: default_history_blocks(),
             genesis_unix_ms: None,
         }
+    }
+}
+
+/// Limits every HTTP listener applies (each listener counts on its own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// The request head (line and headers) must arrive within this (actix
+    /// `client_request_timeout`); otherwise the connection is closed.
+    pub header_timeout_ms: u64,
+    /// The whole body must arrive within this, counted from the head; a stalled body is
+    /// answered 408 and the connection closed.
+    pub body_timeout_ms: u64,
+    /// Handling budget once the body is in (heavy-page wait included); past it: 503.
+    pub request_timeout_ms: u64,
+    /// Largest body of a GET (or any non-POST) request.
+    pub max_body_bytes: usize,
+    /// Largest body of a POST (the router's route/op-hook/msgs requests).
+    pub max_post_body_bytes: usize,
+    /// Open connections per listener (beyond it, new connections wait in the backlog).
+    pub max_connections_per_listener: usize,
+    /// Open connections per client IP and listener; requests on the connections beyond it
+    /// are answered 429 and the connection closed. 0 = no cap.
+    pub max_connections_per_ip: usize,
+    /// Sustained requests per second per client IP and listener; 0 = no rate limit.
+    pub rate_limit_per_ip: f64,
+    /// Requests a client may send at once before the rate applies.
+    pub rate_limit_burst: u32,
+    /// Loopback clients (a local reverse proxy, the benches) are not rate limited.
+    pub rate_limit_exempt_loopback: bool,
+    /// Heavy pages (limit > 100, offset > 1000, combined filters, filtered counts) served at
+    /// once per listener, on the blocking pool.
+    pub heavy_pages_in_flight: usize,
+    /// How long a heavy page waits for its turn before a 503.
+    pub heavy_wait_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            header_timeout_ms: 5_000,
+            body_timeout_ms: 10_000,
+            request_timeout_ms: 30_000,
+            max_body_bytes: 16 * 1024,
+            max_post_body_bytes: 64 * 1024,
+            max_connections_per_listener: 4_096,
+            max_connections_per_ip: 256,
+            rate_limit_per_ip: 200.0,
+            rate_limit_burst: 400,
+            rate_limit_exempt_loopback: true,
+            heavy_pages_in_flight: 2,
+            heavy_wait_ms: 5_000,
+        }
+    }
+}
+
+impl LimitsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let key = |field: &str| format!("limits.{field}");
+        for (field, value) in [
+            ("header_timeout_ms", self.header_timeout_ms),
+            ("body_timeout_ms", self.body_timeout_ms),
+            ("request_timeout_ms", self.request_timeout_ms),
+            ("heavy_wait_ms", self.heavy_wait_ms),
+        ] {
+            if !(1..=3_600_000).contains(&value) {
+                return Err(invalid(key(field), "must be between 1 and 3600000 (ms)"));
+            }
+        }
+        for (field, value) in [
+            ("max_body_bytes", self.max_body_bytes),
+            ("max_post_body_bytes", self.max_post_body_bytes),
+        ] {
+            if !(1..=64 << 20).contains(&value) {
+                return Err(invalid(
+                    key(field),
+                    "must be between 1 and 67108864 (64 MiB)",
+                ));
+            }
+        }
+        if self.max_connections_per_listener == 0 {
+            return Err(invalid(
+                key("max_connections_per_listener"),
+                "must be at least 1",
+            ));
+        }
+        if !self.rate_limit_per_ip.is_finite() || self.rate_limit_per_ip < 0.0 {
+            return Err(invalid(
+                key("rate_limit_per_ip"),
+                "must be a non-negative number (0 = off)",
+            ));
+        }
+        if self.rate_limit_per_ip > 0.0 && self.rate_limit_burst == 0 {
+            return Err(invalid(
+                key("rate_limit_burst"),
+                "must be at least 1 when rate_limit_per_ip is set",
+            ));
+        }
+        if self.heavy_pages_in_flight == 0 || self.heavy_pages_in_flight > 1024 {
+            return Err(invalid(
+                key("heavy_pages_in_flight"),
+                "must be between 1 and 1024",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -348,6 +457,7 @@ impl Config {
         if self.http_workers == 0 || self.http_workers > 256 {
             return Err(invalid("http_workers", "must be between 1 and 256"));
         }
+        self.limits.validate()?;
         let mut listeners: HashMap<SocketAddr, String> = HashMap::new();
         let mut claim = |addr: SocketAddr, key: String| -> Result<(), ConfigError> {
             if addr.port() == 0 {
@@ -659,6 +769,34 @@ mod tests {
         let warnings = config.warnings();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("noble-1") && !warnings[0].contains("minimove-1"));
+    }
+
+    #[test]
+    fn limits_have_defaults_and_are_checked() {
+        let config = Config::from_toml(MINIMAL).unwrap();
+        assert_eq!(config.limits, LimitsConfig::default());
+        let text = format!("{MINIMAL}\n[limits]\nbody_timeout_ms = 500\nrate_limit_per_ip = 0\n");
+        let config = Config::from_toml(&text).unwrap();
+        assert_eq!(config.limits.body_timeout_ms, 500);
+        assert_eq!(config.limits.rate_limit_per_ip, 0.0);
+        assert_eq!(config.limits.max_body_bytes, 16 * 1024);
+        for (bad, key) in [
+            ("body_timeout_ms = 0", "limits.body_timeout_ms"),
+            ("max_post_body_bytes = 0", "limits.max_post_body_bytes"),
+            ("rate_limit_per_ip = -1", "limits.rate_limit_per_ip"),
+            ("heavy_pages_in_flight = 0", "limits.heavy_pages_in_flight"),
+            (
+                "max_connections_per_listener = 0",
+                "limits.max_connections_per_listener",
+            ),
+            ("rate_limit_burst = 0", "limits.rate_limit_burst"),
+            ("body_timeout = 5", "body_timeout"),
+        ] {
+            let error = Config::from_toml(&format!("{MINIMAL}\n[limits]\n{bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(key), "{bad}: {error}");
+        }
     }
 
     #[test]

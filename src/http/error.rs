@@ -10,6 +10,10 @@ use serde::Serialize;
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// Seconds for a `Retry-After` header (429, 503).
+    pub retry_after: Option<u64>,
+    /// Close the connection after this answer (its body was not, or not wholly, read).
+    pub close: bool,
 }
 
 #[derive(Serialize)]
@@ -20,34 +24,53 @@ struct Body<'a> {
 }
 
 impl ApiError {
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    /// An error with `status` and `message` (no `Retry-After`, connection kept).
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
-            status: StatusCode::BAD_REQUEST,
+            status,
             message: message.into(),
+            retry_after: None,
+            close: false,
         }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {
-        ApiError {
-            status: StatusCode::NOT_FOUND,
-            message: message.into(),
-        }
+        Self::new(StatusCode::NOT_FOUND, message)
     }
 
     pub fn method_not_allowed() -> Self {
-        ApiError {
-            status: StatusCode::METHOD_NOT_ALLOWED,
-            message: "method not allowed".into(),
-        }
+        Self::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+    }
+
+    /// 429 with `Retry-After` (rate limit, connection cap).
+    pub fn too_many_requests(message: impl Into<String>, retry_after_secs: u64) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, message).retry_after(retry_after_secs)
+    }
+
+    /// 503 with `Retry-After` (busy, or the request ran out of time).
+    pub fn unavailable(message: impl Into<String>, retry_after_secs: u64) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, message).retry_after(retry_after_secs)
+    }
+
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds.max(1));
+        self
+    }
+
+    /// Answers and closes the connection (used when the body is left unread).
+    pub fn closing(mut self) -> Self {
+        self.close = true;
+        self
     }
 
     /// A fault of ours: the cause is logged, the client gets a generic message.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error while serving a request");
-        ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: "internal error".into(),
-        }
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
     }
 
     /// `[INVALID_VALUE] invalid value for <what>: <value> (<why>)`, the reference wording.
@@ -65,7 +88,9 @@ impl ApiError {
             403 => 7,
             404 => 5,
             405 => 12,
+            408 => 4,
             409 => 6,
+            413 => 8,
             429 => 8,
             503 => 14,
             504 => 4,
@@ -86,7 +111,14 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status).json(Body {
+        let mut builder = HttpResponse::build(self.status);
+        if let Some(seconds) = self.retry_after {
+            builder.insert_header((actix_web::http::header::RETRY_AFTER, seconds.to_string()));
+        }
+        if self.close {
+            builder.force_close();
+        }
+        builder.json(Body {
             code: self.grpc_code(),
             message: &self.message,
             details: [],
@@ -96,7 +128,17 @@ impl ResponseError for ApiError {
 
 impl From<weaver_actors::store::StoreError> for ApiError {
     fn from(e: weaver_actors::store::StoreError) -> Self {
-        ApiError::internal(e)
+        use weaver_actors::store::StoreError;
+        match e {
+            // The disk, not us: sled keeps an IO error (a full disk) until it is reopened,
+            // and some recent pages cannot be read meanwhile. Say so and when to retry.
+            StoreError::Sled(sled::Error::Io(io)) => {
+                tracing::warn!(error = %io, "store read failed with an IO error");
+                metrics::counter!("weaver_store_read_errors_total").increment(1);
+                ApiError::unavailable("storage is temporarily unavailable", 5)
+            }
+            other => ApiError::internal(other),
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use weaver_actors::follower::{Ingestion, IngestionStatus};
 use weaver_actors::store::{BlocksStore, Page, Total, TxFilter};
 
 use super::error::{json_bytes, ApiError, ApiResult};
+use super::limits::HeavyPages;
 use super::query::{
     cursor_key, offset_key, parse_height, parse_list_query, parse_tx_hash, CursorKind, ListQuery,
 };
@@ -37,8 +38,11 @@ impl ChainApi {
 /// Blocks averaged by `/indexer/block/v1/avg_blocktime`.
 const AVG_BLOCKS: usize = 100;
 
-/// Offsets up to this are skipped inline; deeper ones on the blocking pool.
+/// Offsets up to this are skipped inline; deeper ones are heavy.
 const INLINE_OFFSET: u64 = 1000;
+
+/// Pages longer than this are heavy.
+const INLINE_LIMIT: usize = 100;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
@@ -47,6 +51,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/indexer/block/v1/blocks", blocks);
     super::get(cfg, "/indexer/block/v1/blocks/{height}", block);
     super::get(cfg, "/indexer/tx/v1/txs", txs);
+    // `/txs/by_account/` (trailing slash trimmed) names no account: a 400 naming the
+    // parameter, not a hash error from `/txs/{tx_hash}`.
+    super::get(cfg, "/indexer/tx/v1/txs/by_account", missing_account);
+    super::get(cfg, "/indexer/tx/v1/txs/by_height", missing_height);
     super::get(
         cfg,
         "/indexer/tx/v1/txs/by_account/{account}",
@@ -54,6 +62,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     );
     super::get(cfg, "/indexer/tx/v1/txs/by_height/{height}", txs_by_height);
     super::get(cfg, "/indexer/tx/v1/txs/{tx_hash}", tx);
+}
+
+async fn missing_account() -> ApiResult {
+    Err(ApiError::invalid_value(
+        "account",
+        "",
+        "an account is required",
+    ))
+}
+
+async fn missing_height() -> ApiResult {
+    Err(ApiError::invalid_value(
+        "height",
+        "",
+        "a height is required",
+    ))
 }
 
 /// The machine-readable description of this API (Swagger 2.0, version 1.0.0).
@@ -123,52 +147,59 @@ async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> ApiResult {
     Ok(json_bytes(wrap("tx", &record)))
 }
 
-async fn blocks(api: web::Data<ChainApi>, req: HttpRequest) -> ApiResult {
+async fn blocks(
+    api: web::Data<ChainApi>,
+    heavy: web::Data<HeavyPages>,
+    req: HttpRequest,
+) -> ApiResult {
     let query = parse_list_query(req.query_string(), CursorKind::Height)?;
-    let page = if query.page.offset > INLINE_OFFSET {
-        let (store, request) = (api.store.clone(), query.page.clone());
-        web::block(move || store.blocks_page(&request))
-            .await
-            .map_err(ApiError::internal)??
-    } else {
-        api.store.blocks_page(&query.page)?
+    let page = |store: &BlocksStore, query: &ListQuery| -> Result<Vec<u8>, ApiError> {
+        let page = store.blocks_page(&query.page)?;
+        Ok(list_body("blocks", &page, query, CursorKind::Height))
     };
-    Ok(json_bytes(list_body(
-        "blocks",
-        &page,
-        &query,
-        CursorKind::Height,
-    )))
+    let body = if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
+        let store = api.store.clone();
+        heavy.run(move || page(&store, &query)).await?
+    } else {
+        page(&api.store, &query)?
+    };
+    Ok(json_bytes(body))
 }
 
-async fn txs(api: web::Data<ChainApi>, req: HttpRequest) -> ApiResult {
+async fn txs(
+    api: web::Data<ChainApi>,
+    heavy: web::Data<HeavyPages>,
+    req: HttpRequest,
+) -> ApiResult {
     let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
     let filter = TxFilter {
         msgs: query.msgs.clone(),
         ..Default::default()
     };
-    tx_list(api, filter, query).await
+    tx_list(api, heavy, filter, query).await
 }
 
 async fn txs_by_account(
     api: web::Data<ChainApi>,
+    heavy: web::Data<HeavyPages>,
     account: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
     let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
     let bytes = parse_account(&account)
-        .map_err(|_| ApiError::invalid_value("account", &account, "invalid address format"))?;
+        .map_err(|e| ApiError::invalid_value("account", &account, &e.to_string()))?;
     let filter = TxFilter {
         account: Some(bytes),
         signer_only: query.is_signer,
         msgs: query.msgs.clone(),
         ..Default::default()
     };
-    tx_list(api, filter, query).await
+    tx_list(api, heavy, filter, query).await
 }
 
 async fn txs_by_height(
     api: web::Data<ChainApi>,
+    heavy: web::Data<HeavyPages>,
     height: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
@@ -179,32 +210,41 @@ async fn txs_by_height(
         msgs: query.msgs.clone(),
         ..Default::default()
     };
-    tx_list(api, filter, query).await
+    tx_list(api, heavy, filter, query).await
 }
 
-async fn tx_list(api: web::Data<ChainApi>, filter: TxFilter, query: ListQuery) -> ApiResult {
-    // Combined filters are counted by a (bounded) scan: keep that off the worker thread.
-    // Walks that may touch many entries (a filtered count, a filter applied row by row,
-    // a deep offset) run on the blocking pool so they cannot stall the HTTP workers.
+/// Whether a tx page is heavy: it may touch many entries (a filtered count, a filter
+/// applied row by row, a deep offset) or carry many records (a long page). Heavy pages run
+/// on the blocking pool, a few at a time per listener, so they cannot stall the HTTP
+/// workers or starve cheap requests on the same listener.
+fn heavy_tx_page(filter: &TxFilter, query: &ListQuery) -> bool {
     let filtered_walk =
         !filter.msgs.is_empty() && (filter.account.is_some() || filter.height.is_some());
     let filtered_count = query.page.count_total
         && (filter.msgs.len() > 1 || filtered_walk || filter.height.is_some());
-    let page = if filtered_walk || filtered_count || query.page.offset > INLINE_OFFSET {
-        let store = api.store.clone();
-        let request = query.page.clone();
-        web::block(move || store.txs_page(&filter, &request))
-            .await
-            .map_err(ApiError::internal)??
-    } else {
-        api.store.txs_page(&filter, &query.page)?
+    filtered_walk
+        || filtered_count
+        || query.page.offset > INLINE_OFFSET
+        || query.page.limit > INLINE_LIMIT
+}
+
+async fn tx_list(
+    api: web::Data<ChainApi>,
+    heavy: web::Data<HeavyPages>,
+    filter: TxFilter,
+    query: ListQuery,
+) -> ApiResult {
+    let page = |store: &BlocksStore, filter: &TxFilter, query: &ListQuery| {
+        let page = store.txs_page(filter, &query.page)?;
+        Ok::<_, ApiError>(list_body("txs", &page, query, CursorKind::Sequence))
     };
-    Ok(json_bytes(list_body(
-        "txs",
-        &page,
-        &query,
-        CursorKind::Sequence,
-    )))
+    let body = if heavy_tx_page(&filter, &query) {
+        let store = api.store.clone();
+        heavy.run(move || page(&store, &filter, &query)).await?
+    } else {
+        page(&api.store, &filter, &query)?
+    };
+    Ok(json_bytes(body))
 }
 
 fn wrap(name: &str, record: &[u8]) -> Vec<u8> {

@@ -3,37 +3,105 @@
 
 pub mod error;
 pub mod indexer;
+pub mod limits;
 pub mod metrics;
 pub mod query;
 pub mod router;
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use actix_web::body::MessageBody;
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::http::Method;
-use actix_web::{web, App, Handler, Responder};
+use actix_web::http::{header, Method, StatusCode};
+use actix_web::{web, App, Handler, Responder, ResponseError};
 
 pub use error::ApiError;
+pub use limits::ListenerLimits;
 
-/// Registers a GET route whose other methods answer a JSON 405.
+/// Registers a GET route (HEAD answers the same headers without a body) whose other
+/// methods answer a JSON 405.
 pub fn get<F, Args>(cfg: &mut web::ServiceConfig, path: &str, handler: F)
 where
-    F: Handler<Args>,
+    F: Handler<Args> + Clone,
     Args: actix_web::FromRequest + 'static,
     F::Output: Responder + 'static,
 {
     cfg.service(
         web::resource(path)
-            .route(web::get().to(handler))
+            .route(web::get().to(handler.clone()))
+            .route(web::head().to(handler))
             .default_service(web::to(error::not_allowed)),
     );
 }
 
-/// An App with the shared plumbing: trailing-slash normalisation, per-route request
-/// metrics and a JSON 404 for unknown routes.
+/// An error answer that is not our JSON body (one of actix's own, e.g. a payload or
+/// extractor error) becomes one, with the same status.
+fn json_error<B>(response: ServiceResponse<B>) -> ServiceResponse<EitherBody<B>> {
+    let status = response.status();
+    if status.as_u16() < 400 || is_json(response.headers()) {
+        return response.map_into_left_body();
+    }
+    let message = response
+        .response()
+        .error()
+        .map(|e| e.to_string())
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_lowercase());
+    let mut error = ApiError::new(status, message);
+    error.close =
+        response.response().head().connection_type() == actix_web::http::ConnectionType::Close;
+    if let Some(seconds) = response
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+    {
+        error = error.retry_after(seconds);
+    }
+    let (request, _) = response.into_parts();
+    ServiceResponse::new(request, error.error_response()).map_into_right_body()
+}
+
+fn is_json(headers: &header::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+}
+
+/// Client errors (4xx) are the client's business: logged at debug, counted, never at error.
+fn note_client_error(
+    listener: &'static str,
+    method: &str,
+    path: &str,
+    status: StatusCode,
+    message: Option<String>,
+) {
+    if !status.is_client_error() {
+        return;
+    }
+    ::metrics::counter!(
+        "weaver_http_client_errors_total",
+        "listener" => listener,
+        "status" => status.as_str().to_string()
+    )
+    .increment(1);
+    tracing::debug!(
+        listener,
+        method,
+        path,
+        status = status.as_u16(),
+        message = message.as_deref().unwrap_or(""),
+        "client error"
+    );
+}
+
+/// An App with the shared plumbing: trailing-slash normalisation, the listener's
+/// [`limits`], per-route request metrics, JSON for every error (actix's own included) and
+/// a JSON 404 for unknown routes.
 pub fn app(
     listener: &'static str,
+    limits: Arc<ListenerLimits>,
     configure: impl FnOnce(&mut web::ServiceConfig),
 ) -> App<
     impl ServiceFactory<
@@ -44,9 +112,20 @@ pub fn app(
         InitError = (),
     >,
 > {
+    // Bodies are bounded (and read) by the limits middleware; the extractors must not
+    // refuse what it let through.
+    let payload = web::PayloadConfig::new(
+        limits
+            .config
+            .max_post_body_bytes
+            .max(limits.config.max_body_bytes),
+    );
     App::new()
+        .app_data(payload)
+        .app_data(limits.heavy.clone())
         .configure(configure)
         .default_service(web::to(error::unknown_route))
+        .wrap(limits::Limits(limits))
         .wrap_fn(move |req, service| {
             let started = Instant::now();
             let route = req.match_pattern().unwrap_or_else(|| "unmatched".into());
@@ -63,7 +142,33 @@ pub fn app(
             };
             let response = service.call(req);
             async move {
-                let response = response.await?;
+                let response = match response.await {
+                    Ok(response) => json_error(response),
+                    Err(error) => {
+                        // Rendered by actix from the error itself (ours are JSON).
+                        let status = error.as_response_error().status_code();
+                        note_client_error(
+                            listener,
+                            method,
+                            &route,
+                            status,
+                            Some(error.to_string()),
+                        );
+                        metrics::record_request(
+                            listener,
+                            route,
+                            method,
+                            status.as_u16(),
+                            started.elapsed(),
+                        );
+                        return Err(error);
+                    }
+                };
+                let status = response.status();
+                if status.is_client_error() {
+                    let message = response.response().error().map(|e| e.to_string());
+                    note_client_error(listener, method, response.request().path(), status, message);
+                }
                 metrics::record_request(
                     listener,
                     route,
@@ -75,4 +180,68 @@ pub fn app(
             }
         })
         .wrap(actix_web::middleware::NormalizePath::trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test;
+
+    async fn plain_413() -> actix_web::Result<&'static str> {
+        Err(actix_web::error::ErrorPayloadTooLarge("too big"))
+    }
+
+    async fn bytes(body: web::Bytes) -> String {
+        body.len().to_string()
+    }
+
+    #[actix_web::test]
+    async fn actix_errors_become_json_and_head_has_no_body() {
+        let limits = ListenerLimits::new("test", &crate::config::LimitsConfig::default());
+        let app = test::init_service(app("test", limits, |cfg| {
+            get(cfg, "/plain", plain_413);
+            get(cfg, "/bytes", bytes);
+        }))
+        .await;
+        let response =
+            test::call_service(&app, test::TestRequest::get().uri("/plain").to_request()).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(is_json(response.headers()));
+        let body: serde_json::Value = test::read_body_json(response).await;
+        assert_eq!(body["code"], 8);
+        assert_eq!(body["message"], "too big");
+
+        let response = test::call_service(
+            &app,
+            test::TestRequest::get()
+                .uri("/bytes")
+                .set_payload("abc")
+                .to_request(),
+        )
+        .await;
+        assert_eq!(test::read_body(response).await, "3");
+        let response = test::call_service(
+            &app,
+            test::TestRequest::get()
+                .uri("/bytes")
+                .set_payload(vec![b'x'; 20 * 1024])
+                .to_request(),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(is_json(response.headers()));
+
+        let response = test::call_service(
+            &app,
+            test::TestRequest::default()
+                .method(Method::HEAD)
+                .uri("/bytes")
+                .to_request(),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let response =
+            test::call_service(&app, test::TestRequest::post().uri("/bytes").to_request()).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
 }

@@ -196,7 +196,9 @@ pub fn offset_key(offset: u64) -> String {
     B64.encode(offset.to_string())
 }
 
-/// Parses a `{height}` path segment (int64, at least 1).
+/// Parses a `{height}` path segment (int64, at least 1) the way Go's
+/// `strconv.ParseInt(s, 10, 64)` does for the reference indexer: an optional sign and
+/// leading zeros are accepted (`+1`, `01` = 1); spaces, `_`, hex and empty are not.
 pub fn parse_height(text: &str) -> Result<u64, ApiError> {
     let n: i64 = text
         .parse()
@@ -319,6 +321,16 @@ mod tests {
         assert_eq!(parse_height("7").unwrap(), 7);
         assert!(parse_height("0").is_err());
         assert!(parse_height("abc").is_err());
+        // As Go's strconv.ParseInt: a sign and leading zeros are fine, nothing else is.
+        assert_eq!(parse_height("+1").unwrap(), 1);
+        assert_eq!(parse_height("01").unwrap(), 1);
+        assert_eq!(parse_height("+007").unwrap(), 7);
+        for bad in [
+            "", "+", "++1", "-1", "-0", "1 ", " 1", "1_0", "0x1", "1e3", "١",
+        ] {
+            assert!(parse_height(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_height("9223372036854775808").is_err());
         let hash = "ab".repeat(32);
         assert!(parse_tx_hash(&hash).is_ok());
         assert!(parse_tx_hash(&format!("0x{}", hash.to_uppercase())).is_ok());

@@ -17,7 +17,6 @@ use weaver_actors::planner::{msgs_answer, op_hook, route};
 use super::error::{ApiError, ApiResult};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.app_data(web::PayloadConfig::new(256 * 1024));
     post(cfg, "/v2/fungible/route", route_handler);
     post(cfg, "/op-hook", op_hook_handler);
     post(cfg, "/v2/fungible/msgs", msgs_handler);

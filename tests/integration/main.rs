@@ -6,6 +6,7 @@ mod cli;
 mod crash;
 mod domains;
 mod harness;
+mod limits;
 mod msgs;
 mod msgs_sdk;
 mod node_faults;

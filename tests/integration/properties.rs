@@ -81,8 +81,12 @@ fn router_bodies_never_get_a_5xx() {
     let (_, snapshot) = RoutePlanner::new(config.router.registry()).unwrap();
     actix_web::rt::System::new().block_on(async move {
         let app = http_test::init_service(
-            weaver::http::app("router", weaver::http::router::routes)
-                .app_data(web::Data::new(snapshot)),
+            weaver::http::app(
+                "router",
+                weaver::http::ListenerLimits::new("router", &config.limits),
+                weaver::http::router::routes,
+            )
+            .app_data(web::Data::new(snapshot)),
         )
         .await;
         let post = |path: &'static str, body: String| {

@@ -14,6 +14,10 @@ pub enum AddressError {
     Invalid,
     #[error("invalid bech32 prefix {0:?}")]
     Prefix(String),
+    #[error("invalid address format: hex without 0x must be a whole 20- or 32-byte address (40 or 64 digits); write short Move addresses with 0x (0x1)")]
+    ShortHex,
+    #[error("invalid address format: a bech32 address holds 20 or 32 bytes, this one {0}")]
+    Length(usize),
 }
 
 /// Address bytes of a signer public key, as the chain derives them for its type URL.
@@ -56,16 +60,22 @@ pub fn decode_bech32(text: &str) -> Option<(String, Vec<u8>)> {
     Some((hrp.to_string(), data))
 }
 
-/// Parses an account the way the indexer API accepts one: bech32 (any prefix) unless it
-/// starts with `0x`, otherwise hex with leading zeros stripped and left-padded to 20 bytes
-/// (up to 40 digits) or 32 bytes (41–64 digits).
+/// Parses an account the way the indexer API accepts one: bech32 (any prefix, 20 or 32
+/// bytes) unless it starts with `0x`; `0x` hex with leading zeros stripped and left-padded
+/// to 20 bytes (up to 40 digits) or 32 bytes (41–64 digits), as the Go indexer does, so
+/// short Move addresses (`0x1`) work; hex without `0x` only as a whole 20- or 32-byte
+/// address (40 or 64 digits) — a short unprefixed string (`abcd`, `12345`) is a mistake,
+/// not an address.
 pub fn parse_account(text: &str) -> Result<Vec<u8>, AddressError> {
     if !text.starts_with("0x") && !text.starts_with("0X") {
         if let Some((_, bytes)) = decode_bech32(text) {
             if bytes.len() == 20 || bytes.len() == 32 {
                 return Ok(bytes);
             }
-            return Err(AddressError::Invalid);
+            return Err(AddressError::Length(bytes.len()));
+        }
+        if text.bytes().all(|b| b.is_ascii_hexdigit()) && text.len() != 40 && text.len() != 64 {
+            return Err(AddressError::ShortHex);
         }
     }
     parse_hex_address(text).ok_or(AddressError::Invalid)
@@ -139,6 +149,34 @@ mod tests {
             bytes.to_vec()
         );
         assert!(parse_account("init1notanaddress").is_err());
+    }
+
+    #[test]
+    fn short_hex_needs_0x() {
+        // 1–10 byte (and every other short) hex without 0x is refused with a clear reason.
+        for digits in [2usize, 4, 10, 20, 38, 39, 41, 63, 65] {
+            let text = "a".repeat(digits);
+            assert_eq!(
+                parse_account(&text),
+                Err(AddressError::ShortHex),
+                "{digits}"
+            );
+        }
+        assert_eq!(parse_account(&"a".repeat(40)).unwrap().len(), 20);
+        assert_eq!(parse_account(&"A".repeat(64)).unwrap().len(), 32);
+        // With 0x, short forms are Move addresses, padded like the Go indexer does.
+        let one = parse_account("0x1").unwrap();
+        assert_eq!((one.len(), one[19]), (20, 1));
+        assert_eq!(
+            parse_account(&format!("0x{}", "ab".repeat(10)))
+                .unwrap()
+                .len(),
+            20
+        );
+        // bech32 payloads other than 20/32 bytes name their length.
+        let short = bech32::encode::<Bech32>(Hrp::parse("init").unwrap(), &[1u8; 10]).unwrap();
+        assert_eq!(parse_account(&short), Err(AddressError::Length(10)));
+        assert!(parse_account("").is_err());
     }
 
     #[test]
