@@ -132,7 +132,13 @@ fn stalled_and_oversize_bodies() {
         .to_str()
         .unwrap()
         .starts_with("application/json"));
-    let response = d.http.post(&url).body("{}").send().unwrap();
+    let response = d
+        .http
+        .post(&url)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .unwrap();
     assert_eq!(response.status().as_u16(), 400, "the handler's own 400");
     let body: Value = response.json().unwrap();
     assert!(
