@@ -225,6 +225,7 @@ pub async fn run_with(
     })?;
     let prometheus = http::metrics::install();
     http::metrics::spawn_upkeep(prometheus.clone());
+    crate::memory::spawn_heap_trim();
     let supervision = Supervision::new(Duration::from_secs(1));
     let world = devnet_world(&config, &store)?;
     let bus = RelayBus::default();

@@ -5,6 +5,7 @@ pub mod config;
 pub mod devnet_node;
 pub mod domains;
 pub mod http;
+pub mod memory;
 pub mod registry_import;
 
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
