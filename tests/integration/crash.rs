@@ -9,7 +9,7 @@ use weaver::config::Config;
 use weaver_actors::relay::RelayKind;
 use weaver_actors::store::Store;
 
-use crate::harness::{config_with, devnet_chain, walk, Daemon};
+use crate::harness::{all_blocks, config_with, devnet_chain, walk, Daemon};
 
 const CHAIN: &str = "miniwasm-1";
 
@@ -86,16 +86,7 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
     let base = daemon.chain_url(CHAIN);
     let top = daemon.height(CHAIN);
 
-    let blocks = walk(
-        &daemon,
-        &format!("{base}/indexer/block/v1/blocks"),
-        "blocks",
-        "&pagination.reverse=false&pagination.limit=1000",
-    );
-    let heights: Vec<u64> = blocks
-        .iter()
-        .map(|b| b["height"].as_str().unwrap().parse().unwrap())
-        .collect();
+    let (blocks, heights) = all_blocks(&daemon, CHAIN);
     assert_eq!(
         heights[..top as usize],
         (1..=top).collect::<Vec<_>>()[..],

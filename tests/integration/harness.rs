@@ -310,6 +310,21 @@ pub fn walk(daemon: &Daemon, base: &str, list: &str, extra: &str) -> Vec<Value> 
     panic!("pagination did not end");
 }
 
+/// Every block a chain's indexer serves, oldest first, with their heights.
+pub fn all_blocks(daemon: &Daemon, chain_id: &str) -> (Vec<Value>, Vec<u64>) {
+    let blocks = walk(
+        daemon,
+        &format!("{}/indexer/block/v1/blocks", daemon.chain_url(chain_id)),
+        "blocks",
+        "&pagination.reverse=false&pagination.limit=1000",
+    );
+    let heights = blocks
+        .iter()
+        .map(|b| b["height"].as_str().unwrap().parse().unwrap())
+        .collect();
+    (blocks, heights)
+}
+
 pub fn urlencode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }

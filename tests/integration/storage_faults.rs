@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::harness::{config_with, devnet_chain, metric_value, walk, Daemon};
+use crate::harness::{all_blocks, config_with, devnet_chain, metric_value, Daemon};
 
 const CHAIN: &str = "miniwasm-1";
 
@@ -172,17 +172,8 @@ fn a_full_disk_stalls_ingestion_reads_go_on_and_weaver_restarts_once_space_is_ba
     // Nothing lost, nothing repeated across the stall and the restart.
     let base = daemon.chain_url(CHAIN);
     let top = daemon.height(CHAIN);
-    let blocks = walk(
-        &daemon,
-        &format!("{base}/indexer/block/v1/blocks"),
-        "blocks",
-        "&pagination.reverse=false&pagination.limit=1000",
-    );
-    let heights: Vec<u64> = blocks
-        .iter()
-        .map(|b| b["height"].as_str().unwrap().parse().unwrap())
-        .take(top as usize)
-        .collect();
+    let (blocks, mut heights) = all_blocks(&daemon, CHAIN);
+    heights.truncate(top as usize);
     assert_eq!(heights, (1..=top).collect::<Vec<_>>(), "gap or duplicate");
     for h in [stalled_at - 1, stalled_at, stalled_at + 1] {
         let at = daemon.ok(&format!("{base}/indexer/tx/v1/txs/by_height/{h}"));

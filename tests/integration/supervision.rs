@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{config_with, devnet_chain, walk, Daemon};
+use crate::harness::{all_blocks, config_with, devnet_chain, Daemon};
 
 const CHAIN: &str = "minievm-1";
 
@@ -37,16 +37,7 @@ fn follower_failures_are_restarted_while_http_keeps_serving() {
         let line = format!("weaver_actor_restarts_total{{actor=\"chain_follower\",chain_id=\"{CHAIN}\",reason=\"{reason}\"}} 1");
         assert!(metrics.contains(&line), "missing {line}:\n{metrics}");
     }
-    let blocks = walk(
-        &daemon,
-        &format!("{base}/indexer/block/v1/blocks"),
-        "blocks",
-        "&pagination.reverse=false&pagination.limit=1000",
-    );
-    let heights: Vec<u64> = blocks
-        .iter()
-        .take(100)
-        .map(|b| b["height"].as_str().unwrap().parse().unwrap())
-        .collect();
+    let (_, mut heights) = all_blocks(&daemon, CHAIN);
+    heights.truncate(100);
     assert_eq!(heights, (1..=100).collect::<Vec<_>>());
 }
