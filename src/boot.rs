@@ -375,26 +375,33 @@ pub async fn run_with(
         });
     }
 
-    tokio::select! {
-        _ = shutdown => {}
-        _ = restart.wait() => {}
-    }
+    // Which one ended the wait decides the exit: a SIGTERM is a clean stop even if a disk
+    // probe asks for a restart meanwhile.
+    let restarting = tokio::select! {
+        _ = shutdown => false,
+        _ = restart.wait() => true,
+    };
     tracing::info!("shutting down");
     for handle in handles {
         handle.stop(true).await;
     }
     supervision.stop();
     bus.close();
-    if let Some(reason) = restart.requested() {
+    if let Some(reason) = restart.requested().filter(|_| restarting) {
         // The store refuses writes until reopened: skip the flush (it would fail too).
         anyhow::bail!("{reason}");
     }
     match store.flush() {
         Ok(_) => tracing::info!("store flushed; bye"),
         Err(e)
-            if ingestions
-                .iter()
-                .any(|i| i.state() == IngestionState::Stalled) =>
+            if !restarting
+                && (ingestions
+                    .iter()
+                    .any(|i| i.state() == IngestionState::Stalled)
+                    || matches!(
+                        &e,
+                        weaver_actors::store::StoreError::Sled(sled::Error::Io(_))
+                    )) =>
         {
             // A full or failing disk: what was durable stays durable (every block is one
             // atomic batch); the rest is fetched again at the next start. A clean stop.

@@ -118,7 +118,8 @@ pub struct LimitsConfig {
     pub rate_limit_per_ip: f64,
     /// Requests a client may send at once before the rate applies.
     pub rate_limit_burst: u32,
-    /// Loopback clients (a local reverse proxy, the benches) are not rate limited.
+    /// Loopback clients (a local reverse proxy, the benches) are exempt from the per-IP rate
+    /// limit and connection cap.
     pub rate_limit_exempt_loopback: bool,
     /// Heavy pages (limit > 100, offset > 1000, combined filters, filtered counts) served at
     /// once per listener, on the blocking pool.
@@ -176,10 +177,13 @@ impl LimitsConfig {
                 "must be at least 1",
             ));
         }
-        if !self.rate_limit_per_ip.is_finite() || self.rate_limit_per_ip < 0.0 {
+        if !self.rate_limit_per_ip.is_finite()
+            || self.rate_limit_per_ip < 0.0
+            || (self.rate_limit_per_ip > 0.0 && self.rate_limit_per_ip < 0.001)
+        {
             return Err(invalid(
                 key("rate_limit_per_ip"),
-                "must be a non-negative number (0 = off)",
+                "must be 0 (off) or at least 0.001 requests/s",
             ));
         }
         if self.rate_limit_per_ip > 0.0 && self.rate_limit_burst == 0 {

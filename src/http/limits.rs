@@ -65,7 +65,17 @@ impl ListenerLimits {
         let Ok(peer) = stream.peer_addr() else {
             return;
         };
-        data.insert(self.connect(peer.ip().to_canonical()));
+        let ip = peer.ip().to_canonical();
+        if self.config.rate_limit_exempt_loopback && ip.is_loopback() {
+            return;
+        }
+        let ticket = self.connect(client_key(ip));
+        if ticket.over {
+            // Refused at once: a connection over the cap must not hold a slot of the listener
+            // until the head timeout (a client could keep the whole listener that way).
+            let _ = socket2::SockRef::from(stream).shutdown(std::net::Shutdown::Both);
+        }
+        data.insert(ticket);
     }
 
     fn connect(&self, ip: IpAddr) -> ConnTicket {
@@ -90,6 +100,19 @@ impl ListenerLimits {
             .max_connections_per_listener
             .div_ceil(workers.max(1))
             .max(1)
+    }
+}
+
+/// The address per-IP limits count by: an IPv4 address, or the /64 of an IPv6 one (a single
+/// host usually owns a whole /64 and could rotate through it).
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => {
+            let mut segments = v6.segments();
+            segments[4..].fill(0);
+            IpAddr::V6(segments.into())
+        }
     }
 }
 
@@ -341,7 +364,7 @@ where
             return Box::pin(ready(Ok(refuse(req, error))));
         }
         if let (Some(rate), Some(peer)) = (&limits.rate, req.peer_addr()) {
-            let ip = peer.ip().to_canonical();
+            let ip = client_key(peer.ip().to_canonical());
             if !(config.rate_limit_exempt_loopback && ip.is_loopback()) {
                 if let Err(wait) = rate.check(ip, Instant::now()) {
                     rejected(name, "rate_limit");

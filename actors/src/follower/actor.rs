@@ -160,7 +160,12 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
                 ));
                 ctx.notify(Step);
             }
-            Err(e) if matches!(e, IndexError::Store(crate::store::StoreError::Sled(_))) => {
+            Err(e)
+                if matches!(
+                    e,
+                    IndexError::Store(crate::store::StoreError::Sled(sled::Error::Io(_)))
+                ) =>
+            {
                 self.stall(ctx, format!("cannot open the index: {e}"))
             }
             Err(e) => self.fail(ctx, "error", format!("cannot open the index: {e}")),

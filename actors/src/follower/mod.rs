@@ -61,11 +61,14 @@ impl FollowError {
         )
     }
 
-    /// The store refused a write (or a read): sled keeps refusing until it is reopened.
+    /// The disk refused a write (or a read): sled keeps refusing until it is reopened. Only IO
+    /// errors: a corrupt store does not heal when the disk does.
     pub fn is_store_fault(&self) -> bool {
         matches!(
             self,
-            FollowError::Index(IndexError::Store(crate::store::StoreError::Sled(_)))
+            FollowError::Index(IndexError::Store(crate::store::StoreError::Sled(
+                sled::Error::Io(_)
+            )))
         )
     }
 }

@@ -210,11 +210,33 @@ impl NodeClient {
     }
 
     pub async fn latest_height(&self) -> Result<u64, SourceError> {
-        let status: Status = self.rpc("/status", None).await?;
-        self.check_chain(&status.node_info.network, || {
-            format!("the node at {}", self.base(&Api::Rpc))
-        })?;
-        Ok(status.sync_info.latest_block_height.max(0) as u64)
+        let mut other_urls = self.config.rpc.len().saturating_sub(1);
+        let mut wrong_chain = None;
+        loop {
+            let answer = match self.rpc::<Status>("/status", None).await {
+                Ok(status) => self
+                    .check_chain(&status.node_info.network, || {
+                        format!("the node at {}", self.base(&Api::Rpc))
+                    })
+                    .map(|()| status.sync_info.latest_block_height.max(0) as u64),
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(tip) => return Ok(tip),
+                // One misrouted URL must not stop the chain: the others are asked first, and
+                // the wrong chain is fatal only when none of them answers for the right one.
+                Err(e)
+                    if other_urls > 0
+                        && (wrong_chain.is_some()
+                            || matches!(e, SourceError::WrongChain { .. })) =>
+                {
+                    wrong_chain.get_or_insert(e);
+                    other_urls -= 1;
+                    self.rotate(&Api::Rpc);
+                }
+                Err(e) => return Err(wrong_chain.unwrap_or(e)),
+            }
+        }
     }
 
     /// A chain id the node reported must be the configured one.
@@ -236,8 +258,21 @@ impl NodeClient {
     /// logged) and fetched again, with backoff and URL rotation, up to `retries` times.
     pub async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let mut attempt = 0;
+        let mut other_urls = self.config.rpc.len().saturating_sub(1);
+        let mut wrong_chain = None;
         loop {
             match self.fetch_block(height).await {
+                // Wrong chain is fatal only when no other RPC URL answers for the right one.
+                Err(e)
+                    if other_urls > 0
+                        && (wrong_chain.is_some()
+                            || matches!(e, SourceError::WrongChain { .. })) =>
+                {
+                    wrong_chain.get_or_insert(e);
+                    other_urls -= 1;
+                    self.rotate(&Api::Rpc);
+                }
+                Err(e) if wrong_chain.is_some() => return Err(wrong_chain.unwrap_or(e)),
                 Err(SourceError::Malformed { .. }) if attempt + 1 < self.config.retries.max(1) => {
                     attempt += 1;
                     self.rotate(&Api::Rpc);
