@@ -111,14 +111,25 @@ fn check_stalled(daemon: &Daemon) -> u64 {
     );
     let height = status["height"].as_u64().unwrap();
     let base = daemon.chain_url(CHAIN);
+    // The status and the newest block (hot tier) always answer.
     for path in [
         "/status".to_string(),
-        "/indexer/block/v1/blocks/5".into(),
-        "/indexer/tx/v1/txs/by_height/5".into(),
-        "/indexer/block/v1/blocks?pagination.limit=5&pagination.reverse=false".into(),
         format!("/indexer/block/v1/blocks/{height}"),
     ] {
         daemon.ok(&format!("{base}{path}"));
+    }
+    // Older records come from sled, which may be unable to read some pages while its IO
+    // error lasts: then the answer is a 503 with Retry-After, never a 500.
+    for path in [
+        "/indexer/block/v1/blocks/5",
+        "/indexer/tx/v1/txs/by_height/5",
+        "/indexer/block/v1/blocks?pagination.limit=5&pagination.reverse=false",
+    ] {
+        let (status, _, body) = daemon.get(&format!("{base}{path}"));
+        assert!(status == 200 || status == 503, "{path}: {status} {body}");
+        if status == 503 {
+            assert_eq!(body["code"], 14, "{body}");
+        }
     }
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(daemon.height(CHAIN), height, "committed while stalled");
