@@ -412,6 +412,7 @@ impl NodeClient {
                 .block_id
                 .as_ref()
                 .and_then(|b| B64.decode(&b.hash).ok())
+                .filter(|hash| !hash.is_empty())
             {
                 if hash != block_hash {
                     return Err(self.malformed(

@@ -120,8 +120,8 @@ pub struct RestBlockTxs {
 
 #[derive(Debug, Deserialize)]
 pub struct RestBlockId {
-    /// Base64.
-    #[serde(default)]
+    /// Base64 (a node may send `null`).
+    #[serde(default, deserialize_with = "crate::chain::wire::null_as_default")]
     pub hash: String,
 }
 
