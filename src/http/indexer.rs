@@ -100,6 +100,7 @@ async fn status(api: web::Data<ChainApi>) -> ApiResult {
     // read is still true — nothing is committed while ingestion is stalled.
     let height = match api.store.watermark() {
         Ok(height) => {
+            let height = api.ingestion.reported_height(height);
             api.last_height.fetch_max(height, Ordering::Relaxed);
             height
         }

@@ -153,6 +153,7 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
         match (self.open_domains)() {
             Ok(domains) => {
                 tracing::info!(chain_id = %self.chain_id(), watermarks = ?domains.watermarks(), "follower started");
+                self.ingestion.track(domains.committed_handle());
                 self.follower = Some(Follower::new(
                     self.source.clone(),
                     domains,

@@ -85,6 +85,8 @@ pub struct Ingestion {
     /// disk accepts writes again (`None`: no probe, the chain stays stalled).
     probe: Option<Arc<PathBuf>>,
     restart: RestartRequest,
+    /// The follower's domains' lowest watermark as of their last error-free commit.
+    committed: Arc<RwLock<Arc<std::sync::atomic::AtomicU64>>>,
 }
 
 /// Free space the data directory must have before a stalled chain asks for the restart
@@ -132,6 +134,7 @@ impl Ingestion {
             })),
             probe: probe.map(Arc::new),
             restart,
+            committed: Arc::new(RwLock::new(Arc::default())),
         }
     }
 
@@ -142,6 +145,26 @@ impl Ingestion {
 
     pub fn chain_id(&self) -> &str {
         &self.chain_id
+    }
+
+    /// Follows the commits of a (re)opened domain set.
+    pub(crate) fn track(&self, committed: Arc<std::sync::atomic::AtomicU64>) {
+        *self.committed.write().unwrap_or_else(|p| p.into_inner()) = committed;
+    }
+
+    /// The height to report for a chain whose store reports `watermark`: once a write has
+    /// failed, sled may show part of the failed batch (its watermark without its records)
+    /// until it is reopened, so only what a good step committed is claimed.
+    pub fn reported_height(&self, watermark: u64) -> u64 {
+        match self.state() {
+            IngestionState::Running => watermark,
+            _ => watermark.min(
+                self.committed
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
+        }
     }
 
     pub fn status(&self) -> IngestionStatus {

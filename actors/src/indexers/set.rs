@@ -11,6 +11,8 @@ struct Slot {
 /// The domains one follower feeds, each with its own watermark.
 pub struct DomainSet {
     chain_id: String,
+    /// The lowest watermark after the last block every domain committed without error.
+    committed: std::sync::Arc<std::sync::atomic::AtomicU64>,
     slots: Vec<Slot>,
     /// Where a domain with nothing indexed starts (a chain followed from mid-history).
     start_height: u64,
@@ -26,11 +28,20 @@ impl DomainSet {
                 Ok(Slot { indexer, watermark })
             })
             .collect::<Result<_, IndexError>>()?;
-        Ok(DomainSet {
+        let mut set = DomainSet {
             chain_id: chain_id.into(),
+            committed: Default::default(),
             slots,
             start_height: 1,
-        })
+        };
+        set.committed = std::sync::Arc::new(set.watermark().into());
+        Ok(set)
+    }
+
+    /// Shared view of the lowest watermark as of the last block that committed without error
+    /// (readers that must not trust a store after a failed write use it).
+    pub fn committed_handle(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        self.committed.clone()
     }
 
     /// Domains with nothing indexed start at `height` (default 1).
@@ -104,6 +115,8 @@ impl DomainSet {
             metrics::gauge!("weaver_domain_height", "chain_id" => self.chain_id.clone(), "domain" => tree.domain().to_string())
                 .set(bundle.height as f64);
         }
+        self.committed
+            .store(self.watermark(), std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 }
