@@ -232,6 +232,30 @@ fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
 }
 
 /// `weaver devnet serve` on ephemeral loopback ports.
+/// `weaver devnet serve` arguments for the EVM chain `chain_id` of the test world (seed 9,
+/// 200 ms blocks, 4 txs per block, genesis `genesis_ms`), plus `extra`.
+pub fn devnet_node_args(chain_id: &str, genesis_ms: i64, extra: &[&str]) -> Vec<String> {
+    let genesis = genesis_ms.to_string();
+    [
+        "--chain-id",
+        chain_id,
+        "--vm",
+        "evm",
+        "--seed",
+        "9",
+        "--block-interval-ms",
+        "200",
+        "--txs-per-block",
+        "4",
+        "--genesis-unix-ms",
+        &genesis,
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect()
+}
+
 pub struct DevnetNode {
     child: Child,
     pub rpc: String,

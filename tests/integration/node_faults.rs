@@ -10,34 +10,18 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::harness::{
-    config_with, devnet_chain, genesis_ms_for_history, metric_value, walk, with_world, Daemon,
-    DevnetNode,
+    config_with, devnet_chain, devnet_node_args, genesis_ms_for_history, metric_value, walk,
+    with_world, Daemon, DevnetNode,
 };
 
 const CHAIN: &str = "minievm-1";
 
 fn node_args(genesis: i64, faults: &str) -> Vec<String> {
-    [
-        "--chain-id",
+    devnet_node_args(
         CHAIN,
-        "--vm",
-        "evm",
-        "--seed",
-        "9",
-        "--block-interval-ms",
-        "200",
-        "--txs-per-block",
-        "4",
-        "--genesis-unix-ms",
-        &genesis.to_string(),
-        "--fault-delay-ms",
-        "2500",
-        "--faults",
-        faults,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+        genesis,
+        &["--fault-delay-ms", "2500", "--faults", faults],
+    )
 }
 
 fn node_chain(node: &DevnetNode) -> String {

@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use crate::harness::{
-    config_with, devnet_chain, genesis_ms_for_history, walk, with_world, Daemon, DevnetNode,
+    config_with, devnet_chain, devnet_node_args, genesis_ms_for_history, walk, with_world, Daemon,
+    DevnetNode,
 };
 
 const CHAIN: &str = "minievm-1";
@@ -13,20 +14,8 @@ const CHAIN: &str = "minievm-1";
 #[test]
 fn node_client_indexes_what_the_embedded_devnet_indexes() {
     let genesis = genesis_ms_for_history(150, 200);
-    let node = DevnetNode::start(&[
-        "--chain-id",
-        CHAIN,
-        "--vm",
-        "evm",
-        "--seed",
-        "9",
-        "--block-interval-ms",
-        "200",
-        "--txs-per-block",
-        "4",
-        "--genesis-unix-ms",
-        &genesis.to_string(),
-    ]);
+    let args = devnet_node_args(CHAIN, genesis, &[]);
+    let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
     // A dead URL first: the client must rotate to the live one.
     let node_chain = format!(
         "\n[[chains]]\nchain_id = \"{CHAIN}\"\nvm = \"evm\"\nlisten = \"127.0.0.1:0\"\n[chains.source]\nkind = \"node\"\nrpc = [\"http://127.0.0.1:9\", \"{}\"]\nrest = [\"{}\"]\ntimeout_ms = 2000\nretries = 4\n",

@@ -105,9 +105,7 @@ impl RelayBus {
         let Some(last) = events.last() else {
             return;
         };
-        if let Some(feed) = self.feeds().get(chain_id) {
-            feed.committed.fetch_max(last.sequence, Ordering::SeqCst);
-        }
+        self.note_committed(chain_id, last.sequence);
         let mut subscribers = self
             .inner
             .subscribers

@@ -110,12 +110,14 @@ impl BlocksStore {
 
     pub fn blocks_page(&self, request: &PageRequest) -> Result<Page, StoreError> {
         let keys = self.keys_under(vec![keys::BLOCK], request.after, request.order);
+        let mut page = collect_page(
+            keys,
+            request,
+            |height| self.block(*height),
+            || Ok(Total::Skipped),
+        )?;
         // As rollytics: the total of blocks is the highest indexed height, always counted.
-        let total = Total::Exact(self.watermark()?);
-        let request = PageRequest {
-            count_total: true,
-            ..request.clone()
-        };
-        collect_page(keys, &request, |height| self.block(*height), || Ok(total))
+        page.total = Total::Exact(self.watermark()?);
+        Ok(page)
     }
 }

@@ -1,6 +1,6 @@
 //! Durable storage: one sled database per process, one tree per (chain, domain) and one
-//! metadata tree per chain, with the hot tier in front of the blocks domain. Every tree's key
-//! layout is documented in `SCHEMA.md`.
+//! process-level metadata tree, with the hot tier in front of the blocks domain. Every tree's
+//! key layout is documented in `SCHEMA.md`.
 
 mod blocks;
 mod blocks_query;
@@ -65,13 +65,6 @@ impl Store {
     /// The relay-events domain of a chain.
     pub fn relay(&self, chain_id: &str) -> Result<RelayStore, StoreError> {
         Ok(RelayStore::new(self.domain(chain_id, relay::DOMAIN)?))
-    }
-
-    /// Chain-level metadata that belongs to no domain.
-    pub fn chain_meta(&self, chain_id: &str) -> Result<MetaTree, StoreError> {
-        Ok(MetaTree::new(
-            self.db.open_tree(format!("chain/{chain_id}/meta"))?,
-        ))
     }
 
     /// Process-level metadata (the devnet world's genesis and the like).

@@ -18,10 +18,6 @@ impl ArbiterPool {
         }
     }
 
-    pub fn size(&self) -> usize {
-        self.lock().len()
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arbiter>> {
         self.arbiters.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -210,8 +210,7 @@ impl NodeClient {
     }
 
     pub async fn latest_height(&self) -> Result<u64, SourceError> {
-        let mut other_urls = self.config.rpc.len().saturating_sub(1);
-        let mut wrong_chain = None;
+        let mut wrong_chain = WrongChainRetry::new(self.config.rpc.len());
         loop {
             let answer = match self.rpc::<Status>("/status", None).await {
                 Ok(status) => self
@@ -223,18 +222,10 @@ impl NodeClient {
             };
             match answer {
                 Ok(tip) => return Ok(tip),
-                // One misrouted URL must not stop the chain: the others are asked first, and
-                // the wrong chain is fatal only when none of them answers for the right one.
-                Err(e)
-                    if other_urls > 0
-                        && (wrong_chain.is_some()
-                            || matches!(e, SourceError::WrongChain { .. })) =>
-                {
-                    wrong_chain.get_or_insert(e);
-                    other_urls -= 1;
+                Err(e) => {
+                    wrong_chain.after(e)?;
                     self.rotate(&Api::Rpc);
                 }
-                Err(e) => return Err(wrong_chain.unwrap_or(e)),
             }
         }
     }
@@ -258,28 +249,21 @@ impl NodeClient {
     /// logged) and fetched again, with backoff and URL rotation, up to `retries` times.
     pub async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let mut attempt = 0;
-        let mut other_urls = self.config.rpc.len().saturating_sub(1);
-        let mut wrong_chain = None;
+        let mut wrong_chain = WrongChainRetry::new(self.config.rpc.len());
         loop {
-            match self.fetch_block(height).await {
-                // Wrong chain is fatal only when no other RPC URL answers for the right one.
-                Err(e)
-                    if other_urls > 0
-                        && (wrong_chain.is_some()
-                            || matches!(e, SourceError::WrongChain { .. })) =>
-                {
-                    wrong_chain.get_or_insert(e);
-                    other_urls -= 1;
-                    self.rotate(&Api::Rpc);
-                }
-                Err(e) if wrong_chain.is_some() => return Err(wrong_chain.unwrap_or(e)),
+            let error = match self.fetch_block(height).await {
+                Ok(block) => return Ok(block),
+                Err(e) => e,
+            };
+            match wrong_chain.after(error) {
+                Ok(()) => self.rotate(&Api::Rpc),
                 Err(SourceError::Malformed { .. }) if attempt + 1 < self.config.retries.max(1) => {
                     attempt += 1;
                     self.rotate(&Api::Rpc);
                     self.rotate(&Api::Rest);
                     tokio::time::sleep(backoff(attempt)).await;
                 }
-                outcome => return outcome,
+                Err(e) => return Err(e),
             }
         }
     }
@@ -592,4 +576,32 @@ fn truncate(text: &str) -> &str {
 
 fn form_encode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// One misrouted URL must not stop a chain: after a wrong chain id the other RPC URLs are
+/// asked, and it is fatal only when none of them answers for the right chain.
+struct WrongChainRetry {
+    other_urls: usize,
+    first: Option<SourceError>,
+}
+
+impl WrongChainRetry {
+    fn new(urls: usize) -> Self {
+        WrongChainRetry {
+            other_urls: urls.saturating_sub(1),
+            first: None,
+        }
+    }
+
+    /// `Ok(())`: rotate to the next RPC URL and ask again; `Err`: the error to handle (the
+    /// first wrong chain id once every other URL was tried).
+    fn after(&mut self, error: SourceError) -> Result<(), SourceError> {
+        let wrong_chain = matches!(error, SourceError::WrongChain { .. });
+        if self.other_urls > 0 && (wrong_chain || self.first.is_some()) {
+            self.other_urls -= 1;
+            self.first.get_or_insert(error);
+            return Ok(());
+        }
+        Err(self.first.take().unwrap_or(error))
+    }
 }
