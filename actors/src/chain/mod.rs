@@ -6,10 +6,12 @@ pub mod decode;
 pub mod devnet;
 pub mod node;
 pub mod proto;
+pub mod query;
 pub mod source;
 pub mod timefmt;
 pub mod types;
 pub mod wire;
 
+pub use query::{ChainQuery, QueryAnswer, QueryRejection};
 pub use source::{ChainSource, Source, SourceError};
 pub use types::{Attribute, BlockBundle, Event, Proposer, TxBundle, TxResult};

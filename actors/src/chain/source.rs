@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::devnet::DevnetSource;
 use super::node::NodeClient;
+use super::query::{ChainQuery, QueryAnswer};
 use super::types::BlockBundle;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,13 @@ pub enum SourceError {
 pub trait ChainSource: Send + Sync {
     fn latest_height(&self) -> impl Future<Output = Result<u64, SourceError>> + Send;
     fn block(&self, height: u64) -> impl Future<Output = Result<BlockBundle, SourceError>> + Send;
+    /// Reads chain state at `height` (after that block). `Err` is a transport failure
+    /// (retried by the follower); a chain-side error is an `Ok(Err(rejection))`.
+    fn query(
+        &self,
+        query: &ChainQuery,
+        height: u64,
+    ) -> impl Future<Output = Result<QueryAnswer, SourceError>> + Send;
 }
 
 /// Every source weaver can follow.
@@ -63,6 +71,13 @@ impl ChainSource for Source {
                 }
             }
             Source::Node(node) => node.block(height).await,
+        }
+    }
+
+    async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
+        match self {
+            Source::Devnet(devnet) => Ok(devnet.devnet().query(query, height)),
+            Source::Node(node) => node.query(query, height).await,
         }
     }
 }

