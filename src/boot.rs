@@ -19,12 +19,12 @@ use weaver_actors::follower::{
     ChainFollower, FollowerSettings, Ingestion, IngestionState, OpenDomains, RestartRequest,
 };
 use weaver_actors::indexers::{
-    BlocksIndexer, Domain, DomainIndexer, DomainSet, IndexError, RelayIndexer,
+    BlocksIndexer, Domain, DomainIndexer, DomainSet, IndexError, NftIndexer, RelayIndexer,
 };
 use weaver_actors::planner::RoutePlanner;
 use weaver_actors::relay::decode::RelayContext;
 use weaver_actors::relay::RelayBus;
-use weaver_actors::store::{BlocksStore, HotLimits, RelayStore, Store};
+use weaver_actors::store::{BlocksStore, HotLimits, NftStore, RelayStore, Store};
 use weaver_actors::system::{Supervised, Supervision};
 
 use crate::config::{ChainConfig, Config, SourceConfig};
@@ -142,6 +142,7 @@ struct ChainDomains {
     chain: ChainConfig,
     blocks: Option<BlocksStore>,
     relay: Option<RelayStore>,
+    nft: Option<NftStore>,
     relay_context: RelayContext,
     bus: RelayBus,
     plugins: Vec<(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)>,
@@ -163,6 +164,9 @@ impl ChainDomains {
                 self.relay_context,
                 Some(self.bus.clone()),
             )?));
+        }
+        if let Some(nft) = &self.nft {
+            indexers.push(Box::new(NftIndexer::new(nft.clone(), self.chain.vm)));
         }
         for (plugin, tree) in &self.plugins {
             indexers.push(plugin.open(&self.chain, tree.clone())?);
@@ -256,6 +260,11 @@ pub async fn run_with(
         } else {
             None
         };
+        let nft = if chain.indexes(Domain::Nft) {
+            Some(store.nft(&chain.chain_id, &chain.bech32_prefix)?)
+        } else {
+            None
+        };
         let mut plugins = Vec::new();
         for plugin in extensions.domains.iter().filter(|p| p.applies_to(chain)) {
             plugins.push((
@@ -267,6 +276,7 @@ pub async fn run_with(
             chain: chain.clone(),
             blocks: blocks.clone(),
             relay,
+            nft: nft.clone(),
             relay_context: RelayContext {
                 l2_bridge_id: config.l2_bridge_id(&chain.chain_id),
             },
@@ -308,6 +318,13 @@ pub async fn run_with(
             tracing::info!(chain_id = %chain.chain_id, domains = ?chain.domains, "followed without a listener");
             continue;
         };
+        let nft_api = nft.map(|nfts| {
+            web::Data::new(http::nft::NftApi {
+                nfts,
+                blocks: blocks.clone(),
+                vm: chain.vm,
+            })
+        });
         let api = web::Data::new(http::indexer::ChainApi::new(blocks, ingestion));
         let plugins = Arc::new(plugins);
         let limits = http::ListenerLimits::new("indexer", &config.limits);
@@ -315,8 +332,13 @@ pub async fn run_with(
         let (server, bound) =
             bind_server("indexer", listen, config.http_workers, limits, move || {
                 let plugins = plugins.clone();
+                let nft_api = nft_api.clone();
                 http::app("indexer", app_limits.clone(), move |cfg| {
                     http::indexer::routes(cfg);
+                    if let Some(nft_api) = nft_api {
+                        cfg.app_data(nft_api);
+                        http::nft::routes(cfg);
+                    }
                     for (plugin, tree) in plugins.iter() {
                         plugin.routes(tree.clone(), cfg);
                     }

@@ -387,7 +387,7 @@ fn default_prefix() -> String {
     "init".into()
 }
 fn default_domains() -> Vec<Domain> {
-    vec![Domain::Blocks, Domain::Txs, Domain::Relay]
+    vec![Domain::Blocks, Domain::Txs, Domain::Relay, Domain::Nft]
 }
 fn default_seed() -> u64 {
     42
@@ -608,6 +608,12 @@ fn validate_domains(chain: &ChainConfig, key: &dyn Fn(&str) -> String) -> Result
         return Err(invalid(
             key("domains"),
             "\"txs\" needs \"blocks\": tx records live beside their blocks",
+        ));
+    }
+    if chain.indexes(Domain::Nft) && !chain.indexes(Domain::Txs) {
+        return Err(invalid(
+            key("domains"),
+            "\"nft\" needs \"txs\": token history is served as tx records",
         ));
     }
     let served = chain.domains.iter().any(|d| d.served());

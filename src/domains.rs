@@ -39,4 +39,4 @@ pub struct Extensions {
 }
 
 /// Names a plug-in may not take: the built-in domains' trees and the chain metadata tree.
-pub const RESERVED_NAMES: &[&str] = &["blocks", "txs", "relay", "meta"];
+pub const RESERVED_NAMES: &[&str] = &["blocks", "txs", "relay", "nft", "meta"];

@@ -39,10 +39,10 @@ impl ChainApi {
 const AVG_BLOCKS: usize = 100;
 
 /// Offsets up to this are skipped inline; deeper ones are heavy.
-const INLINE_OFFSET: u64 = 1000;
+pub const INLINE_OFFSET: u64 = 1000;
 
 /// Pages longer than this are heavy.
-const INLINE_LIMIT: usize = 100;
+pub const INLINE_LIMIT: usize = 100;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
@@ -248,7 +248,7 @@ async fn tx_list(
     Ok(json_bytes(body))
 }
 
-fn wrap(name: &str, record: &[u8]) -> Vec<u8> {
+pub fn wrap(name: &str, record: &[u8]) -> Vec<u8> {
     let mut body = Vec::with_capacity(record.len() + name.len() + 5);
     body.extend_from_slice(b"{\"");
     body.extend_from_slice(name.as_bytes());
@@ -267,6 +267,16 @@ fn json_string_or_null(value: Option<String>) -> String {
 
 /// `{"<name>":[records…],"pagination":{"previous_key","next_key","total"}}`.
 fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Vec<u8> {
+    list_body_with(name, page, query, |k| cursor_key(kind, *k))
+}
+
+/// [`list_body`] for any cursor: `key_of` renders the next page's key from the last row's.
+pub fn list_body_with<C>(
+    name: &str,
+    page: &Page<C>,
+    query: &ListQuery<C>,
+    key_of: impl Fn(&C) -> String,
+) -> Vec<u8> {
     let (previous_key, next_key) = if query.offset_mode {
         let limit = query.page.limit as u64;
         let offset = query.page.offset;
@@ -278,7 +288,7 @@ fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Ve
         (
             None,
             page.has_more
-                .then(|| page.items.last().map(|(k, _)| cursor_key(kind, *k)))
+                .then(|| page.items.last().map(|(k, _)| key_of(k)))
                 .flatten(),
         )
     };

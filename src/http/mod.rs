@@ -5,6 +5,7 @@ pub mod error;
 pub mod indexer;
 pub mod limits;
 pub mod metrics;
+pub mod nft;
 pub mod query;
 pub mod router;
 

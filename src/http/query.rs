@@ -29,10 +29,10 @@ impl CursorKind {
     }
 }
 
-/// Parsed list parameters.
+/// Parsed list parameters; `C` is the list's keyset cursor.
 #[derive(Debug, Clone)]
-pub struct ListQuery {
-    pub page: PageRequest,
+pub struct ListQuery<C = u64> {
+    pub page: PageRequest<C>,
     /// True when the client paged by a numeric offset key: answer with offset keys.
     pub offset_mode: bool,
     pub msgs: Vec<String>,
@@ -69,12 +69,18 @@ fn parse_msg_type(value: &str) -> Result<Option<String>, ApiError> {
     Ok(Some(trimmed.to_string()))
 }
 
-enum Key {
-    Cursor(u64),
+enum Key<C> {
+    Cursor(C),
     Offset(u64),
 }
 
-fn parse_key(raw: &str, kind: CursorKind) -> Result<Key, ApiError> {
+/// Decodes a `pagination.key`: a base64 JSON cursor of this list (`decode` reads it), a JSON
+/// `{"offset":N}`, or a base64 decimal offset.
+fn parse_key<C>(
+    raw: &str,
+    what: &str,
+    decode: &impl Fn(&serde_json::Value) -> Option<C>,
+) -> Result<Key<C>, ApiError> {
     // A `+` sent unescaped arrives as a space.
     let text = raw.replace(' ', "+");
     let decoded = B64.decode(text.trim()).map_err(|_| {
@@ -87,15 +93,14 @@ fn parse_key(raw: &str, kind: CursorKind) -> Result<Key, ApiError> {
     if trimmed.starts_with('{') {
         let value: serde_json::Value = serde_json::from_str(trimmed)
             .map_err(|_| ApiError::bad_request("pagination.key is not a valid cursor"))?;
-        if let Some(n) = value.get(kind.field()).and_then(|v| v.as_u64()) {
-            return Ok(Key::Cursor(n));
+        if let Some(cursor) = decode(&value) {
+            return Ok(Key::Cursor(cursor));
         }
         if let Some(n) = value.get("offset").and_then(|v| v.as_u64()) {
             return Ok(Key::Offset(n));
         }
         return Err(ApiError::bad_request(format!(
-            "pagination.key is not a {} cursor of this list",
-            kind.field()
+            "pagination.key is not a {what} cursor of this list"
         )));
     }
     trimmed
@@ -105,6 +110,17 @@ fn parse_key(raw: &str, kind: CursorKind) -> Result<Key, ApiError> {
 }
 
 pub fn parse_list_query(query_string: &str, kind: CursorKind) -> Result<ListQuery, ApiError> {
+    let field = kind.field();
+    parse_list_query_with(query_string, field, |value| value.get(field)?.as_u64())
+}
+
+/// [`parse_list_query`] for a list whose cursor `decode` reads from the key's JSON (`what`
+/// names it in errors).
+pub fn parse_list_query_with<C>(
+    query_string: &str,
+    what: &str,
+    decode: impl Fn(&serde_json::Value) -> Option<C>,
+) -> Result<ListQuery<C>, ApiError> {
     let mut limit = DEFAULT_LIMIT;
     let mut offset = 0u64;
     let mut key = None;
@@ -140,7 +156,7 @@ pub fn parse_list_query(query_string: &str, kind: CursorKind) -> Result<ListQuer
                 }
                 offset = n as u64;
             }
-            "pagination.key" if !value.is_empty() => key = Some(parse_key(&value, kind)?),
+            "pagination.key" if !value.is_empty() => key = Some(parse_key(&value, what, &decode)?),
             "pagination.count_total" => count_total = parse_bool("pagination.count_total", &value)?,
             "pagination.reverse" => reverse = parse_bool("pagination.reverse", &value)?,
             "msgs" => {

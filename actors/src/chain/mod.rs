@@ -12,6 +12,6 @@ pub mod timefmt;
 pub mod types;
 pub mod wire;
 
-pub use query::{ChainQuery, QueryAnswer, QueryRejection};
+pub use query::{Answers, ChainQuery, QueryAnswer, QueryRejection};
 pub use source::{ChainSource, Source, SourceError};
 pub use types::{Attribute, BlockBundle, Event, Proposer, TxBundle, TxResult};

@@ -49,3 +49,40 @@ impl QueryRejection {
 
 /// What a query returned: the REST JSON body of a success, or the chain's rejection.
 pub type QueryAnswer = Result<Value, QueryRejection>;
+
+/// The answers to one block's queries, keyed by query.
+#[derive(Debug, Default, Clone)]
+pub struct Answers {
+    answers: std::collections::HashMap<ChainQuery, QueryAnswer>,
+}
+
+impl Answers {
+    pub fn insert(&mut self, query: ChainQuery, answer: QueryAnswer) {
+        self.answers.insert(query, answer);
+    }
+
+    /// The answer to `query`, if it was asked.
+    pub fn get(&self, query: &ChainQuery) -> Option<&QueryAnswer> {
+        self.answers.get(query)
+    }
+
+    pub fn len(&self) -> usize {
+        self.answers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty()
+    }
+}
+
+impl ChainQuery {
+    /// Short name for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ChainQuery::MoveResource { .. } => "move_resource",
+            ChainQuery::EvmCall { .. } => "evm_call",
+            ChainQuery::WasmSmart { .. } => "wasm_smart",
+            ChainQuery::WasmContractInfo { .. } => "wasm_contract_info",
+        }
+    }
+}

@@ -15,7 +15,8 @@ use futures_util::StreamExt;
 pub use actor::{ChainFollower, InjectPanic, OpenDomains, Retire};
 pub use ingestion::{Ingestion, IngestionState, IngestionStatus, RestartRequest, PROBE_BYTES};
 
-use crate::chain::{ChainSource, SourceError};
+use crate::chain::types::BlockBundle;
+use crate::chain::{Answers, ChainSource, SourceError};
 use crate::indexers::{DomainSet, IndexError};
 use progress::ProgressLog;
 
@@ -171,7 +172,8 @@ impl<S: ChainSource + 'static> Follower<S> {
                 }
                 .into());
             }
-            self.domains.apply(&bundle)?;
+            let answers = self.answer_lookups(&bundle).await?;
+            self.domains.apply_answered(&bundle, &answers)?;
             indexed += 1;
             self.progress
                 .indexed(bundle.height, bundle.txs.len() as u64, self.tip);
@@ -188,6 +190,40 @@ impl<S: ChainSource + 'static> Follower<S> {
         })
     }
 }
+
+impl<S: ChainSource + 'static> Follower<S> {
+    /// Asks the source the chain-state reads the domains want for `bundle`, a few at a time.
+    /// A transport failure fails the step (the block is retried after a backoff); a
+    /// chain-side rejection is an answer the domain interprets.
+    async fn answer_lookups(&self, bundle: &BlockBundle) -> Result<Answers, SourceError> {
+        let queries = self.domains.lookups(bundle);
+        let mut answers = Answers::default();
+        if queries.is_empty() {
+            return Ok(answers);
+        }
+        let source = &self.source;
+        let height = bundle.height;
+        let mut replies = futures_util::stream::iter(queries)
+            .map(|query| async move {
+                let answer = source.query(&query, height).await;
+                (query, answer)
+            })
+            .buffer_unordered(LOOKUPS_IN_FLIGHT);
+        while let Some((query, answer)) = replies.next().await {
+            let outcome = match &answer {
+                Ok(Ok(_)) => "ok",
+                Ok(Err(_)) => "rejected",
+                Err(_) => "error",
+            };
+            metrics::counter!("weaver_chain_queries_total", "chain_id" => self.progress.chain_id().to_string(), "kind" => query.kind(), "outcome" => outcome).increment(1);
+            answers.insert(query, answer?);
+        }
+        Ok(answers)
+    }
+}
+
+/// Chain-state reads of one block asked concurrently.
+const LOOKUPS_IN_FLIGHT: usize = 8;
 
 /// The height the `indexed`-th block of a step starting at `next` must have.
 fn height_of(next: u64, indexed: u64) -> u64 {

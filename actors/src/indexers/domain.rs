@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::IndexError;
 use crate::chain::devnet::Vm;
 use crate::chain::types::BlockBundle;
+use crate::chain::{Answers, ChainQuery};
 use crate::store::DomainTree;
 
 /// An indexer of one domain of one chain. It owns its tree's records; the engine owns the
@@ -17,6 +18,23 @@ pub trait DomainIndexer: Send + 'static {
     /// batch together with the watermark; in-memory state must not move before
     /// [`DomainIndexer::committed`].
     fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError>;
+
+    /// The chain state this block needs read before it can be indexed (NFT metadata). The
+    /// follower asks the source at the block's height and hands the answers to
+    /// [`DomainIndexer::index_answered`]; a transport failure retries the block.
+    fn lookups(&self, _bundle: &BlockBundle) -> Vec<ChainQuery> {
+        Vec::new()
+    }
+
+    /// [`DomainIndexer::index`] with the answers to [`DomainIndexer::lookups`].
+    fn index_answered(
+        &mut self,
+        bundle: &BlockBundle,
+        _answers: &Answers,
+        batch: &mut sled::Batch,
+    ) -> Result<(), IndexError> {
+        self.index(bundle, batch)
+    }
 
     /// The batch of `bundle` is durable: publish hot entries or events, advance counters.
     fn committed(&mut self, _bundle: &BlockBundle) {}
@@ -32,6 +50,8 @@ pub enum Domain {
     Txs,
     /// IBC and OPinit relay events for transfer tracking.
     Relay,
+    /// NFT collections, tokens and token history (`/indexer/nft/v1/*`).
+    Nft,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,13 +67,14 @@ impl Domain {
             Domain::Blocks => "blocks",
             Domain::Txs => "txs",
             Domain::Relay => "relay",
+            Domain::Nft => "nft",
         }
     }
 
     /// Whether a chain of this VM can keep the domain.
     pub fn check_vm(self, vm: Vm) -> Result<(), UnsupportedDomain> {
         let supported = match self {
-            Domain::Blocks | Domain::Txs | Domain::Relay => true,
+            Domain::Blocks | Domain::Txs | Domain::Relay | Domain::Nft => true,
         };
         if supported {
             Ok(())
@@ -67,6 +88,6 @@ impl Domain {
 
     /// Whether the domain serves an HTTP API (a chain keeping one needs a listener).
     pub fn served(self) -> bool {
-        matches!(self, Domain::Blocks | Domain::Txs)
+        matches!(self, Domain::Blocks | Domain::Txs | Domain::Nft)
     }
 }

@@ -8,12 +8,14 @@ pub mod accounts;
 pub mod blocks;
 pub mod coins;
 mod domain;
+pub mod nft;
 pub mod records;
 pub mod relay;
 mod set;
 
 pub use blocks::BlocksIndexer;
 pub use domain::{Domain, DomainIndexer, UnsupportedDomain};
+pub use nft::NftIndexer;
 pub use relay::RelayIndexer;
 pub use set::DomainSet;
 

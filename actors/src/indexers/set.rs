@@ -2,6 +2,14 @@
 
 use super::{DomainIndexer, IndexError};
 use crate::chain::types::BlockBundle;
+use crate::chain::{Answers, ChainQuery};
+
+/// Whether a domain at `watermark` indexes `height` (a domain with nothing indexed starts at
+/// `start_height`).
+fn needs(watermark: u64, height: u64, start_height: u64) -> bool {
+    let before_start = watermark == 0 && height < start_height;
+    watermark < height && !before_start
+}
 
 struct Slot {
     indexer: Box<dyn DomainIndexer>,
@@ -84,9 +92,32 @@ impl DomainSet {
             .collect()
     }
 
-    /// Feeds one block to every domain that has not passed it, each committed atomically
-    /// with its new watermark. Heights must come in order for each domain.
+    /// The chain state the domains that still need `bundle` want read first (no repeats).
+    pub fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
+        let mut queries: Vec<ChainQuery> = self
+            .slots
+            .iter()
+            .filter(|slot| needs(slot.watermark, bundle.height, self.start_height))
+            .flat_map(|slot| slot.indexer.lookups(bundle))
+            .collect();
+        queries.sort();
+        queries.dedup();
+        queries
+    }
+
+    /// [`DomainSet::apply_answered`] for domains that read no chain state.
     pub fn apply(&mut self, bundle: &BlockBundle) -> Result<(), IndexError> {
+        self.apply_answered(bundle, &Answers::default())
+    }
+
+    /// Feeds one block (and the answers to its [`DomainSet::lookups`]) to every domain that
+    /// has not passed it, each committed atomically with its new watermark. Heights must
+    /// come in order for each domain.
+    pub fn apply_answered(
+        &mut self,
+        bundle: &BlockBundle,
+        answers: &Answers,
+    ) -> Result<(), IndexError> {
         if bundle.chain_id != self.chain_id {
             return Err(IndexError::WrongChain {
                 height: bundle.height,
@@ -94,9 +125,9 @@ impl DomainSet {
                 expected: self.chain_id.clone(),
             });
         }
+        let start_height = self.start_height;
         for slot in &mut self.slots {
-            let before_start = slot.watermark == 0 && bundle.height < self.start_height;
-            if slot.watermark >= bundle.height || before_start {
+            if !needs(slot.watermark, bundle.height, start_height) {
                 continue;
             }
             let tree = slot.indexer.tree().clone();
@@ -108,7 +139,7 @@ impl DomainSet {
                 });
             }
             let mut batch = sled::Batch::default();
-            slot.indexer.index(bundle, &mut batch)?;
+            slot.indexer.index_answered(bundle, answers, &mut batch)?;
             tree.commit(batch, bundle.height, slot.watermark == 0)?;
             slot.watermark = bundle.height;
             slot.indexer.committed(bundle);

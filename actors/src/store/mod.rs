@@ -8,6 +8,7 @@ mod domain;
 mod hot;
 pub mod keys;
 mod meta;
+pub mod nft;
 pub mod pager;
 pub mod relay;
 
@@ -19,6 +20,7 @@ pub use blocks_query::{TxFilter, COUNT_SCAN_LIMIT};
 pub use domain::DomainTree;
 pub use hot::{HotBlock, HotLimits, HotTier};
 pub use meta::MetaTree;
+pub use nft::NftStore;
 pub use pager::{CursorKey, Order, Page, PageRequest, Total};
 pub use relay::RelayStore;
 /// The write batch a domain indexer fills (one atomic `apply_batch` per block and domain).
@@ -65,6 +67,11 @@ impl Store {
     /// The relay-events domain of a chain.
     pub fn relay(&self, chain_id: &str) -> Result<RelayStore, StoreError> {
         Ok(RelayStore::new(self.domain(chain_id, relay::DOMAIN)?))
+    }
+
+    /// The NFT domain of a chain (`bech32_prefix` renders its accounts).
+    pub fn nft(&self, chain_id: &str, bech32_prefix: &str) -> Result<NftStore, StoreError> {
+        NftStore::open(self.domain(chain_id, nft::DOMAIN)?, bech32_prefix)
     }
 
     /// Process-level metadata (the devnet world's genesis and the like).

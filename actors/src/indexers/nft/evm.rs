@@ -1,0 +1,339 @@
+//! EVM NFTs from ERC-721 `Transfer` logs in `evm` events (exactly four topics, empty data):
+//! from zero mints, to zero burns, the token id is topic 3 in decimal. A contract becomes a
+//! collection the first time such a log is seen and `name()` answers; a revert marks it as
+//! not a collection for good. Token URIs come from `tokenURI(id)` at mint and after an
+//! ERC-4906 `MetadataUpdate`; a revert leaves the uri empty. The creator and creation are
+//! those of the contract's `contract_created` event (the first tx that touched it) when this
+//! index saw it, else of the tx with the first log.
+
+use serde::Deserialize;
+use sha3::{Digest, Keccak256};
+
+use super::move_vm::check_token_id;
+use super::state::BlockState;
+use super::{malformed, EventError, TxContext};
+use crate::chain::address::parse_hex_address;
+use crate::chain::types::Event;
+use crate::chain::{Answers, ChainQuery};
+use crate::store::nft::keys::{with_addr, NOT_COLLECTION};
+use crate::store::NftStore;
+
+const TRANSFER_TOPIC: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+const NAME_SELECTOR: &str = "06fdde03";
+const TOKEN_URI_SELECTOR: &str = "c87b56dd";
+
+#[derive(Deserialize)]
+struct Log {
+    address: String,
+    topics: Vec<String>,
+    #[serde(default)]
+    data: String,
+}
+
+/// `keccak256("MetadataUpdate(uint256)")` (ERC-4906).
+fn metadata_update_topic() -> String {
+    format!(
+        "0x{}",
+        hex::encode(Keccak256::digest(b"MetadataUpdate(uint256)"))
+    )
+}
+
+enum Action {
+    Mint { to: Vec<u8> },
+    Transfer { to: Vec<u8> },
+    Burn,
+    MetadataUpdate,
+}
+
+/// One NFT log: the collection, the token word (32 bytes) and what happened.
+struct NftLog {
+    collection: Vec<u8>,
+    token_word: [u8; 32],
+    action: Action,
+}
+
+fn word(text: &str) -> Option<[u8; 32]> {
+    let digits = text.strip_prefix("0x")?;
+    hex::decode(digits).ok()?.try_into().ok()
+}
+
+fn is_zero(word: &[u8; 32]) -> bool {
+    word.iter().all(|&b| b == 0)
+}
+
+fn nft_log(text: &str) -> Result<Option<NftLog>, EventError> {
+    let log: Log = serde_json::from_str(text).map_err(|e| malformed(format!("evm log: {e}")))?;
+    let topic0 = log.topics.first().map(|t| t.to_ascii_lowercase());
+    let collection = || {
+        parse_hex_address(&log.address)
+            .filter(|a| a.len() == 20)
+            .ok_or_else(|| malformed(format!("log address {:?}", log.address)))
+    };
+    let bad_word = || malformed("log topic is not a 32-byte word");
+    if topic0.as_deref() == Some(TRANSFER_TOPIC) && log.topics.len() == 4 && log.data == "0x" {
+        let from = word(&log.topics[1]).ok_or_else(bad_word)?;
+        let to = word(&log.topics[2]).ok_or_else(bad_word)?;
+        let token_word = word(&log.topics[3]).ok_or_else(bad_word)?;
+        let action = match (is_zero(&from), is_zero(&to)) {
+            (true, true) => return Ok(None),
+            (true, false) => Action::Mint {
+                to: to[12..].to_vec(),
+            },
+            (false, true) => Action::Burn,
+            (false, false) => Action::Transfer {
+                to: to[12..].to_vec(),
+            },
+        };
+        return Ok(Some(NftLog {
+            collection: collection()?,
+            token_word,
+            action,
+        }));
+    }
+    if topic0 == Some(metadata_update_topic()) && log.topics.len() == 1 {
+        let token_word = word(&log.data).ok_or_else(bad_word)?;
+        return Ok(Some(NftLog {
+            collection: collection()?,
+            token_word,
+            action: Action::MetadataUpdate,
+        }));
+    }
+    Ok(None)
+}
+
+fn nft_logs(event: &Event) -> impl Iterator<Item = Result<NftLog, EventError>> + '_ {
+    event
+        .attributes
+        .iter()
+        .filter(|a| a.key == "log")
+        .filter_map(|a| nft_log(&a.value).transpose())
+}
+
+fn hex_addr(bytes: &[u8]) -> String {
+    format!("0x{}", hex::encode(bytes))
+}
+
+fn name_query(collection: &[u8]) -> ChainQuery {
+    ChainQuery::EvmCall {
+        contract: hex_addr(collection),
+        input: format!("0x{NAME_SELECTOR}"),
+    }
+}
+
+fn token_uri_query(collection: &[u8], token_word: &[u8; 32]) -> ChainQuery {
+    ChainQuery::EvmCall {
+        contract: hex_addr(collection),
+        input: format!("0x{TOKEN_URI_SELECTOR}{}", hex::encode(token_word)),
+    }
+}
+
+/// The decimal text of a big-endian 256-bit word.
+pub fn decimal(word: &[u8; 32]) -> String {
+    let mut digits = Vec::new();
+    let mut value = word.to_vec();
+    while value.iter().any(|&b| b != 0) {
+        let mut remainder = 0u32;
+        for byte in value.iter_mut() {
+            let current = (remainder << 8) | *byte as u32;
+            *byte = (current / 10) as u8;
+            remainder = current % 10;
+        }
+        digits.push(b'0' + remainder as u8);
+    }
+    if digits.is_empty() {
+        return "0".into();
+    }
+    digits.reverse();
+    String::from_utf8(digits).expect("ASCII digits")
+}
+
+/// Decodes an ABI-encoded `string` return value.
+pub fn abi_string(response: &str) -> Option<String> {
+    let bytes = hex::decode(response.strip_prefix("0x").unwrap_or(response)).ok()?;
+    let read_word = |at: usize| -> Option<usize> {
+        let word = bytes.get(at..at + 32)?;
+        if word[..24].iter().any(|&b| b != 0) {
+            return None;
+        }
+        Some(u64::from_be_bytes(word[24..].try_into().ok()?) as usize)
+    };
+    let offset = read_word(0)?;
+    let len = read_word(offset)?;
+    let start = offset.checked_add(32)?;
+    let text = bytes.get(start..start.checked_add(len)?)?;
+    Some(String::from_utf8_lossy(text).into_owned())
+}
+
+fn call_response<'a>(
+    answers: &'a Answers,
+    query: &ChainQuery,
+) -> Option<&'a crate::chain::QueryAnswer> {
+    answers.get(query)
+}
+
+pub(super) fn lookups(
+    store: &NftStore,
+    event: &Event,
+    queries: &mut Vec<ChainQuery>,
+) -> Result<(), EventError> {
+    if event.kind != "evm" {
+        return Ok(());
+    }
+    for log in nft_logs(event) {
+        let log = log?;
+        let known = store.collection(&log.collection)?.is_some();
+        if !known {
+            if store
+                .domain()
+                .tree()
+                .contains_key(with_addr(NOT_COLLECTION, &log.collection))
+                .map_err(crate::store::StoreError::from)?
+            {
+                continue;
+            }
+            queries.push(name_query(&log.collection));
+        }
+        let wants_uri = match log.action {
+            Action::Mint { .. } | Action::MetadataUpdate => true,
+            Action::Transfer { .. } => store
+                .token(&log.collection, &decimal(&log.token_word))?
+                .is_none(),
+            Action::Burn => false,
+        };
+        if wants_uri {
+            queries.push(token_uri_query(&log.collection, &log.token_word));
+        }
+    }
+    Ok(())
+}
+
+/// The token's URI, or "" when the call reverted or was not asked.
+fn token_uri(answers: &Answers, collection: &[u8], token_word: &[u8; 32]) -> String {
+    match call_response(answers, &token_uri_query(collection, token_word)) {
+        Some(Ok(body)) => body["response"]
+            .as_str()
+            .and_then(abi_string)
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// Makes sure the log's contract is a known collection; `false` to skip the log.
+fn ensure_collection(
+    state: &mut BlockState,
+    tx: &TxContext,
+    collection: &[u8],
+    answers: &Answers,
+) -> Result<bool, EventError> {
+    if state.collection(collection)?.is_some() {
+        return Ok(true);
+    }
+    if state.is_not_collection(collection)? {
+        return Ok(false);
+    }
+    let name = match call_response(answers, &name_query(collection)) {
+        Some(Ok(body)) => body["response"]
+            .as_str()
+            .and_then(abi_string)
+            .ok_or_else(|| malformed("name() did not return a string"))?,
+        Some(Err(rejection)) if rejection.is_revert() => {
+            state.mark_not_collection(collection);
+            return Ok(false);
+        }
+        Some(Err(rejection)) => {
+            return Err(malformed(format!(
+                "name() of {}: {rejection}",
+                hex_addr(collection)
+            )))
+        }
+        None => return Err(malformed("name() was not asked")),
+    };
+    let (creator, created) = match state.contract_origin(collection)? {
+        Some(origin) => (origin.creator, (origin.height, origin.time_ns)),
+        None => (
+            tx.signer.clone().unwrap_or_default(),
+            (state.height, state.time_ns),
+        ),
+    };
+    state.create_collection(collection, &name, &creator, created)?;
+    Ok(true)
+}
+
+pub(super) fn apply(
+    state: &mut BlockState,
+    tx: &TxContext,
+    event: &Event,
+    answers: &Answers,
+) -> Result<(), EventError> {
+    if event.kind == "contract_created" {
+        if let (Some(contract), Some(signer)) = (
+            event.attr("contract").and_then(parse_hex_address),
+            tx.signer.as_ref(),
+        ) {
+            state.contract_created(&contract, signer);
+        }
+        return Ok(());
+    }
+    for log in nft_logs(event) {
+        let log = log?;
+        if !ensure_collection(state, tx, &log.collection, answers)? {
+            continue;
+        }
+        let token_id = decimal(&log.token_word);
+        check_token_id(&token_id)?;
+        let collection = &log.collection;
+        match log.action {
+            Action::Mint { to } => {
+                let uri = token_uri(answers, collection, &log.token_word);
+                state.mint(collection, &token_id, &[], &to, &uri)?;
+            }
+            Action::Transfer { to } => {
+                let moved = state.update(collection, &token_id, |t| t.owner = to.clone())?;
+                if !moved {
+                    // Minted before this index's first block: known from here on.
+                    let uri = token_uri(answers, collection, &log.token_word);
+                    state.mint(collection, &token_id, &[], &to, &uri)?;
+                }
+            }
+            Action::Burn => {
+                state.burn(collection, &token_id)?;
+            }
+            Action::MetadataUpdate => {
+                let uri = token_uri(answers, collection, &log.token_word);
+                if !state.update(collection, &token_id, |t| t.uri = uri)? {
+                    continue;
+                }
+            }
+        }
+        state.touch(collection, &token_id, tx.index, tx.hash);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_decimal_and_strings_decode() {
+        let mut word = [0u8; 32];
+        assert_eq!(decimal(&word), "0");
+        word[31] = 42;
+        assert_eq!(decimal(&word), "42");
+        word[30] = 1;
+        assert_eq!(decimal(&word), "298");
+        assert_eq!(
+            decimal(&[0xff; 32]),
+            "115792089237316195423570985008687907853269984665640564039457584007913129639935"
+        );
+        let encoded = format!(
+            "0x{:064x}{:064x}{}",
+            32,
+            5,
+            format!("{:0<64}", hex::encode("Punks"))
+        );
+        assert_eq!(abi_string(&encoded).as_deref(), Some("Punks"));
+        assert_eq!(abi_string("0x"), None);
+        assert_eq!(abi_string(&format!("0x{:064x}", 1u64 << 40)), None);
+    }
+}

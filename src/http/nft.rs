@@ -1,0 +1,367 @@
+//! The NFT API of one chain (spec endpoints 9–15): collections, tokens and the txs that
+//! touched a token. Handlers read the NFT domain's tree; token history resolves each tx
+//! through the blocks domain. Every list pages by a keyset cursor (stable while blocks
+//! arrive) unless the client sent an offset key, and every `total` is exact.
+
+use actix_web::{web, HttpRequest};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde_json::{json, Value};
+
+use weaver_actors::chain::address::{decode_bech32, parse_account};
+use weaver_actors::chain::devnet::Vm;
+use weaver_actors::store::nft::keys::TxPosition;
+use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
+use weaver_actors::store::{BlocksStore, NftStore, Page};
+
+use super::error::{json_bytes, ApiError, ApiResult};
+use super::indexer::{list_body_with, wrap, INLINE_LIMIT, INLINE_OFFSET};
+use super::limits::HeavyPages;
+use super::query::{parse_list_query_with, ListQuery};
+
+/// What a chain's NFT endpoints serve from.
+pub struct NftApi {
+    pub nfts: NftStore,
+    /// Tx records of token history.
+    pub blocks: BlocksStore,
+    pub vm: Vm,
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    super::get(cfg, "/indexer/nft/v1/collections", collections);
+    super::get(
+        cfg,
+        "/indexer/nft/v1/collections/by_account/{account}",
+        collections_by_account,
+    );
+    super::get(
+        cfg,
+        "/indexer/nft/v1/collections/by_name/{name}",
+        collections_by_name,
+    );
+    super::get(
+        cfg,
+        "/indexer/nft/v1/collections/{collection_addr}",
+        collection,
+    );
+    super::get(
+        cfg,
+        "/indexer/nft/v1/tokens/by_account/{account}",
+        tokens_by_account,
+    );
+    super::get(
+        cfg,
+        "/indexer/nft/v1/tokens/by_collection/{collection_addr}",
+        tokens_by_collection,
+    );
+    super::get(
+        cfg,
+        "/indexer/nft/v1/txs/{collection_addr}/{token_id}",
+        token_txs,
+    );
+}
+
+fn account(text: &str) -> Result<Vec<u8>, ApiError> {
+    parse_account(text).map_err(|e| ApiError::invalid_value("account", text, &e.to_string()))
+}
+
+/// A collection address: bech32, or hex left-padded to the chain's contract width (20 bytes
+/// on EVM, 32 on Move and Wasm).
+fn collection_addr(vm: Vm, text: &str) -> Result<Vec<u8>, ApiError> {
+    let bad = |why: &str| ApiError::invalid_value("collection_addr", text, why);
+    if !text.starts_with("0x") && !text.starts_with("0X") {
+        if let Some((_, bytes)) = decode_bech32(text) {
+            return Ok(bytes);
+        }
+    }
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    let width = if vm == Vm::Evm { 40 } else { 64 };
+    let trimmed = digits.trim_start_matches('0');
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad("invalid address format"));
+    }
+    if trimmed.len() > width {
+        return Err(bad("address too long"));
+    }
+    hex::decode(format!("{:0>width$}", trimmed.to_ascii_lowercase()))
+        .map_err(|_| bad("invalid address format"))
+}
+
+fn key_of(value: Value) -> String {
+    B64.encode(value.to_string())
+}
+
+fn collections_query(req: &HttpRequest) -> Result<ListQuery<u64>, ApiError> {
+    parse_list_query_with(req.query_string(), "collection", |v| {
+        v.get("sequence")?.as_u64()
+    })
+}
+
+fn collection_key(n: &u64) -> String {
+    key_of(json!({ "sequence": n }))
+}
+
+/// Runs a page on the blocking pool when it is long or deep (see `HeavyPages`).
+async fn paged<C: Send + 'static>(
+    heavy: &HeavyPages,
+    query: &ListQuery<C>,
+    work: impl FnOnce() -> Result<Vec<u8>, ApiError> + Send + 'static,
+) -> ApiResult {
+    let body = if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
+        heavy.run(work).await?
+    } else {
+        work()?
+    };
+    Ok(json_bytes(body))
+}
+
+async fn collections(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    req: HttpRequest,
+) -> ApiResult {
+    let query = collections_query(&req)?;
+    let store = api.nfts.clone();
+    let page = query.clone();
+    paged(&heavy, &query, move || {
+        let found = store.collections(&page.page)?;
+        Ok(list_body_with("collections", &found, &page, collection_key))
+    })
+    .await
+}
+
+async fn collections_by_account(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    path: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let owner = account(&path)?;
+    let query = collections_query(&req)?;
+    let store = api.nfts.clone();
+    let page = query.clone();
+    paged(&heavy, &query, move || {
+        let found = store.collections_of(&owner, &page.page)?;
+        Ok(list_body_with("collections", &found, &page, collection_key))
+    })
+    .await
+}
+
+async fn collections_by_name(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    path: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let name = path.into_inner();
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::invalid_value(
+            "name",
+            &name,
+            &format!("at most {MAX_NAME_CHARS} characters"),
+        ));
+    }
+    let query = collections_query(&req)?;
+    let store = api.nfts.clone();
+    let page = query.clone();
+    paged(&heavy, &query, move || {
+        let found = store.collections_named(&name, &page.page)?;
+        Ok(list_body_with("collections", &found, &page, collection_key))
+    })
+    .await
+}
+
+/// Longest collection-name query (names on chain are short; this bounds the match work).
+const MAX_NAME_CHARS: usize = 256;
+
+async fn collection(api: web::Data<NftApi>, path: web::Path<String>) -> ApiResult {
+    let addr = collection_addr(api.vm, &path)?;
+    let record = api
+        .nfts
+        .collection(&addr)?
+        .ok_or_else(|| ApiError::not_found("nft collection not found"))?;
+    let rendered = record.render(api.nfts.bech32_prefix()).to_string();
+    Ok(json_bytes(wrap("collection", rendered.as_bytes())))
+}
+
+/// `order_by`, `token_id` and (by account) `collection_addr`, as the reference indexer reads
+/// them: `order_by` trimmed and lower-cased, empty meaning `token_id`.
+struct TokenParams {
+    order: TokenOrder,
+    token_id: Option<String>,
+    collection: Option<Vec<u8>>,
+}
+
+fn token_params(vm: Vm, req: &HttpRequest) -> Result<TokenParams, ApiError> {
+    let mut params = TokenParams {
+        order: TokenOrder::TokenId,
+        token_id: None,
+        collection: None,
+    };
+    for (name, value) in form_urlencoded::parse(req.query_string().as_bytes()) {
+        match name.as_ref() {
+            "order_by" => {
+                params.order = match value.trim().to_lowercase().as_str() {
+                    "" | "token_id" => TokenOrder::TokenId,
+                    "height" => TokenOrder::Height,
+                    other => {
+                        return Err(ApiError::bad_request(format!(
+                            "invalid order_by value '{other}', must be one of: token_id, height"
+                        )))
+                    }
+                }
+            }
+            "token_id" if !value.is_empty() => params.token_id = Some(value.into_owned()),
+            "collection_addr" if !value.is_empty() => {
+                params.collection = Some(collection_addr(vm, &value)?)
+            }
+            _ => {}
+        }
+    }
+    Ok(params)
+}
+
+fn tokens_query(req: &HttpRequest) -> Result<ListQuery<TokenCursor>, ApiError> {
+    parse_list_query_with(req.query_string(), "token", |v| {
+        Some(TokenCursor {
+            token_id: v.get("token_id")?.as_str()?.to_string(),
+            height: v.get("height").and_then(Value::as_u64).unwrap_or(0),
+            collection: match v.get("collection_addr").and_then(Value::as_str) {
+                Some(text) => hex::decode(text.trim_start_matches("0x")).ok()?,
+                None => Vec::new(),
+            },
+        })
+    })
+}
+
+fn token_key(cursor: &TokenCursor) -> String {
+    key_of(json!({
+        "collection_addr": format!("0x{}", hex::encode(&cursor.collection)),
+        "height": cursor.height,
+        "token_id": cursor.token_id,
+    }))
+}
+
+async fn token_list(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    filter: TokenFilter,
+    order: TokenOrder,
+    query: ListQuery<TokenCursor>,
+) -> ApiResult {
+    let store = api.nfts.clone();
+    let page = query.clone();
+    paged(&heavy, &query, move || {
+        let found = store.tokens(&filter, order, &page.page)?;
+        Ok(list_body_with("tokens", &found, &page, token_key))
+    })
+    .await
+}
+
+async fn tokens_by_account(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    path: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let owner = account(&path)?;
+    let params = token_params(api.vm, &req)?;
+    let query = tokens_query(&req)?;
+    let filter = TokenFilter {
+        owner: Some(owner),
+        collection: params.collection,
+        token_id: params.token_id,
+    };
+    token_list(api, heavy, filter, params.order, query).await
+}
+
+async fn tokens_by_collection(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    path: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let collection = collection_addr(api.vm, &path)?;
+    let params = token_params(api.vm, &req)?;
+    let query = tokens_query(&req)?;
+    let filter = TokenFilter {
+        owner: None,
+        collection: Some(collection),
+        token_id: params.token_id,
+    };
+    token_list(api, heavy, filter, params.order, query).await
+}
+
+fn tx_position_key(position: &TxPosition) -> String {
+    key_of(json!({ "height": position.height, "index": position.index }))
+}
+
+async fn token_txs(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+) -> ApiResult {
+    let (collection, token_id) = path.into_inner();
+    let collection = collection_addr(api.vm, &collection)?;
+    let query = parse_list_query_with(req.query_string(), "token tx", |v| {
+        Some(TxPosition {
+            height: v.get("height")?.as_u64()?,
+            index: u32::try_from(v.get("index")?.as_u64()?).ok()?,
+        })
+    })?;
+    let nfts = api.nfts.clone();
+    let blocks = api.blocks.clone();
+    let page = query.clone();
+    paged(&heavy, &query, move || {
+        let hashes = nfts.token_txs(&collection, &token_id, &page.page)?;
+        let txs = resolve_txs(&blocks, hashes)?;
+        Ok(list_body_with("txs", &txs, &page, tx_position_key))
+    })
+    .await
+}
+
+/// Swaps each tx hash for its tx record. A tx the blocks domain has not committed yet (it
+/// commits before the NFT domain, so only after a crash between the two) is left out.
+fn resolve_txs(
+    blocks: &BlocksStore,
+    hashes: Page<TxPosition>,
+) -> Result<Page<TxPosition>, ApiError> {
+    let mut items = Vec::with_capacity(hashes.items.len());
+    for (position, hash) in hashes.items {
+        let hash: [u8; 32] = hash[..]
+            .try_into()
+            .map_err(|_| ApiError::internal("a token tx entry is not a 32-byte hash"))?;
+        if let Some(record) = blocks.tx_by_hash(&hash)? {
+            items.push((position, record));
+        }
+    }
+    Ok(Page {
+        items,
+        has_more: hashes.has_more,
+        total: hashes.total,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collection_addresses_take_the_chain_width() {
+        assert_eq!(collection_addr(Vm::Evm, "0x1").unwrap().len(), 20);
+        assert_eq!(collection_addr(Vm::Move, "0x1").unwrap().len(), 32);
+        assert_eq!(
+            collection_addr(Vm::Move, &format!("0x{}", "ab".repeat(32))).unwrap(),
+            vec![0xab; 32]
+        );
+        assert!(collection_addr(Vm::Evm, &format!("0x{}", "ab".repeat(32))).is_err());
+        for bad in ["", "0x", "zz", "0xgg"] {
+            let error = collection_addr(Vm::Wasm, bad).unwrap_err();
+            assert_eq!(error.status.as_u16(), 400, "{bad:?}");
+        }
+    }
+}
