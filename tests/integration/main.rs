@@ -9,6 +9,7 @@ mod harness;
 mod limits;
 mod msgs;
 mod msgs_sdk;
+mod nft_pages;
 mod node_faults;
 mod node_source;
 mod properties;

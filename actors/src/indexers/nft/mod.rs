@@ -9,6 +9,7 @@ mod evm;
 mod move_vm;
 mod origin;
 mod state;
+pub mod synthetic;
 mod wasm;
 
 use std::sync::Arc;
