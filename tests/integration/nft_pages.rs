@@ -13,6 +13,8 @@ use weaver_actors::chain::devnet::Vm;
 use weaver_actors::indexers::nft::synthetic::{collection_addr, SyntheticNfts};
 use weaver_actors::store::{HotLimits, Store};
 
+use crate::harness::urlencode;
+
 const TOKENS: u64 = 10_000;
 const OWNER: [u8; 20] = [0x11; 20];
 
@@ -131,8 +133,4 @@ async fn every_page_of_a_large_collection_holds_each_token_once_while_blocks_arr
     let mut all: Vec<String> = (0..extra).map(|i| i.to_string()).collect();
     all.sort();
     assert_eq!([first, token_ids(&body)].concat(), all[9990..10000]);
-}
-
-fn urlencode(text: &str) -> String {
-    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }

@@ -296,7 +296,9 @@ pub(super) fn apply(
                 }
             }
             Action::Burn => {
-                state.burn(collection, &token_id)?;
+                if !state.burn(collection, &token_id)? {
+                    continue;
+                }
             }
             Action::MetadataUpdate => {
                 let uri = token_uri(answers, collection, &log.token_word);

@@ -152,7 +152,9 @@ pub(super) fn apply(
             }
         }
         _ => {
-            state.burn(&contract, &token_id)?;
+            if !state.burn(&contract, &token_id)? {
+                return Err(malformed("burn of a token this index does not hold"));
+            }
         }
     }
     state.touch(&contract, &token_id, tx.index, tx.hash);
