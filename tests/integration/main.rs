@@ -10,6 +10,7 @@ mod limits;
 mod msgs;
 mod msgs_sdk;
 mod node_faults;
+mod node_queries;
 mod node_source;
 mod properties;
 mod router;
