@@ -4,6 +4,7 @@
 //! With `--faults` it misbehaves on schedule (see [`faults`]).
 
 pub mod faults;
+mod queries;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -422,6 +423,20 @@ pub fn bind(
             .route(
                 "/cosmos/base/tendermint/v1beta1/node_info",
                 web::get().to(rest_node_info),
+            )
+            .route(
+                "/initia/move/v1/accounts/{address}/resources/by_struct_tag",
+                web::get().to(queries::move_resource),
+            )
+            .route("/minievm/evm/v1/call", web::post().to(queries::evm_call))
+            .route(
+                "/cosmwasm/wasm/v1/contract/{address}",
+                web::get().to(queries::wasm_contract),
+            )
+            // Standard base64 may carry '/': the query data is the rest of the path.
+            .route(
+                "/cosmwasm/wasm/v1/contract/{address}/smart/{data:.*}",
+                web::get().to(queries::wasm_smart),
             )
             .default_service(web::to(rest_unknown))
     })

@@ -132,7 +132,7 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
     let (dir, config_path, status) = daemon.stop();
     assert!(status.success(), "SIGTERM shutdown exit status {status}");
 
-    // The relay log holds every send_packet of the devnet once, in order, up to its
+    // The relay log holds every packet event of the devnet once, in order, up to its
     // watermark — including across the kill at relay {relay_at_kill} / blocks {blocks_at_kill}.
     let mut config = Config::load(&config_path).unwrap();
     config.data_dir = dir.path().join("data");
@@ -142,11 +142,18 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
     assert!(watermark >= 900, "relay stopped at {watermark}");
     let world = weaver::boot::devnet_world(&config, &store).unwrap();
     let devnet = weaver::boot::embedded_devnet(&config.chains[0], world).unwrap();
-    let expected: Vec<(u64, u64)> = (1..=watermark)
+    // ICS-20 transfers out, and ICS-721 classes received (recv + write_acknowledgement).
+    let expected: Vec<(u64, String, u64)> = (1..=watermark)
         .flat_map(|h| devnet.block(h).txs.into_iter().map(move |tx| (h, tx)))
+        .filter(|(_, tx)| tx.result.code == 0)
         .flat_map(|(h, tx)| tx.result.events.into_iter().map(move |e| (h, e)))
-        .filter(|(_, e)| e.kind == "send_packet")
-        .map(|(h, e)| (h, e.attr("packet_sequence").unwrap().parse().unwrap()))
+        .filter(|(_, e)| {
+            ["send_packet", "recv_packet", "write_acknowledgement"].contains(&e.kind.as_str())
+        })
+        .map(|(h, e)| {
+            let sequence = e.attr("packet_sequence").unwrap().parse().unwrap();
+            (h, e.kind, sequence)
+        })
         .collect();
     let events = relay.events_after(0, usize::MAX).unwrap();
     assert_eq!(
@@ -154,11 +161,16 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
         (1..=events.len() as u64).collect::<Vec<_>>(),
         "relay log sequence broken"
     );
-    let stored: Vec<(u64, u64)> = events
+    let stored: Vec<(u64, String, u64)> = events
         .iter()
-        .map(|e| match &e.event {
-            RelayKind::SendPacket(p) => (e.height, p.sequence),
-            other => panic!("unexpected relay event {other:?}"),
+        .map(|e| {
+            let (kind, packet) = match &e.event {
+                RelayKind::SendPacket(p) => ("send_packet", p),
+                RelayKind::RecvPacket(p) => ("recv_packet", p),
+                RelayKind::WriteAcknowledgement { packet, .. } => ("write_acknowledgement", packet),
+                other => panic!("unexpected relay event {other:?}"),
+            };
+            (e.height, kind.to_string(), packet.sequence)
         })
         .collect();
     assert_eq!(

@@ -231,16 +231,25 @@ fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
-/// `weaver devnet serve` on ephemeral loopback ports.
 /// `weaver devnet serve` arguments for the EVM chain `chain_id` of the test world (seed 9,
 /// 200 ms blocks, 4 txs per block, genesis `genesis_ms`), plus `extra`.
 pub fn devnet_node_args(chain_id: &str, genesis_ms: i64, extra: &[&str]) -> Vec<String> {
+    devnet_node_vm_args(chain_id, "evm", genesis_ms, extra)
+}
+
+/// [`devnet_node_args`] for a chain of any VM.
+pub fn devnet_node_vm_args(
+    chain_id: &str,
+    vm: &str,
+    genesis_ms: i64,
+    extra: &[&str],
+) -> Vec<String> {
     let genesis = genesis_ms.to_string();
     [
         "--chain-id",
         chain_id,
         "--vm",
-        "evm",
+        vm,
         "--seed",
         "9",
         "--block-interval-ms",
@@ -256,6 +265,7 @@ pub fn devnet_node_args(chain_id: &str, genesis_ms: i64, extra: &[&str]) -> Vec<
     .collect()
 }
 
+/// `weaver devnet serve` on ephemeral loopback ports.
 pub struct DevnetNode {
     child: Child,
     pub rpc: String,

@@ -197,3 +197,66 @@ pub struct MsgTransfer {
     #[prost(string, tag = "8")]
     pub memo: String,
 }
+
+/// `minievm.evm.v1.MsgCreate`.
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgCreate {
+    #[prost(string, tag = "1")]
+    pub sender: String,
+    /// Hex init code.
+    #[prost(string, tag = "2")]
+    pub code: String,
+    #[prost(string, tag = "3")]
+    pub value: String,
+}
+
+/// `cosmwasm.wasm.v1.MsgInstantiateContract`.
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgInstantiateContract {
+    #[prost(string, tag = "1")]
+    pub sender: String,
+    #[prost(string, tag = "2")]
+    pub admin: String,
+    #[prost(uint64, tag = "3")]
+    pub code_id: u64,
+    #[prost(string, tag = "4")]
+    pub label: String,
+    #[prost(bytes = "vec", tag = "5")]
+    pub msg: Vec<u8>,
+    #[prost(message, repeated, tag = "6")]
+    pub funds: Vec<Coin>,
+}
+
+/// `ibc.core.channel.v1.Packet`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Packet {
+    #[prost(uint64, tag = "1")]
+    pub sequence: u64,
+    #[prost(string, tag = "2")]
+    pub source_port: String,
+    #[prost(string, tag = "3")]
+    pub source_channel: String,
+    #[prost(string, tag = "4")]
+    pub destination_port: String,
+    #[prost(string, tag = "5")]
+    pub destination_channel: String,
+    #[prost(bytes = "vec", tag = "6")]
+    pub data: Vec<u8>,
+    #[prost(message, optional, tag = "7")]
+    pub timeout_height: Option<Height>,
+    #[prost(uint64, tag = "8")]
+    pub timeout_timestamp: u64,
+}
+
+/// `ibc.core.channel.v1.MsgRecvPacket`.
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgRecvPacket {
+    #[prost(message, optional, tag = "1")]
+    pub packet: Option<Packet>,
+    #[prost(bytes = "vec", tag = "2")]
+    pub proof_commitment: Vec<u8>,
+    #[prost(message, optional, tag = "3")]
+    pub proof_height: Option<Height>,
+    #[prost(string, tag = "4")]
+    pub signer: String,
+}

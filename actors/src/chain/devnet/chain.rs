@@ -8,10 +8,12 @@ use super::accounts::Account;
 use super::activity::{self, Activity, Lane};
 use super::schedule::IdleHeights;
 use super::signed_tx::{fee_amount, module_address};
+use super::state_query;
 use super::stream::{StreamKey, CHAIN_OWNER};
 use super::DevnetSpec;
 use crate::chain::address;
 use crate::chain::types::{BlockBundle, Event, Proposer, TxBundle};
+use crate::chain::{ChainQuery, QueryAnswer};
 
 /// The devnet chain generator.
 pub struct Devnet {
@@ -166,16 +168,15 @@ impl Devnet {
 }
 
 impl Devnet {
-    /// Answers a chain-state read at `height` the way the chain's REST API would.
-    pub fn query(
-        &self,
-        query: &crate::chain::ChainQuery,
-        _height: u64,
-    ) -> crate::chain::QueryAnswer {
-        Err(crate::chain::QueryRejection {
-            code: 5,
-            message: format!("not found: {query:?}"),
-        })
+    /// Answers a chain-state read at `height` (the state after that block) the way the
+    /// chain's REST API would: a pure function of the world, like the blocks.
+    pub fn query(&self, query: &ChainQuery, height: u64) -> QueryAnswer {
+        let nfts = self
+            .activities
+            .iter()
+            .find(|(activity, _)| activity.name() == activity::nfts::NAME)
+            .map(|(_, lane)| lane);
+        state_query::answer(&self.spec, nfts, query, height)
     }
 }
 

@@ -62,3 +62,11 @@ pub fn bank_send(denom: &str, from: &str, to: &str, rng: &mut ChaCha8Rng) -> Mes
         response_type: "/cosmos.bank.v1beta1.MsgSendResponse".into(),
     }
 }
+
+/// The `message` event that opens a message's events: its action, sender and module.
+pub fn action_event(type_url: &str, sender: &str, module: &str) -> Event {
+    Event::new(
+        "message",
+        &[("action", type_url), ("sender", sender), ("module", module)],
+    )
+}

@@ -18,6 +18,7 @@ pub mod render;
 mod schedule;
 mod signed_tx;
 mod source;
+mod state_query;
 mod stream;
 mod vm_messages;
 mod world;

@@ -36,13 +36,13 @@ struct Pinned {
     /// The block stream as served.
     blocks: &'static str,
     /// Each standard activity's txs, by name.
-    activities: [(&'static str, &'static str); 3],
+    activities: [(&'static str, &'static str); 4],
 }
 
 const PINNED: [Pinned; 3] = [
     Pinned {
         vm: Vm::Move,
-        blocks: "9a1fe47661040220b4053a83e4a6d5d4af27e0d70447a2b6e8580d0cd2e74864",
+        blocks: "e7e7fafda5744447aeca1910e99dfc1df03ee73f782b16353febf7f916562491",
         activities: [
             (
                 "bank_sends",
@@ -56,11 +56,15 @@ const PINNED: [Pinned; 3] = [
                 "ibc_transfers",
                 "95cee64303ae351274363f5c5d8a8a3a844503bf0bb1587854cec71123f0f4aa",
             ),
+            (
+                "nfts",
+                "c226b01a02a570b13dcb144c07776358439973c2ccd63c3a3fe76a88f9a7268a",
+            ),
         ],
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "8bd051a4453902704ebee612bf31f0305b364d93e0d7210b145a4f931d0abccd",
+        blocks: "9024c93abc9eadfe6bd7388d94d5c227178347536509e3eabf481193359aea9f",
         activities: [
             (
                 "bank_sends",
@@ -74,11 +78,15 @@ const PINNED: [Pinned; 3] = [
                 "ibc_transfers",
                 "d8ec0a5a69d223d1c80a2b11b05ae2c20d239ef38c9a774f0dbec6498ff6f970",
             ),
+            (
+                "nfts",
+                "23d597505ed21b8d677036873feccaaf636a5c0e89e156f5939a450c95cc705b",
+            ),
         ],
     },
     Pinned {
         vm: Vm::Wasm,
-        blocks: "8ff791192b19b6ca8d4027a65ec774cd108a1e3fc3f651c7b935dfaf05c3bc21",
+        blocks: "7baba0fc74034b61abe9422537b7f4ed775dbec5a086cc5e776c0f0881a0ceba",
         activities: [
             (
                 "bank_sends",
@@ -91,6 +99,10 @@ const PINNED: [Pinned; 3] = [
             (
                 "ibc_transfers",
                 "0ce4ef641f7e1ed75c3895c3352c9783b8bfff3180a57c44ef4b349d17405b1d",
+            ),
+            (
+                "nfts",
+                "0505a9dd39abdcc449d802df7a951ab867f4a6e9fa5dd31901b8ae7376d4675d",
             ),
         ],
     },

@@ -15,16 +15,23 @@ use crate::chain::address;
 use crate::chain::proto::{Any, MsgCall, MsgExecute, MsgExecuteContract};
 use crate::chain::types::Event;
 
-/// The failure a VM reports when the call at `message_index` of a tx aborts or reverts.
+/// The failure a VM reports when the token transfer at `message_index` of a tx aborts or
+/// reverts.
 pub fn vm_failure(vm: Vm, message_index: usize) -> Failure {
-    let (codespace, code, reason) = match vm {
-        Vm::Move => (
-            "move",
-            4,
-            "VM aborted: location=0x1::fungible_asset, code=65540",
-        ),
-        Vm::Evm => ("evm", 2, "reverted: execution reverted"),
-        Vm::Wasm => ("wasm", 5, "execute wasm contract failed"),
+    let reason = match vm {
+        Vm::Move => "VM aborted: location=0x1::fungible_asset, code=65540",
+        Vm::Evm => "reverted: execution reverted",
+        Vm::Wasm => "execute wasm contract failed",
+    };
+    vm_abort(vm, message_index, reason)
+}
+
+/// A VM call at `message_index` that failed for `reason`, with the VM's codespace and code.
+pub fn vm_abort(vm: Vm, message_index: usize, reason: &str) -> Failure {
+    let (codespace, code) = match vm {
+        Vm::Move => ("move", 4),
+        Vm::Evm => ("evm", 2),
+        Vm::Wasm => ("wasm", 5),
     };
     Failure {
         codespace,
@@ -33,7 +40,8 @@ pub fn vm_failure(vm: Vm, message_index: usize) -> Failure {
     }
 }
 
-fn short_hex(bytes: &[u8]) -> String {
+/// A Move address as `move_to_json` prints it: `0x` + lower-case hex, leading zeros trimmed.
+pub fn short_hex(bytes: &[u8]) -> String {
     let text = hex::encode(bytes);
     let trimmed = text.trim_start_matches('0');
     format!("0x{}", if trimmed.is_empty() { "0" } else { trimmed })

@@ -9,6 +9,7 @@
 //! logged, counted in `weaver_malformed_chain_data_total{chain_id,kind}` and retried (with
 //! backoff and URL rotation) — a partial or inconsistent block is never returned.
 
+mod query;
 pub mod wire;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -91,21 +92,34 @@ impl NodeClient {
     /// One GET with retries, URL rotation and backoff. A "future height" answer is returned
     /// at once: it means "not yet", not "broken".
     async fn get_text(&self, api: Api, path: &str) -> Result<(u16, String), SourceError> {
+        // RPC nodes answer 500 with a JSON-RPC error ("height not yet available"): the
+        // caller reads it.
+        let rpc = matches!(api, Api::Rpc);
+        self.send_text(api, path, |url| self.http.get(url), |_| rpc)
+            .await
+    }
+
+    /// One request (`request` builds it for a base URL + path) with retries, URL rotation
+    /// and backoff. An HTTP 5xx is retried unless `answered` says its body is the node's
+    /// answer rather than a failure.
+    async fn send_text(
+        &self,
+        api: Api,
+        path: &str,
+        request: impl Fn(&str) -> reqwest::RequestBuilder,
+        answered: impl Fn(&str) -> bool,
+    ) -> Result<(u16, String), SourceError> {
         let mut last = SourceError::Transport("no attempt made".into());
         for attempt in 0..self.config.retries.max(1) {
             if attempt > 0 {
                 tokio::time::sleep(backoff(attempt)).await;
             }
             let url = format!("{}{}", self.base(&api), path);
-            let reason = match self.http.get(&url).send().await {
+            let reason = match request(&url).send().await {
                 Ok(response) => {
                     let status = response.status().as_u16();
                     match response.text().await {
-                        // RPC nodes answer 500 with a JSON-RPC error ("height not yet
-                        // available"): the caller reads it.
-                        Ok(body) if status < 500 || matches!(api, Api::Rpc) => {
-                            return Ok((status, body))
-                        }
+                        Ok(body) if status < 500 || answered(&body) => return Ok((status, body)),
                         Ok(body) => {
                             last = SourceError::Node(format!(
                                 "{url}: HTTP {status}: {}",
@@ -188,11 +202,7 @@ impl NodeClient {
 
     async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
         let (status, body) = self.get_text(Api::Rest, path).await?;
-        if status >= 400
-            && (body.contains("bigger then the chain length")
-                || body.contains("bigger than the chain length")
-                || body.contains("requested height"))
-        {
+        if status >= 400 && rest_future_height(&body) {
             // The REST node lags the RPC node: "not yet", not a failure.
             return Err(SourceError::FutureHeight(0));
         }
@@ -247,17 +257,6 @@ impl NodeClient {
 
     /// One block, checked for consistency; an inconsistent answer is refused (counted,
     /// logged) and fetched again, with backoff and URL rotation, up to `retries` times.
-    /// Reads chain state at `height` through the REST API.
-    pub async fn query(
-        &self,
-        query: &super::ChainQuery,
-        _height: u64,
-    ) -> Result<super::QueryAnswer, SourceError> {
-        Err(SourceError::Transport(format!(
-            "not implemented: {query:?}"
-        )))
-    }
-
     pub async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let mut attempt = 0;
         let mut wrong_chain = WrongChainRetry::new(self.config.rpc.len());
@@ -585,7 +584,15 @@ fn truncate(text: &str) -> &str {
     &text[..end]
 }
 
-fn form_encode(text: &str) -> String {
+/// A REST error saying the height is above the node's: "not yet", not a failure.
+fn rest_future_height(body: &str) -> bool {
+    body.contains("bigger then the chain length")
+        || body.contains("bigger than the chain length")
+        || body.contains("requested height")
+        || body.contains("height in the future")
+}
+
+pub(crate) fn form_encode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 

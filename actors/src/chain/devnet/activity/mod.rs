@@ -6,6 +6,7 @@
 
 mod bank_sends;
 mod ibc_transfers;
+pub(crate) mod nfts;
 mod vm_calls;
 
 use rand_chacha::ChaCha8Rng;
@@ -21,6 +22,7 @@ use crate::chain::types::TxBundle;
 
 pub use bank_sends::BankSends;
 pub use ibc_transfers::IbcTransfers;
+pub use nfts::Nfts;
 pub use vm_calls::VmCalls;
 
 /// One kind of traffic. Implementations are stateless: what they produce is a function of
@@ -66,6 +68,7 @@ pub fn standard() -> Vec<Box<dyn Activity>> {
         Box::new(BankSends),
         Box::new(VmCalls),
         Box::new(IbcTransfers),
+        Box::new(Nfts),
     ]
 }
 
