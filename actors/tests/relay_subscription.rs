@@ -54,14 +54,21 @@ fn index(domains: &mut [DomainSet], chains: &[Devnet], heights: std::ops::RangeI
     }
 }
 
-/// The send_packet sequences the devnet emitted on a chain up to `height`.
-fn expected_packets(devnet: &Devnet, height: u64) -> Vec<u64> {
+/// Every IBC packet event the devnet emitted on a chain up to `height`, as (kind, source
+/// port, sequence): ICS-20 sends and the nft-transfer receives (and their acks).
+fn expected_packets(devnet: &Devnet, height: u64) -> Vec<(String, String, u64)> {
     (1..=height)
         .flat_map(|h| devnet.block(h).txs)
         .filter(|tx| tx.result.code == 0)
         .flat_map(|tx| tx.result.events)
-        .filter(|e| e.kind == "send_packet")
-        .map(|e| e.attr("packet_sequence").unwrap().parse().unwrap())
+        .filter(|e| e.attr("packet_sequence").is_some())
+        .map(|e| {
+            (
+                e.kind.clone(),
+                e.attr("packet_src_port").unwrap().to_string(),
+                e.attr("packet_sequence").unwrap().parse().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -73,11 +80,14 @@ async fn next_event(subscription: &mut RelaySubscription) -> RelayEvent {
         .unwrap()
 }
 
-fn packet_sequence(event: &RelayEvent) -> u64 {
-    match &event.event {
-        RelayKind::SendPacket(packet) => packet.sequence,
+fn packet_sequence(event: &RelayEvent) -> (String, String, u64) {
+    let (kind, packet) = match &event.event {
+        RelayKind::SendPacket(packet) => ("send_packet", packet),
+        RelayKind::RecvPacket(packet) => ("recv_packet", packet),
+        RelayKind::WriteAcknowledgement { packet, .. } => ("write_acknowledgement", packet),
         other => panic!("unexpected relay event {other:?}"),
-    }
+    };
+    (kind.to_string(), packet.src_port.clone(), packet.sequence)
 }
 
 #[test]
@@ -169,7 +179,7 @@ fn a_subscriber_gets_every_event_once_in_order_across_a_restart() {
             (1..=events.len() as u64).collect::<Vec<_>>(),
             "{chain_id}: relay sequences not exactly once in order"
         );
-        let packets: Vec<u64> = events.iter().map(packet_sequence).collect();
+        let packets: Vec<(String, String, u64)> = events.iter().map(packet_sequence).collect();
         assert_eq!(packets, expected_packets(devnet, 120), "{chain_id}");
         let stored = store
             .relay(chain_id)

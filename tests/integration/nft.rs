@@ -11,7 +11,9 @@ use weaver::config::Config;
 use weaver_actors::chain::devnet::{DevnetWorld, Vm};
 use weaver_actors::chain::timefmt::rfc3339_nano;
 
-use crate::harness::{config_with, devnet_chain, metric_value, urlencode, walk, with_world, Daemon};
+use crate::harness::{
+    config_with, devnet_chain, metric_value, urlencode, walk, with_world, Daemon,
+};
 use crate::nft_oracle::{normalise, replay, Expected};
 
 /// Blocks of history: enough for every lifecycle step of the devnet's NFT activity.
@@ -30,7 +32,10 @@ fn frozen_config(chain_id: &str, vm: &str) -> String {
         "block_interval_ms = 200",
         &format!("block_interval_ms = {HOUR_MS}"),
     );
-    with_world(&config_with(&chain), &format!("genesis_unix_ms = {genesis}"))
+    with_world(
+        &config_with(&chain),
+        &format!("genesis_unix_ms = {genesis}"),
+    )
 }
 
 fn nft_height(daemon: &Daemon, chain_id: &str) -> u64 {
@@ -46,7 +51,10 @@ fn check_vm(vm_name: &str, vm: Vm, chain_id: &str) {
     daemon.wait_height(chain_id, HEIGHT);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while nft_height(&daemon, chain_id) < HEIGHT {
-        assert!(std::time::Instant::now() < deadline, "the NFT domain did not catch up");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the NFT domain did not catch up"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(daemon.height(chain_id), HEIGHT, "the tip moved");
@@ -60,18 +68,39 @@ fn check_vm(vm_name: &str, vm: Vm, chain_id: &str) {
     let expected = replay(&devnet, vm, "init", HEIGHT);
     let steps = &expected.steps;
     assert!(steps.created >= 2, "{vm_name}: {steps:?}");
-    assert!(steps.minted >= 5 && steps.transferred >= 2 && steps.burned >= 1, "{vm_name}: {steps:?}");
-    assert!(steps.reminted >= 1, "{vm_name}: no re-mint of a burned token id: {steps:?}");
-    assert!(steps.bridged >= 1, "{vm_name}: no bridged collection: {steps:?}");
-    assert!(steps.failed_nft_txs >= 1, "{vm_name}: no failed NFT tx: {steps:?}");
+    assert!(
+        steps.minted >= 5 && steps.transferred >= 2 && steps.burned >= 1,
+        "{vm_name}: {steps:?}"
+    );
+    assert!(
+        steps.reminted >= 1,
+        "{vm_name}: no re-mint of a burned token id: {steps:?}"
+    );
+    assert!(
+        steps.bridged >= 1,
+        "{vm_name}: no bridged collection: {steps:?}"
+    );
+    assert!(
+        steps.failed_nft_txs >= 1,
+        "{vm_name}: no failed NFT tx: {steps:?}"
+    );
     if vm != Vm::Wasm {
-        assert!(steps.uri_changed >= 1, "{vm_name}: no uri change: {steps:?}");
+        assert!(
+            steps.uri_changed >= 1,
+            "{vm_name}: no uri change: {steps:?}"
+        );
     }
     if vm == Vm::Evm {
-        assert!(steps.not_collections >= 1, "EVM: no decoy contract: {steps:?}");
+        assert!(
+            steps.not_collections >= 1,
+            "EVM: no decoy contract: {steps:?}"
+        );
     }
     assert!(
-        expected.collections.values().any(|c| !c.origin_name.is_empty()),
+        expected
+            .collections
+            .values()
+            .any(|c| !c.origin_name.is_empty()),
         "{vm_name}: no collection carries an origin name"
     );
 
@@ -80,7 +109,11 @@ fn check_vm(vm_name: &str, vm: Vm, chain_id: &str) {
     check_tokens(&daemon, &base, &expected);
     check_history(&daemon, &base, &expected);
     check_errors(&daemon, &base);
-    assert_eq!(nft_height(&daemon, chain_id), HEIGHT, "the NFT watermark moved during the checks");
+    assert_eq!(
+        nft_height(&daemon, chain_id),
+        HEIGHT,
+        "the NFT watermark moved during the checks"
+    );
 }
 
 fn collection_json(addr: &str, c: &crate::nft_oracle::Collection) -> Value {
@@ -98,34 +131,57 @@ fn collection_json(addr: &str, c: &crate::nft_oracle::Collection) -> Value {
 }
 
 /// Expected collections, newest-created first.
-fn newest_first<'a>(expected: &'a Expected, keep: impl Fn(&str) -> bool) -> Vec<Value> {
+fn newest_first(expected: &Expected, keep: impl Fn(&str) -> bool) -> Vec<Value> {
     let mut list: Vec<(&String, &crate::nft_oracle::Collection)> = expected
         .collections
         .iter()
         .filter(|(addr, _)| keep(addr))
         .collect();
     list.sort_by_key(|(_, c)| std::cmp::Reverse(c.number));
-    list.into_iter().map(|(a, c)| collection_json(a, c)).collect()
+    list.into_iter()
+        .map(|(a, c)| collection_json(a, c))
+        .collect()
 }
 
 fn check_collections(daemon: &Daemon, base: &str, expected: &Expected) {
-    let all = walk(daemon, &format!("{base}/collections"), "collections", "&pagination.limit=2");
+    let all = walk(
+        daemon,
+        &format!("{base}/collections"),
+        "collections",
+        "&pagination.limit=2",
+    );
     assert_eq!(all, newest_first(expected, |_| true));
     let first = daemon.ok(&format!("{base}/collections?pagination.limit=1"));
-    assert_eq!(first["pagination"]["total"], expected.collections.len().to_string());
+    assert_eq!(
+        first["pagination"]["total"],
+        expected.collections.len().to_string()
+    );
     for (addr, c) in &expected.collections {
         let one = daemon.ok(&format!("{base}/collections/{addr}"));
-        assert_eq!(one, serde_json::json!({ "collection": collection_json(addr, c) }));
+        assert_eq!(
+            one,
+            serde_json::json!({ "collection": collection_json(addr, c) })
+        );
     }
     // By name: a piece of each normalised name, matched against names and origin names.
     for c in expected.collections.values() {
         let name = normalise(&c.name);
-        let piece: String = name.chars().skip(name.chars().count() / 3).take(4).collect();
+        let piece: String = name
+            .chars()
+            .skip(name.chars().count() / 3)
+            .take(4)
+            .collect();
         let want = newest_first(expected, |addr| {
             let other = &expected.collections[addr];
-            normalise(&other.name).contains(&piece) || normalise(&other.origin_name).contains(&piece)
+            normalise(&other.name).contains(&piece)
+                || normalise(&other.origin_name).contains(&piece)
         });
-        let got = walk(daemon, &format!("{base}/collections/by_name/{}", urlencode(&piece)), "collections", "&pagination.limit=3");
+        let got = walk(
+            daemon,
+            &format!("{base}/collections/by_name/{}", urlencode(&piece)),
+            "collections",
+            "&pagination.limit=3",
+        );
         assert_eq!(got, want, "by_name {piece:?}");
     }
     // By account: the collections where the account holds a token.
@@ -136,8 +192,17 @@ fn check_collections(daemon: &Daemon, base: &str, expected: &Expected) {
             .filter(|(_, t)| t.owner == owner)
             .map(|((c, _), _)| c)
             .collect();
-        let got = walk(daemon, &format!("{base}/collections/by_account/{owner}"), "collections", "&pagination.limit=2");
-        assert_eq!(got, newest_first(expected, |addr| held.contains(&addr.to_string())), "{owner}");
+        let got = walk(
+            daemon,
+            &format!("{base}/collections/by_account/{owner}"),
+            "collections",
+            "&pagination.limit=2",
+        );
+        assert_eq!(
+            got,
+            newest_first(expected, |addr| held.contains(&addr.to_string())),
+            "{owner}"
+        );
     }
 }
 
@@ -163,17 +228,48 @@ fn token_json(expected: &Expected, collection: &str, token_id: &str) -> Value {
 fn check_tokens(daemon: &Daemon, base: &str, expected: &Expected) {
     let keys: Vec<&(String, String)> = expected.tokens.keys().collect();
     for collection in expected.collections.keys() {
-        let mut ids: Vec<&String> = keys.iter().filter(|(c, _)| c == collection).map(|(_, t)| t).collect();
+        let mut ids: Vec<&String> = keys
+            .iter()
+            .filter(|(c, _)| c == collection)
+            .map(|(_, t)| t)
+            .collect();
         ids.sort();
-        let want: Vec<Value> = ids.iter().map(|t| token_json(expected, collection, t)).collect();
+        let want: Vec<Value> = ids
+            .iter()
+            .map(|t| token_json(expected, collection, t))
+            .collect();
         let url = format!("{base}/tokens/by_collection/{collection}");
-        assert_eq!(walk(daemon, &url, "tokens", "&pagination.limit=3&pagination.reverse=false"), want);
+        assert_eq!(
+            walk(
+                daemon,
+                &url,
+                "tokens",
+                "&pagination.limit=3&pagination.reverse=false"
+            ),
+            want
+        );
         let mut reversed = want.clone();
         reversed.reverse();
-        assert_eq!(walk(daemon, &url, "tokens", "&pagination.limit=3"), reversed);
+        assert_eq!(
+            walk(daemon, &url, "tokens", "&pagination.limit=3"),
+            reversed
+        );
         let mut by_height = want.clone();
-        by_height.sort_by_key(|t| (t["height"].as_u64().unwrap(), t["nft"]["token_id"].as_str().unwrap().to_string()));
-        assert_eq!(walk(daemon, &url, "tokens", "&pagination.limit=3&pagination.reverse=false&order_by=HEIGHT"), by_height);
+        by_height.sort_by_key(|t| {
+            (
+                t["height"].as_u64().unwrap(),
+                t["nft"]["token_id"].as_str().unwrap().to_string(),
+            )
+        });
+        assert_eq!(
+            walk(
+                daemon,
+                &url,
+                "tokens",
+                "&pagination.limit=3&pagination.reverse=false&order_by=HEIGHT"
+            ),
+            by_height
+        );
         if let Some(one) = want.first() {
             let id = one["nft"]["token_id"].as_str().unwrap();
             let filtered = daemon.ok(&format!("{url}?token_id={}", urlencode(id)));
@@ -184,19 +280,53 @@ fn check_tokens(daemon: &Daemon, base: &str, expected: &Expected) {
         assert_eq!(page["pagination"]["total"], ids.len().to_string());
     }
     for owner in owners(expected) {
-        let mut mine: Vec<&(String, String)> = keys.iter().copied().filter(|k| expected.tokens[*k].owner == owner).collect();
+        let mut mine: Vec<&(String, String)> = keys
+            .iter()
+            .copied()
+            .filter(|k| expected.tokens[*k].owner == owner)
+            .collect();
         mine.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
-        let want: Vec<Value> = mine.iter().map(|(c, t)| token_json(expected, c, t)).collect();
+        let want: Vec<Value> = mine
+            .iter()
+            .map(|(c, t)| token_json(expected, c, t))
+            .collect();
         let url = format!("{base}/tokens/by_account/{owner}");
-        assert_eq!(walk(daemon, &url, "tokens", "&pagination.limit=2&pagination.reverse=false"), want, "{owner}");
+        assert_eq!(
+            walk(
+                daemon,
+                &url,
+                "tokens",
+                "&pagination.limit=2&pagination.reverse=false"
+            ),
+            want,
+            "{owner}"
+        );
         for (collection, token_id) in mine.iter().take(2) {
-            let in_collection: Vec<Value> = want.iter().filter(|t| t["collection_addr"] == collection.as_str()).cloned().collect();
+            let in_collection: Vec<Value> = want
+                .iter()
+                .filter(|t| t["collection_addr"] == collection.as_str())
+                .cloned()
+                .collect();
             assert_eq!(
-                walk(daemon, &url, "tokens", &format!("&pagination.limit=2&pagination.reverse=false&collection_addr={collection}")),
+                walk(
+                    daemon,
+                    &url,
+                    "tokens",
+                    &format!(
+                        "&pagination.limit=2&pagination.reverse=false&collection_addr={collection}"
+                    )
+                ),
                 in_collection
             );
-            let with_id: Vec<Value> = want.iter().filter(|t| t["nft"]["token_id"] == token_id.as_str()).cloned().collect();
-            let got = daemon.ok(&format!("{url}?pagination.reverse=false&token_id={}", urlencode(token_id)));
+            let with_id: Vec<Value> = want
+                .iter()
+                .filter(|t| t["nft"]["token_id"] == token_id.as_str())
+                .cloned()
+                .collect();
+            let got = daemon.ok(&format!(
+                "{url}?pagination.reverse=false&token_id={}",
+                urlencode(token_id)
+            ));
             assert_eq!(got["tokens"], Value::Array(with_id));
         }
     }
@@ -211,24 +341,37 @@ fn check_history(daemon: &Daemon, base: &str, expected: &Expected) {
             "&pagination.limit=2&pagination.reverse=false",
         );
         let got: Vec<&str> = txs.iter().map(|t| t["txhash"].as_str().unwrap()).collect();
-        assert_eq!(got, hashes.iter().map(String::as_str).collect::<Vec<_>>(), "history of {collection} {token_id}");
+        assert_eq!(
+            got,
+            hashes.iter().map(String::as_str).collect::<Vec<_>>(),
+            "history of {collection} {token_id}"
+        );
     }
 }
 
 fn check_errors(daemon: &Daemon, base: &str) {
     for (url, status) in [
-        (format!("{base}/collections/0x{}", "ee".repeat(32)), 404),
+        (format!("{base}/collections/0x{}", "ee".repeat(20)), 404),
         (format!("{base}/collections/zz"), 400),
         (format!("{base}/collections/by_account/not-an-address"), 400),
         (format!("{base}/tokens/by_account/0x01?order_by=price"), 400),
-        (format!("{base}/tokens/by_collection/0x01?pagination.limit=0"), 400),
-        (format!("{base}/tokens/by_collection/0x01?pagination.key=%21"), 400),
+        (
+            format!("{base}/tokens/by_collection/0x01?pagination.limit=0"),
+            400,
+        ),
+        (
+            format!("{base}/tokens/by_collection/0x01?pagination.key=%21"),
+            400,
+        ),
     ] {
         let (code, _, body) = daemon.get(&url);
         assert_eq!(code, status, "{url}: {body}");
         assert!(body["message"].is_string(), "{url}: {body}");
     }
-    let unknown = daemon.ok(&format!("{base}/tokens/by_collection/0x{}", "ee".repeat(32)));
+    let unknown = daemon.ok(&format!(
+        "{base}/tokens/by_collection/0x{}",
+        "ee".repeat(20)
+    ));
     assert_eq!(unknown["tokens"], Value::Array(vec![]));
     assert_eq!(unknown["pagination"]["total"], "0");
 }

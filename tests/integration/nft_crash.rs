@@ -49,7 +49,8 @@ fn tokens(store: &NftStore, filter: TokenFilter) -> (Vec<Value>, Total) {
 
 #[test]
 fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
-    let chain = devnet_chain(CHAIN, "evm", "").replace("block_interval_ms = 200", "block_interval_ms = 1000");
+    let chain = devnet_chain(CHAIN, "evm", "")
+        .replace("block_interval_ms = 200", "block_interval_ms = 1000");
     let config = format!(
         "{}\n[chains.follower]\nbatch_blocks = 8\nin_flight = 4\n",
         config_with(&chain).replace("history_blocks = 120", "history_blocks = 700")
@@ -69,7 +70,10 @@ fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
     daemon.wait_height(CHAIN, 700);
     let deadline = Instant::now() + Duration::from_secs(120);
     while nft_height(&daemon) < 700 {
-        assert!(Instant::now() < deadline, "NFT domain did not catch up after the kills");
+        assert!(
+            Instant::now() < deadline,
+            "NFT domain did not catch up after the kills"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let (dir, config_path, status) = daemon.stop();
@@ -84,14 +88,24 @@ fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
     let world = weaver::boot::devnet_world(&config, &store).unwrap();
     let devnet = weaver::boot::embedded_devnet(&config.chains[0], world).unwrap();
     let expected = replay(&devnet, Vm::Evm, "init", watermark);
-    assert!(expected.steps.burned > 0 && expected.steps.transferred > 0, "{:?}", expected.steps);
+    assert!(
+        expected.steps.burned > 0 && expected.steps.transferred > 0,
+        "{:?}",
+        expected.steps
+    );
 
     // Every collection's tokens, and their counters, equal the replayed chain.
     let mut owners: BTreeMap<String, usize> = BTreeMap::new();
     for (addr, want) in &expected.collections {
         let bytes = hex::decode(addr.trim_start_matches("0x")).unwrap();
-        let record = nfts.collection(&bytes).unwrap().expect("collection missing");
-        assert_eq!(record.count, want.count, "{addr} count after kills at {killed_at:?}");
+        let record = nfts
+            .collection(&bytes)
+            .unwrap()
+            .expect("collection missing");
+        assert_eq!(
+            record.count, want.count,
+            "{addr} count after kills at {killed_at:?}"
+        );
         let (got, total) = tokens(
             &nfts,
             TokenFilter {
@@ -106,7 +120,10 @@ fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
             .map(|t| {
                 (
                     t["nft"]["token_id"].as_str().unwrap().to_string(),
-                    (t["owner"].as_str().unwrap().to_string(), t["nft"]["uri"].as_str().unwrap().to_string()),
+                    (
+                        t["owner"].as_str().unwrap().to_string(),
+                        t["nft"]["uri"].as_str().unwrap().to_string(),
+                    ),
                 )
             })
             .collect();
@@ -147,10 +164,16 @@ fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
         let page = nfts.token_txs(&bytes, token_id, &all(100_000)).unwrap();
         assert_eq!(page.items.len(), hashes.len(), "{collection} {token_id}");
         assert_eq!(page.total, Total::Exact(hashes.len() as u64));
-        let got: Vec<String> = page.items.iter().map(|(_, h)| hex::encode_upper(h)).collect();
+        let got: Vec<String> = page
+            .items
+            .iter()
+            .map(|(_, h)| hex::encode_upper(h))
+            .collect();
         assert_eq!(&got, hashes);
     }
     // The core domain resumed too.
-    let blocks = store.blocks(CHAIN, weaver_actors::store::HotLimits::blocks(8)).unwrap();
+    let blocks = store
+        .blocks(CHAIN, weaver_actors::store::HotLimits::blocks(8))
+        .unwrap();
     assert!(blocks.watermark().unwrap() >= watermark);
 }

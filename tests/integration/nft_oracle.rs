@@ -99,10 +99,12 @@ pub fn replay(devnet: &Devnet, vm: Vm, prefix: &str, up_to: u64) -> Expected {
         for tx in &block.txs {
             let hash = hex::encode_upper(tx_hash(&tx.raw));
             if tx.result.code != 0 {
-                let nft_like = tx.json["body"]["messages"]
+                let messages = tx.json["body"]["messages"]
                     .as_array()
-                    .is_some_and(|m| m.iter().any(|m| m.to_string().to_lowercase().contains("nft")));
-                model.expected.steps.failed_nft_txs += nft_like as u64;
+                    .cloned()
+                    .unwrap_or_default();
+                model.expected.steps.failed_nft_txs +=
+                    messages.iter().any(|m| model.is_nft_message(m)) as u64;
                 continue;
             }
             model.tx = (hash, decode_tx(&tx.raw).ok().and_then(|d| d.signer));
@@ -131,6 +133,23 @@ struct Model<'a> {
 }
 
 impl Model<'_> {
+    /// A message of the NFT kind: a Move NFT or object call, or a call to a known collection.
+    fn is_nft_message(&self, message: &Value) -> bool {
+        let module = message["module_name"].as_str().unwrap_or_default();
+        let contract = message["contract_addr"]
+            .as_str()
+            .or(message["contract"].as_str())
+            .unwrap_or_default();
+        let as_hex = if contract.starts_with("0x") {
+            contract.to_lowercase()
+        } else {
+            decode_bech32(contract).map_or(String::new(), |(_, bytes)| hex0x(&bytes))
+        };
+        module.contains("nft")
+            || module == "object"
+            || self.expected.collections.contains_key(&as_hex)
+    }
+
     fn query(&self, query: ChainQuery) -> Result<Value, String> {
         self.devnet
             .query(&query, self.height)
@@ -177,7 +196,14 @@ impl Model<'_> {
         c.time_ns = time_ns;
     }
 
-    fn mint(&mut self, collection: &str, token_id: &str, owner: String, uri: String, object: String) {
+    fn mint(
+        &mut self,
+        collection: &str,
+        token_id: &str,
+        owner: String,
+        uri: String,
+        object: String,
+    ) {
         let key = (collection.to_string(), token_id.to_string());
         if !self.ever_minted.insert(key.clone()) {
             self.expected.steps.reminted += 1;
@@ -198,7 +224,11 @@ impl Model<'_> {
 
     fn transfer(&mut self, collection: &str, token_id: &str, owner: String) {
         let (height, time_ns) = (self.height, self.time_ns);
-        if let Some(t) = self.expected.tokens.get_mut(&(collection.to_string(), token_id.to_string())) {
+        if let Some(t) = self
+            .expected
+            .tokens
+            .get_mut(&(collection.to_string(), token_id.to_string()))
+        {
             t.owner = owner;
             t.height = height;
             t.time_ns = time_ns;
@@ -209,7 +239,11 @@ impl Model<'_> {
 
     fn set_uri(&mut self, collection: &str, token_id: &str, uri: String) {
         let (height, time_ns) = (self.height, self.time_ns);
-        if let Some(t) = self.expected.tokens.get_mut(&(collection.to_string(), token_id.to_string())) {
+        if let Some(t) = self
+            .expected
+            .tokens
+            .get_mut(&(collection.to_string(), token_id.to_string()))
+        {
             t.uri = uri;
             t.height = height;
             t.time_ns = time_ns;
@@ -290,7 +324,12 @@ impl Model<'_> {
         let data: Value = serde_json::from_str(event.attr("data").unwrap()).unwrap();
         let field = |name: &str| data[name].as_str().unwrap().to_string();
         let object = |name: &str| hex0x(&pad(data[name].as_str().unwrap(), 64));
-        let account = |name: &str| to_bech32(&self.prefix, &parse_hex_address(data[name].as_str().unwrap()).unwrap());
+        let account = |name: &str| {
+            to_bech32(
+                &self.prefix,
+                &parse_hex_address(data[name].as_str().unwrap()).unwrap(),
+            )
+        };
         match event.attr("type_tag").unwrap() {
             "0x1::collection::CreateCollectionEvent" => {
                 let creator = parse_hex_address(&field("creator")).unwrap();
@@ -299,7 +338,12 @@ impl Model<'_> {
             }
             "0x1::collection::MintEvent" => {
                 let collection = object("collection");
-                let Some(creator) = self.expected.collections.get(&collection).map(|c| c.creator.clone()) else {
+                let Some(creator) = self
+                    .expected
+                    .collections
+                    .get(&collection)
+                    .map(|c| c.creator.clone())
+                else {
                     return;
                 };
                 let (token_id, uri) = match self.query(ChainQuery::MoveResource {
@@ -307,13 +351,20 @@ impl Model<'_> {
                     struct_tag: "0x1::nft::Nft".into(),
                 }) {
                     Ok(answer) => {
-                        let inner: Value = serde_json::from_str(answer["resource"]["move_resource"].as_str().unwrap()).unwrap();
-                        (inner["data"]["token_id"].as_str().unwrap().to_string(), inner["data"]["uri"].as_str().unwrap().to_string())
+                        let inner: Value = serde_json::from_str(
+                            answer["resource"]["move_resource"].as_str().unwrap(),
+                        )
+                        .unwrap();
+                        (
+                            inner["data"]["token_id"].as_str().unwrap().to_string(),
+                            inner["data"]["uri"].as_str().unwrap().to_string(),
+                        )
                     }
                     Err(_) => (field("token_id"), String::new()),
                 };
                 let nft = object("nft");
-                self.objects.insert(nft.clone(), (collection.clone(), token_id.clone()));
+                self.objects
+                    .insert(nft.clone(), (collection.clone(), token_id.clone()));
                 self.mint(&collection, &token_id, creator, uri, nft);
             }
             "0x1::object::TransferEvent" => {
@@ -347,10 +398,18 @@ impl Model<'_> {
     }
 
     fn evm_log(&mut self, log: &Value) {
-        let topics: Vec<&str> = log["topics"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let topics: Vec<&str> = log["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
         let contract = hex0x(&pad(log["address"].as_str().unwrap(), 40));
         let transfer = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
-        let metadata_update = format!("0x{}", hex::encode(sha3::Keccak256::digest(b"MetadataUpdate(uint256)")));
+        let metadata_update = format!(
+            "0x{}",
+            hex::encode(sha3::Keccak256::digest(b"MetadataUpdate(uint256)"))
+        );
         let (word, action) = if topics.len() == 4 && topics[0] == transfer && log["data"] == "0x" {
             (topics[3].to_string(), "transfer")
         } else if topics.len() == 1 && topics[0] == metadata_update {
@@ -364,11 +423,12 @@ impl Model<'_> {
         if !self.expected.collections.contains_key(&contract) {
             match self.evm_call(&contract, "0x06fdde03".into()) {
                 Ok(name) => {
-                    let (creator, height, time_ns) = self
-                        .created_by
-                        .get(&contract)
-                        .cloned()
-                        .unwrap_or((self.tx.1.clone().unwrap_or_default(), self.height, self.time_ns));
+                    let (creator, height, time_ns) =
+                        self.created_by.get(&contract).cloned().unwrap_or((
+                            self.tx.1.clone().unwrap_or_default(),
+                            self.height,
+                            self.time_ns,
+                        ));
                     self.create(contract.clone(), name, creator, (height, time_ns));
                 }
                 Err(_) => {
@@ -379,7 +439,13 @@ impl Model<'_> {
             }
         }
         let token_id = decimal(&word);
-        let uri = || self.evm_call(&contract, format!("0xc87b56dd{}", word.trim_start_matches("0x"))).unwrap_or_default();
+        let uri = || {
+            self.evm_call(
+                &contract,
+                format!("0xc87b56dd{}", word.trim_start_matches("0x")),
+            )
+            .unwrap_or_default()
+        };
         if action == "metadata" {
             let uri = uri();
             self.set_uri(&contract, &token_id, uri);
@@ -400,18 +466,31 @@ impl Model<'_> {
 
     fn wasm_event(&mut self, event: &Event) {
         let attr = |key: &str| event.attr(key).map(str::to_string);
-        let Some(contract_text) = attr("_contract_address") else { return };
+        let Some(contract_text) = attr("_contract_address") else {
+            return;
+        };
         let contract = hex0x(&decode_bech32(&contract_text).unwrap().1);
-        let candidate = attr("minter").is_some() && (attr("creator").is_some() || attr("owner").is_some());
-        if candidate && !self.expected.collections.contains_key(&contract) && !self.not_collections.contains(&contract) {
+        let candidate =
+            attr("minter").is_some() && (attr("creator").is_some() || attr("owner").is_some());
+        if candidate
+            && !self.expected.collections.contains_key(&contract)
+            && !self.not_collections.contains(&contract)
+        {
             match self.query(ChainQuery::WasmSmart {
                 contract: contract_text.clone(),
                 query: "{\"contract_info\":{}}".into(),
             }) {
                 Ok(info) => {
                     let name = info["data"]["name"].as_str().unwrap().to_string();
-                    let details = self.query(ChainQuery::WasmContractInfo { contract: contract_text.clone() }).unwrap();
-                    let creator = decode_bech32(details["contract_info"]["creator"].as_str().unwrap()).unwrap().1;
+                    let details = self
+                        .query(ChainQuery::WasmContractInfo {
+                            contract: contract_text.clone(),
+                        })
+                        .unwrap();
+                    let creator =
+                        decode_bech32(details["contract_info"]["creator"].as_str().unwrap())
+                            .unwrap()
+                            .1;
                     let at = (self.height, self.time_ns);
                     self.create(contract.clone(), name, creator, at);
                 }
@@ -424,11 +503,22 @@ impl Model<'_> {
         if !self.expected.collections.contains_key(&contract) {
             return;
         }
-        let bech = |key: &str| to_bech32(&self.prefix, &decode_bech32(event.attr(key).unwrap()).unwrap().1);
+        let bech = |key: &str| {
+            to_bech32(
+                &self.prefix,
+                &decode_bech32(event.attr(key).unwrap()).unwrap().1,
+            )
+        };
         match attr("action").as_deref() {
             Some("mint") => {
                 let token_id = attr("token_id").unwrap();
-                self.mint(&contract, &token_id, bech("owner"), attr("token_uri").unwrap_or_default(), String::new());
+                self.mint(
+                    &contract,
+                    &token_id,
+                    bech("owner"),
+                    attr("token_uri").unwrap_or_default(),
+                    String::new(),
+                );
             }
             Some("transfer_nft") | Some("send_nft") => {
                 self.transfer(&contract, &attr("token_id").unwrap(), bech("recipient"))
@@ -455,10 +545,17 @@ fn decimal(word: &str) -> String {
     }
     let text: String = digits.iter().rev().map(|d| (b'0' + d) as char).collect();
     let trimmed = text.trim_start_matches('0');
-    if trimmed.is_empty() { "0".into() } else { trimmed.into() }
+    if trimmed.is_empty() {
+        "0".into()
+    } else {
+        trimmed.into()
+    }
 }
 
 /// The reference indexer's name match: letters, marks and numbers, lower-cased.
 pub fn normalise(name: &str) -> String {
-    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }

@@ -28,6 +28,8 @@ pub struct BlockState<'a> {
     contracts: BTreeMap<Vec<u8>, ContractOrigin>,
     not_collections: BTreeSet<Vec<u8>>,
     origins: BTreeMap<String, String>,
+    /// Collections a mint or burn changed (their height moves even if the count does not).
+    minted_or_burned: BTreeSet<Vec<u8>>,
     last_number: u64,
 }
 
@@ -61,6 +63,7 @@ impl<'a> BlockState<'a> {
             contracts: BTreeMap::new(),
             not_collections: BTreeSet::new(),
             origins: BTreeMap::new(),
+            minted_or_burned: BTreeSet::new(),
             last_number,
         })
     }
@@ -166,6 +169,7 @@ impl<'a> BlockState<'a> {
                 Some((collection.to_vec(), token_id.to_string())),
             );
         }
+        self.minted_or_burned.insert(collection.to_vec());
         self.token_slot(&(collection.to_vec(), token_id.to_string()))?
             .after = Some(record);
         Ok(())
@@ -198,6 +202,7 @@ impl<'a> BlockState<'a> {
             if !record.object.is_empty() {
                 self.objects.insert(record.object.clone(), None);
             }
+            self.minted_or_burned.insert(collection.to_vec());
         }
         Ok(burned.is_some())
     }
@@ -296,6 +301,9 @@ impl<'a> BlockState<'a> {
             if delta != 0 {
                 *collection_counts.entry(collection).or_default() += delta;
             }
+        }
+        for collection in std::mem::take(&mut self.minted_or_burned) {
+            collection_counts.entry(collection).or_default();
         }
         for (collection, delta) in collection_counts {
             let (height, time_ns) = (self.height, self.time_ns);
