@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSource, DevnetSpec, Vm};
-use weaver_actors::chain::Source;
+use weaver_actors::chain::{Answers, Source};
 use weaver_actors::follower::{Follower, FollowerSettings, Progress};
-use weaver_actors::indexers::{BlocksIndexer, DomainIndexer, DomainSet, RelayIndexer};
+use weaver_actors::indexers::{BlocksIndexer, DomainIndexer, DomainSet, NftIndexer, RelayIndexer};
 use weaver_actors::store::{HotLimits, Store};
 
 const BLOCKS: u64 = 500;
@@ -28,8 +28,17 @@ fn spec(genesis_time_ns: i64) -> DevnetSpec {
     }
 }
 
-/// The blocks-and-txs domain, plus the relay domain when `relay` (the default config's set).
-fn domains(store: &Store, relay: bool) -> DomainSet {
+/// Which domains a pipeline feeds.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Set {
+    Blocks,
+    BlocksRelay,
+    /// The default config's set.
+    BlocksRelayNft,
+}
+
+/// The blocks-and-txs domain, plus relay and NFT as `set` says.
+fn domains(store: &Store, set: Set) -> DomainSet {
     let mut indexers: Vec<Box<dyn DomainIndexer>> = vec![Box::new(
         BlocksIndexer::open(
             store.blocks("minievm-1", HotLimits::blocks(1000)).unwrap(),
@@ -38,11 +47,17 @@ fn domains(store: &Store, relay: bool) -> DomainSet {
         )
         .unwrap(),
     )];
-    if relay {
+    if set >= Set::BlocksRelay {
         indexers.push(Box::new(
             RelayIndexer::open(store.relay("minievm-1").unwrap(), Default::default(), None)
                 .unwrap(),
         ));
+    }
+    if set == Set::BlocksRelayNft {
+        indexers.push(Box::new(NftIndexer::new(
+            store.nft("minievm-1", "init").unwrap(),
+            Vm::Evm,
+        )));
     }
     DomainSet::open("minievm-1", indexers).unwrap()
 }
@@ -59,17 +74,28 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("ingest");
     group.sample_size(10);
     group.throughput(Throughput::Elements(BLOCKS));
-    for (name, relay) in [("index_blocks", false), ("index_blocks_and_relay", true)] {
+    for (name, set) in [
+        ("index_blocks", Set::Blocks),
+        ("index_blocks_and_relay", Set::BlocksRelay),
+        ("index_blocks_relay_and_nft", Set::BlocksRelayNft),
+    ] {
         group.bench_function(name, |b| {
             b.iter_custom(|iterations| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iterations {
                     let dir = tempfile::tempdir().unwrap();
                     let store = Store::open(dir.path(), 64 << 20).unwrap();
-                    let mut indexer = domains(&store, relay);
+                    let mut indexer = domains(&store, set);
                     let started = Instant::now();
                     for block in &blocks {
-                        indexer.apply(block).unwrap();
+                        // NFT metadata is read from the chain (here: the devnet answering
+                        // in process, as a node would over REST).
+                        let mut answers = Answers::default();
+                        for query in indexer.lookups(block) {
+                            let answer = devnet.query(&query, block.height);
+                            answers.insert(query, answer);
+                        }
+                        indexer.apply_answered(block, &answers).unwrap();
                     }
                     total += started.elapsed();
                 }
@@ -82,38 +108,43 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    group.bench_function("follow_devnet", |b| {
-        b.iter_custom(|iterations| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iterations {
-                let dir = tempfile::tempdir().unwrap();
-                let store = Store::open(dir.path(), 64 << 20).unwrap();
-                let indexer = domains(&store, true);
-                // A genesis far enough back that exactly BLOCKS heights exist (interval 100 ms).
-                let genesis = now_ns() - (BLOCKS as i64 * 100 + 50) * 1_000_000;
-                let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
-                    Arc::new(Devnet::new(spec(genesis))),
-                    vec![],
-                ))));
-                let settings = FollowerSettings {
-                    in_flight: 16,
-                    batch_blocks: 256,
-                    ..Default::default()
-                };
-                let mut follower = Follower::new(source, indexer, settings);
-                let started = Instant::now();
-                runtime.block_on(async {
-                    while follower.domains().watermark() < BLOCKS {
-                        if let Progress::CaughtUp { .. } = follower.step().await.unwrap() {
-                            tokio::time::sleep(Duration::from_millis(5)).await;
+    for (name, set) in [
+        ("follow_devnet", Set::BlocksRelay),
+        ("follow_devnet_with_nft", Set::BlocksRelayNft),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let dir = tempfile::tempdir().unwrap();
+                    let store = Store::open(dir.path(), 64 << 20).unwrap();
+                    let indexer = domains(&store, set);
+                    // A genesis far enough back that exactly BLOCKS heights exist (interval 100 ms).
+                    let genesis = now_ns() - (BLOCKS as i64 * 100 + 50) * 1_000_000;
+                    let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
+                        Arc::new(Devnet::new(spec(genesis))),
+                        vec![],
+                    ))));
+                    let settings = FollowerSettings {
+                        in_flight: 16,
+                        batch_blocks: 256,
+                        ..Default::default()
+                    };
+                    let mut follower = Follower::new(source, indexer, settings);
+                    let started = Instant::now();
+                    runtime.block_on(async {
+                        while follower.domains().watermark() < BLOCKS {
+                            if let Progress::CaughtUp { .. } = follower.step().await.unwrap() {
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                            }
                         }
-                    }
-                });
-                total += started.elapsed();
-            }
-            total
-        })
-    });
+                    });
+                    total += started.elapsed();
+                }
+                total
+            })
+        });
+    }
     group.finish();
 }
 

@@ -183,7 +183,7 @@ async fn collection(api: web::Data<NftApi>, path: web::Path<String>) -> ApiResul
         .nfts
         .collection(&addr)?
         .ok_or_else(|| ApiError::not_found("nft collection not found"))?;
-    let rendered = record.render(api.nfts.bech32_prefix()).to_string();
+    let rendered = record.render(api.nfts.bech32_prefix());
     Ok(json_bytes(wrap("collection", rendered.as_bytes())))
 }
 

@@ -149,6 +149,9 @@ fn status_blocks_and_block_by_height() {
         "/indexer/block/v1/blocks/{height}",
         "/indexer/tx/v1/txs/by_account/{account}",
         "/indexer/tx/v1/txs/{tx_hash}",
+        "/indexer/nft/v1/collections/by_name/{name}",
+        "/indexer/nft/v1/tokens/by_account/{account}",
+        "/indexer/nft/v1/txs/{collection_addr}/{token_id}",
     ] {
         assert!(
             swagger["paths"][path]["get"].is_object(),

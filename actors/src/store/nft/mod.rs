@@ -125,9 +125,7 @@ impl NftStore {
             return Ok(None);
         };
         let record: CollectionRecord = decode(&addr_key, &record)?;
-        Ok(Some(Bytes::from(
-            record.render(&self.prefix).to_string().into_bytes(),
-        )))
+        Ok(Some(Bytes::from(record.render(&self.prefix).into_bytes())))
     }
 
     /// Every collection, by creation.
@@ -198,18 +196,20 @@ impl NftStore {
         order: TokenOrder,
         request: &PageRequest<TokenCursor>,
     ) -> Result<Page<TokenCursor>, StoreError> {
+        // A page repeats few collections and owners: look each up and encode it once.
         let mut names = HashMap::new();
+        let mut owners: HashMap<Vec<u8>, String> = HashMap::new();
         let mut render = |record: &TokenRecord| -> Result<Bytes, StoreError> {
             if !names.contains_key(&record.collection) {
                 let found = self.collection(&record.collection)?;
                 names.insert(record.collection.clone(), found);
             }
             let collection = names.get(&record.collection).and_then(Option::as_ref);
+            let owner = owners
+                .entry(record.owner.clone())
+                .or_insert_with(|| crate::chain::address::to_bech32(&self.prefix, &record.owner));
             Ok(Bytes::from(
-                record
-                    .render(collection, &self.prefix)
-                    .to_string()
-                    .into_bytes(),
+                record.render_owned_by(collection, owner).into_bytes(),
             ))
         };
         let resolve = |collection: &[u8], token_id: &str| self.token(collection, token_id);

@@ -3,7 +3,6 @@
 //! collection and object addresses as `0x` + lower-case hex, accounts as bech32.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 use crate::chain::address;
 use crate::chain::timefmt::rfc3339_nano;
@@ -64,43 +63,85 @@ pub struct ContractOrigin {
 }
 
 pub fn hex_addr(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(2 + 2 * bytes.len());
+    push_hex_addr(&mut out, bytes);
+    out
+}
+
+/// Appends `0x` + lower-case hex of `bytes` (nothing for no bytes).
+fn push_hex_addr(out: &mut String, bytes: &[u8]) {
     if bytes.is_empty() {
-        String::new()
-    } else {
-        format!("0x{}", hex::encode(bytes))
+        return;
     }
+    let mut buffer = [0u8; 2 * 255];
+    let digits = &mut buffer[..2 * bytes.len().min(255)];
+    hex::encode_to_slice(&bytes[..digits.len() / 2], digits).expect("buffer sized for the input");
+    out.push_str("0x");
+    out.push_str(std::str::from_utf8(digits).expect("hex digits are ASCII"));
+}
+
+/// Appends `text` as a JSON string literal.
+fn push_str(out: &mut String, text: &str) {
+    let quoted = serde_json::to_string(text).expect("strings serialise");
+    out.push_str(&quoted);
 }
 
 impl CollectionRecord {
-    /// The collection as `/indexer/nft/v1/collections*` serve it.
-    pub fn render(&self, prefix: &str) -> Value {
-        json!({
-            "object_addr": hex_addr(&self.addr),
-            "collection": {
-                "creator": address::to_bech32(prefix, &self.creator),
-                "name": self.name,
-                "origin_name": self.origin_name,
-                "nfts": {"handle": "", "length": self.count},
-            },
-            "height": self.height,
-            "timestamp": rfc3339_nano(self.time_ns),
-        })
+    /// The collection as `/indexer/nft/v1/collections*` serve it (written directly: a page
+    /// renders a hundred of these).
+    pub fn render(&self, prefix: &str) -> String {
+        let mut out = String::with_capacity(320 + self.name.len() + self.origin_name.len());
+        out.push_str("{\"object_addr\":\"");
+        push_hex_addr(&mut out, &self.addr);
+        out.push_str("\",\"collection\":{\"creator\":\"");
+        out.push_str(&address::to_bech32(prefix, &self.creator));
+        out.push_str("\",\"name\":");
+        push_str(&mut out, &self.name);
+        out.push_str(",\"origin_name\":");
+        push_str(&mut out, &self.origin_name);
+        out.push_str(&format!(
+            ",\"nfts\":{{\"handle\":\"\",\"length\":{}}}}},\"height\":{},\"timestamp\":\"{}\"}}",
+            self.count,
+            self.height,
+            rfc3339_nano(self.time_ns)
+        ));
+        out
     }
 }
 
 impl TokenRecord {
     /// The token as `/indexer/nft/v1/tokens*` serve it, with its collection's names.
-    pub fn render(&self, collection: Option<&CollectionRecord>, prefix: &str) -> Value {
-        json!({
-            "collection_addr": hex_addr(&self.collection),
-            "collection_name": collection.map(|c| c.name.as_str()).unwrap_or(""),
-            "collection_origin_name": collection.map(|c| c.origin_name.as_str()).unwrap_or(""),
-            "object_addr": hex_addr(&self.object),
-            "owner": address::to_bech32(prefix, &self.owner),
-            "nft": {"token_id": self.token_id, "uri": self.uri},
-            "height": self.height,
-            "timestamp": rfc3339_nano(self.time_ns),
-        })
+    pub fn render(&self, collection: Option<&CollectionRecord>, prefix: &str) -> String {
+        self.render_owned_by(collection, &address::to_bech32(prefix, &self.owner))
+    }
+
+    /// [`TokenRecord::render`] with the owner already in bech32 (a page of one owner's
+    /// tokens encodes it once).
+    pub fn render_owned_by(&self, collection: Option<&CollectionRecord>, owner: &str) -> String {
+        let mut out = String::with_capacity(400 + self.uri.len());
+        out.push_str("{\"collection_addr\":\"");
+        push_hex_addr(&mut out, &self.collection);
+        out.push_str("\",\"collection_name\":");
+        push_str(&mut out, collection.map(|c| c.name.as_str()).unwrap_or(""));
+        out.push_str(",\"collection_origin_name\":");
+        push_str(
+            &mut out,
+            collection.map(|c| c.origin_name.as_str()).unwrap_or(""),
+        );
+        out.push_str(",\"object_addr\":\"");
+        push_hex_addr(&mut out, &self.object);
+        out.push_str("\",\"owner\":\"");
+        out.push_str(owner);
+        out.push_str("\",\"nft\":{\"token_id\":");
+        push_str(&mut out, &self.token_id);
+        out.push_str(",\"uri\":");
+        push_str(&mut out, &self.uri);
+        out.push_str(&format!(
+            "}},\"height\":{},\"timestamp\":\"{}\"}}",
+            self.height,
+            rfc3339_nano(self.time_ns)
+        ));
+        out
     }
 }
 
@@ -142,7 +183,8 @@ mod tests {
             height: 10,
             time_ns: 1_767_225_600_123_456_789,
         };
-        let text = collection.render("init").to_string();
+        let text = collection.render("init");
+        serde_json::from_str::<serde_json::Value>(&text).unwrap();
         assert!(text.starts_with(&format!(
             "{{\"object_addr\":\"0x{}\",\"collection\":{{\"creator\":\"init1",
             "ab".repeat(20)
@@ -157,7 +199,8 @@ mod tests {
             height: 11,
             time_ns: 0,
         };
-        let text = token.render(Some(&collection), "init").to_string();
+        let text = token.render(Some(&collection), "init");
+        serde_json::from_str::<serde_json::Value>(&text).unwrap();
         assert!(text.contains("\"collection_name\":\"Punks\",\"collection_origin_name\":\"\",\"object_addr\":\"\",\"owner\":\"init1"), "{text}");
         assert!(text.contains("\"nft\":{\"token_id\":\"7\",\"uri\":\"ipfs://x\"},\"height\":11"));
     }
