@@ -57,3 +57,11 @@ run "tx by hash (hot)" "/indexer/tx/v1/txs/$hot_hash"
 run "tx by hash (sled)" "/indexer/tx/v1/txs/$cold_hash"
 run "page of 100 txs" "/indexer/tx/v1/txs?pagination.limit=100"
 run "page of 20 blocks" "/indexer/block/v1/blocks?pagination.limit=20"
+nft="$base/indexer/nft/v1"
+collection=$(curl -s "$nft/collections?pagination.limit=1&pagination.reverse=false" | python3 -c "import json,sys; print(json.load(sys.stdin)['collections'][0]['object_addr'])")
+owner=$(curl -s "$nft/tokens/by_collection/$collection?pagination.limit=1" | python3 -c "import json,sys; print(json.load(sys.stdin)['tokens'][0]['owner'])")
+run "nft collection by address" "/indexer/nft/v1/collections/$collection"
+run "nft page of 100 collections" "/indexer/nft/v1/collections?pagination.limit=100"
+run "nft collections by name" "/indexer/nft/v1/collections/by_name/punks"
+run "nft tokens of a collection" "/indexer/nft/v1/tokens/by_collection/$collection"
+run "nft tokens of an account" "/indexer/nft/v1/tokens/by_account/$owner"

@@ -12,7 +12,7 @@ use weaver_actors::chain::address::{decode_bech32, parse_account};
 use weaver_actors::chain::devnet::Vm;
 use weaver_actors::store::nft::keys::TxPosition;
 use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
-use weaver_actors::store::{BlocksStore, NftStore, Page};
+use weaver_actors::store::{BlocksStore, NftStore, Page, PageRequest, StoreError};
 
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::indexer::{list_body_with, wrap, INLINE_LIMIT, INLINE_OFFSET};
@@ -118,19 +118,29 @@ async fn paged<C: Send + 'static>(
     Ok(json_bytes(body))
 }
 
+/// A page of collections chosen by `list`, on the request's pagination.
+async fn collection_list(
+    api: &NftApi,
+    heavy: &HeavyPages,
+    req: &HttpRequest,
+    list: impl FnOnce(&NftStore, &PageRequest<u64>) -> Result<Page<u64>, StoreError> + Send + 'static,
+) -> ApiResult {
+    let query = collections_query(req)?;
+    let store = api.nfts.clone();
+    let page = query.clone();
+    paged(heavy, &query, move || {
+        let found = list(&store, &page.page)?;
+        Ok(list_body_with("collections", &found, &page, collection_key))
+    })
+    .await
+}
+
 async fn collections(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
     req: HttpRequest,
 ) -> ApiResult {
-    let query = collections_query(&req)?;
-    let store = api.nfts.clone();
-    let page = query.clone();
-    paged(&heavy, &query, move || {
-        let found = store.collections(&page.page)?;
-        Ok(list_body_with("collections", &found, &page, collection_key))
-    })
-    .await
+    collection_list(&api, &heavy, &req, |store, page| store.collections(page)).await
 }
 
 async fn collections_by_account(
@@ -140,12 +150,8 @@ async fn collections_by_account(
     req: HttpRequest,
 ) -> ApiResult {
     let owner = account(&path)?;
-    let query = collections_query(&req)?;
-    let store = api.nfts.clone();
-    let page = query.clone();
-    paged(&heavy, &query, move || {
-        let found = store.collections_of(&owner, &page.page)?;
-        Ok(list_body_with("collections", &found, &page, collection_key))
+    collection_list(&api, &heavy, &req, move |store, page| {
+        store.collections_of(&owner, page)
     })
     .await
 }
@@ -164,12 +170,8 @@ async fn collections_by_name(
             &format!("at most {MAX_NAME_CHARS} characters"),
         ));
     }
-    let query = collections_query(&req)?;
-    let store = api.nfts.clone();
-    let page = query.clone();
-    paged(&heavy, &query, move || {
-        let found = store.collections_named(&name, &page.page)?;
-        Ok(list_body_with("collections", &found, &page, collection_key))
+    collection_list(&api, &heavy, &req, move |store, page| {
+        store.collections_named(&name, page)
     })
     .await
 }

@@ -88,3 +88,32 @@ pub struct BlockBundle {
     pub txs: Vec<TxBundle>,
     pub finalize_events: Vec<Event>,
 }
+
+impl BlockBundle {
+    /// A block of `chain_id` at `height` whose txs (one per inner list, all successful)
+    /// carry only `events`: synthetic blocks for tests and benchmarks. Each tx's raw bytes
+    /// are unique (height and index), so tx hashes are too.
+    pub fn of_events(chain_id: &str, height: u64, time_ns: i64, txs: Vec<Vec<Event>>) -> Self {
+        BlockBundle {
+            chain_id: chain_id.to_string(),
+            height,
+            hash: vec![0; 32],
+            time_ns,
+            proposer_address: vec![],
+            proposer: Proposer::default(),
+            txs: txs
+                .into_iter()
+                .enumerate()
+                .map(|(i, events)| TxBundle {
+                    raw: [height.to_be_bytes(), (i as u64).to_be_bytes()].concat(),
+                    result: TxResult {
+                        events,
+                        ..Default::default()
+                    },
+                    json: serde_json::Value::Null,
+                })
+                .collect(),
+            finalize_events: vec![],
+        }
+    }
+}

@@ -124,7 +124,6 @@ impl DomainIndexer for RelayIndexer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::types::{TxBundle, TxResult};
     use crate::indexers::DomainSet;
     use crate::relay::{PacketKey, PacketSide};
     use crate::store::Store;
@@ -144,27 +143,8 @@ mod tests {
     }
 
     fn block(height: u64, txs: Vec<Vec<Event>>) -> BlockBundle {
-        BlockBundle {
-            chain_id: "weaver-l1-1".into(),
-            height,
-            hash: vec![0; 32],
-            time_ns: 1_767_225_600_000_000_000 + height as i64,
-            proposer_address: vec![],
-            proposer: Default::default(),
-            txs: txs
-                .into_iter()
-                .enumerate()
-                .map(|(i, events)| TxBundle {
-                    raw: vec![height as u8, i as u8],
-                    result: TxResult {
-                        events,
-                        ..Default::default()
-                    },
-                    json: serde_json::Value::Null,
-                })
-                .collect(),
-            finalize_events: vec![],
-        }
+        let time_ns = 1_767_225_600_000_000_000 + height as i64;
+        BlockBundle::of_events("weaver-l1-1", height, time_ns, txs)
     }
 
     #[test]

@@ -17,6 +17,22 @@ pub struct Message {
     pub response_type: String,
 }
 
+impl Message {
+    /// A message of `type_url` (signed as `value`, shown as `json`) whose response type is
+    /// the type URL with `Response` appended, as every Cosmos SDK message's is.
+    pub fn new(type_url: &str, value: Vec<u8>, json: Value, events: Vec<Event>) -> Self {
+        Message {
+            any: Any {
+                type_url: type_url.into(),
+                value,
+            },
+            json,
+            events,
+            response_type: format!("{type_url}Response"),
+        }
+    }
+}
+
 pub const MSG_SEND: &str = "/cosmos.bank.v1beta1.MsgSend";
 
 /// A token amount in base units, never zero.

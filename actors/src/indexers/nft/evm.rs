@@ -15,7 +15,6 @@ use super::{malformed, EventError, TxContext};
 use crate::chain::address::parse_hex_address;
 use crate::chain::types::Event;
 use crate::chain::{Answers, ChainQuery};
-use crate::store::nft::keys::{with_addr, NOT_COLLECTION};
 use crate::store::NftStore;
 
 const TRANSFER_TOPIC: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -181,16 +180,10 @@ pub(super) fn lookups(
     }
     for log in nft_logs(event) {
         let log = log?;
-        let known = store.collection(&log.collection)?.is_some();
-        if !known {
-            if store
-                .domain()
-                .tree()
-                .contains_key(with_addr(NOT_COLLECTION, &log.collection))
-                .map_err(crate::store::StoreError::from)?
-            {
-                continue;
-            }
+        if store.is_refused(&log.collection)? {
+            continue;
+        }
+        if !store.is_settled(&log.collection)? {
             queries.push(name_query(&log.collection));
         }
         let wants_uri = match log.action {

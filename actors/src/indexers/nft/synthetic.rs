@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::NftIndexer;
 use crate::chain::devnet::Vm;
-use crate::chain::types::{BlockBundle, Event, TxBundle, TxResult};
+use crate::chain::types::{BlockBundle, Event};
 use crate::chain::{Answers, QueryRejection};
 use crate::indexers::{DomainSet, IndexError};
 use crate::store::NftStore;
@@ -56,27 +56,8 @@ impl SyntheticNfts {
     pub fn block(&mut self, txs: Vec<Vec<Event>>) -> Result<(), IndexError> {
         self.height += 1;
         let height = self.height;
-        let bundle = BlockBundle {
-            chain_id: self.chain_id.clone(),
-            height,
-            hash: vec![0; 32],
-            time_ns: 1_767_225_600_000_000_000 + height as i64 * 500_000_000,
-            proposer_address: vec![],
-            proposer: Default::default(),
-            txs: txs
-                .into_iter()
-                .enumerate()
-                .map(|(i, events)| TxBundle {
-                    raw: [height.to_be_bytes(), (i as u64).to_be_bytes()].concat(),
-                    result: TxResult {
-                        events,
-                        ..Default::default()
-                    },
-                    json: serde_json::Value::Null,
-                })
-                .collect(),
-            finalize_events: vec![],
-        };
+        let time_ns = 1_767_225_600_000_000_000 + height as i64 * 500_000_000;
+        let bundle = BlockBundle::of_events(&self.chain_id, height, time_ns, txs);
         let mut answers = Answers::default();
         for query in self.domains.lookups(&bundle) {
             answers.insert(

@@ -4,34 +4,14 @@
 use serde_json::json;
 
 use super::*;
-use crate::chain::types::TxResult;
 use crate::chain::QueryRejection;
 use crate::indexers::DomainSet;
 use crate::store::nft::{TokenCursor, TokenFilter, TokenOrder};
 use crate::store::{Order, PageRequest, Store};
 
 fn block(height: u64, txs: Vec<Vec<Event>>) -> BlockBundle {
-    BlockBundle {
-        chain_id: "nft-1".into(),
-        height,
-        hash: vec![0; 32],
-        time_ns: 1_767_225_600_000_000_000 + height as i64 * 1_000_000_000,
-        proposer_address: vec![],
-        proposer: Default::default(),
-        txs: txs
-            .into_iter()
-            .enumerate()
-            .map(|(i, events)| TxBundle {
-                raw: vec![height as u8, i as u8],
-                result: TxResult {
-                    events,
-                    ..Default::default()
-                },
-                json: serde_json::Value::Null,
-            })
-            .collect(),
-        finalize_events: vec![],
-    }
+    let time_ns = 1_767_225_600_000_000_000 + height as i64 * 1_000_000_000;
+    BlockBundle::of_events("nft-1", height, time_ns, txs)
 }
 
 fn move_event(tag: &str, data: serde_json::Value) -> Event {

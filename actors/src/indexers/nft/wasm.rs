@@ -12,7 +12,6 @@ use super::{malformed, EventError, TxContext};
 use crate::chain::address::decode_bech32;
 use crate::chain::types::Event;
 use crate::chain::{Answers, ChainQuery};
-use crate::store::nft::keys::{with_addr, NOT_COLLECTION};
 use crate::store::NftStore;
 
 const CONTRACT_INFO_QUERY: &str = "{\"contract_info\":{}}";
@@ -65,13 +64,7 @@ pub(super) fn lookups(
         return Ok(());
     }
     let contract = bech32(&attrs, "_contract_address")?;
-    let known = store.collection(&contract)?.is_some()
-        || store
-            .domain()
-            .tree()
-            .contains_key(with_addr(NOT_COLLECTION, &contract))
-            .map_err(crate::store::StoreError::from)?;
-    if !known {
+    if !store.is_settled(&contract)? {
         out.extend(queries(attrs["_contract_address"]));
     }
     Ok(())

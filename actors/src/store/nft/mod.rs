@@ -111,6 +111,17 @@ impl NftStore {
         self.tree().get(&key)?.map(|v| decode(&key, &v)).transpose()
     }
 
+    /// Whether `addr` is a collection, or a contract already found not to be one: either way
+    /// its metadata need not be asked again.
+    pub fn is_settled(&self, addr: &[u8]) -> Result<bool, StoreError> {
+        Ok(self.tree().contains_key(collection(addr))? || self.is_refused(addr)?)
+    }
+
+    /// Whether `addr` is a contract found not to be a collection.
+    pub fn is_refused(&self, addr: &[u8]) -> Result<bool, StoreError> {
+        Ok(self.tree().contains_key(with_addr(NOT_COLLECTION, addr))?)
+    }
+
     fn counter(&self, key: &[u8]) -> Result<u64, StoreError> {
         Ok(read_u64_at(self.tree(), key)?.unwrap_or(0))
     }

@@ -18,7 +18,7 @@ use crate::chain::devnet::accounts::Account;
 use crate::chain::devnet::message::{action_event, Message};
 use crate::chain::devnet::signed_tx::module_address;
 use crate::chain::devnet::Vm;
-use crate::chain::proto::{Any, Height, MsgRecvPacket, Packet};
+use crate::chain::proto::{Height, MsgRecvPacket, Packet};
 use crate::chain::types::Event;
 
 const MSG_RECV_PACKET: &str = "/ibc.core.channel.v1.MsgRecvPacket";
@@ -200,12 +200,10 @@ pub fn receive(
         Event::new("message", &[("module", "ibc_channel")]),
     ]);
 
-    Message {
-        any: Any {
-            type_url: MSG_RECV_PACKET.into(),
-            value: msg.encode_to_vec(),
-        },
-        json: json!({
+    Message::new(
+        MSG_RECV_PACKET,
+        msg.encode_to_vec(),
+        json!({
             "@type": MSG_RECV_PACKET,
             "packet": {
                 "sequence": sequence,
@@ -222,6 +220,5 @@ pub fn receive(
             "signer": signer
         }),
         events,
-        response_type: format!("{MSG_RECV_PACKET}Response"),
-    }
+    )
 }

@@ -15,7 +15,7 @@ use crate::chain::address::eip55;
 use crate::chain::devnet::accounts::Account;
 use crate::chain::devnet::message::{action_event, Message};
 use crate::chain::devnet::DevnetSpec;
-use crate::chain::proto::{Any, MsgCall, MsgCreate};
+use crate::chain::proto::{MsgCall, MsgCreate};
 use crate::chain::types::Event;
 
 const MSG_CALL: &str = "/minievm.evm.v1.MsgCall";
@@ -207,13 +207,5 @@ pub fn message(
     };
     let mut emitted = vec![action_event(type_url, from, "evm")];
     emitted.extend(events(chain, collection, change));
-    Message {
-        any: Any {
-            type_url: type_url.into(),
-            value: any,
-        },
-        json,
-        events: emitted,
-        response_type: format!("{type_url}Response"),
-    }
+    Message::new(type_url, any, json, emitted)
 }

@@ -14,7 +14,7 @@ use crate::chain::devnet::accounts::Account;
 use crate::chain::devnet::message::{action_event, Message};
 use crate::chain::devnet::vm_messages::short_hex;
 use crate::chain::devnet::DevnetSpec;
-use crate::chain::proto::{Any, MsgExecute};
+use crate::chain::proto::MsgExecute;
 use crate::chain::types::Event;
 
 const MSG_EXECUTE: &str = "/initia.move.v1.MsgExecute";
@@ -187,12 +187,10 @@ pub fn message(
     };
     let mut emitted = vec![action_event(MSG_EXECUTE, from, "move")];
     emitted.extend(events(chain, collection, change));
-    Message {
-        any: Any {
-            type_url: MSG_EXECUTE.into(),
-            value: msg.encode_to_vec(),
-        },
-        json: json!({
+    Message::new(
+        MSG_EXECUTE,
+        msg.encode_to_vec(),
+        json!({
             "@type": MSG_EXECUTE,
             "sender": from,
             "module_address": "0x1",
@@ -201,9 +199,8 @@ pub fn message(
             "type_args": [],
             "args": args.iter().map(|a| B64.encode(a)).collect::<Vec<_>>()
         }),
-        events: emitted,
-        response_type: "/initia.move.v1.MsgExecuteResponse".into(),
-    }
+        emitted,
+    )
 }
 
 /// The `0x1::nft::Nft` resource of a live token, as `by_struct_tag` returns it.

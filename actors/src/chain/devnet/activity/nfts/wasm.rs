@@ -14,7 +14,7 @@ use crate::chain::address::to_bech32;
 use crate::chain::devnet::accounts::Account;
 use crate::chain::devnet::message::{action_event, Message};
 use crate::chain::devnet::DevnetSpec;
-use crate::chain::proto::{Any, MsgExecuteContract, MsgInstantiateContract};
+use crate::chain::proto::{MsgExecuteContract, MsgInstantiateContract};
 use crate::chain::types::Event;
 
 const MSG_INSTANTIATE: &str = "/cosmwasm.wasm.v1.MsgInstantiateContract";
@@ -205,13 +205,5 @@ pub fn message(
     };
     let mut emitted = vec![action_event(type_url, from, "wasm")];
     emitted.extend(events(chain, collection, change, &sender.address));
-    Message {
-        any: Any {
-            type_url: type_url.into(),
-            value: any,
-        },
-        json,
-        events: emitted,
-        response_type: format!("{type_url}Response"),
-    }
+    Message::new(type_url, any, json, emitted)
 }
