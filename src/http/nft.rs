@@ -71,6 +71,9 @@ fn collection_addr(vm: Vm, text: &str) -> Result<Vec<u8>, ApiError> {
     let bad = |why: &str| ApiError::invalid_value("collection_addr", text, why);
     if !text.starts_with("0x") && !text.starts_with("0X") {
         if let Some((_, bytes)) = decode_bech32(text) {
+            if bytes.len() != 20 && bytes.len() != 32 {
+                return Err(bad("a collection address is 20 or 32 bytes"));
+            }
             return Ok(bytes);
         }
     }
@@ -88,6 +91,18 @@ fn collection_addr(vm: Vm, text: &str) -> Result<Vec<u8>, ApiError> {
     }
     hex::decode(format!("{:0>width$}", trimmed.to_ascii_lowercase()))
         .map_err(|_| bad("invalid address format"))
+}
+
+/// A token id from the path or the query: any text but a NUL (ids end in one in keys).
+fn token_id(text: String) -> Result<String, ApiError> {
+    if text.contains('\0') {
+        return Err(ApiError::invalid_value(
+            "token_id",
+            &text.replace('\0', "\\0"),
+            "must not contain a NUL character",
+        ));
+    }
+    Ok(text)
 }
 
 fn key_of(value: Value) -> String {
@@ -216,7 +231,9 @@ fn token_params(vm: Vm, req: &HttpRequest) -> Result<TokenParams, ApiError> {
                     }
                 }
             }
-            "token_id" if !value.is_empty() => params.token_id = Some(value.into_owned()),
+            "token_id" if !value.is_empty() => {
+                params.token_id = Some(token_id(value.into_owned())?)
+            }
             "collection_addr" if !value.is_empty() => {
                 params.collection = Some(collection_addr(vm, &value)?)
             }
@@ -307,7 +324,8 @@ async fn token_txs(
     path: web::Path<(String, String)>,
     req: HttpRequest,
 ) -> ApiResult {
-    let (collection, token_id) = path.into_inner();
+    let (collection, token) = path.into_inner();
+    let token_id = token_id(token)?;
     let collection = collection_addr(api.vm, &collection)?;
     let query = parse_list_query_with(req.query_string(), "token tx", |v| {
         Some(TxPosition {

@@ -45,6 +45,22 @@ impl QueryRejection {
     pub fn is_unknown_query(&self) -> bool {
         self.message.contains("unknown variant")
     }
+
+    /// Whether the answer is about the chain and would be the same if asked again: not
+    /// found (gRPC code 5), an EVM call's own failure (code 0: reverted, out of gas), or a
+    /// contract refusing the query. Anything else (unavailable, rate-limited, timed out,
+    /// internal, pruned state) is a failure to get an answer.
+    pub fn is_final(&self) -> bool {
+        matches!(self.code, 0 | 5) || self.is_unknown_query()
+    }
+
+    /// The node no longer keeps the state of the asked height.
+    pub fn is_pruned(&self) -> bool {
+        let message = self.message.to_ascii_lowercase();
+        message.contains("version does not exist")
+            || message.contains("pruned")
+            || message.contains("failed to load state")
+    }
 }
 
 /// What a query returned: the REST JSON body of a success, or the chain's rejection.

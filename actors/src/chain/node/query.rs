@@ -108,6 +108,20 @@ impl NodeClient {
             if rest_future_height(&rejection.message) {
                 return Err(SourceError::FutureHeight(height));
             }
+            if !rejection.is_final() {
+                // Overloaded, rate-limited, timed out, or state the node no longer keeps:
+                // not an answer about the chain. The block is retried, loudly.
+                let hint = if rejection.is_pruned() {
+                    " (the node has pruned the state of that height: point weaver at an archive node, or set the chain's start_height past it)"
+                } else {
+                    ""
+                };
+                return Err(SourceError::Node(format!(
+                    "{path} at height {height}: code {}: {}{hint}",
+                    rejection.code,
+                    truncate(&rejection.message)
+                )));
+            }
             return Ok(Err(rejection));
         }
         let value: Value = serde_json::from_str(&text)

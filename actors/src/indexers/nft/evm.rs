@@ -146,9 +146,15 @@ pub fn decimal(word: &[u8; 32]) -> String {
     String::from_utf8(digits).expect("ASCII digits")
 }
 
-/// Decodes an ABI-encoded `string` return value.
+/// Decodes an ABI-encoded `string` return value (or a `bytes32`, which some early ERC-721s
+/// return from `name()`).
 pub fn abi_string(response: &str) -> Option<String> {
     let bytes = hex::decode(response.strip_prefix("0x").unwrap_or(response)).ok()?;
+    if bytes.len() == 32 {
+        let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let text = std::str::from_utf8(&bytes[..end]).ok()?;
+        return (!text.contains('\0')).then(|| text.to_string());
+    }
     let read_word = |at: usize| -> Option<usize> {
         let word = bytes.get(at..at + 32)?;
         if word[..24].iter().any(|&b| b != 0) {
@@ -178,8 +184,8 @@ pub(super) fn lookups(
     if event.kind != "evm" {
         return Ok(());
     }
-    for log in nft_logs(event) {
-        let log = log?;
+    // A log that does not parse is reported by `apply`; the others still need their answers.
+    for log in nft_logs(event).filter_map(Result::ok) {
         if store.is_refused(&log.collection)? {
             continue;
         }
@@ -267,41 +273,59 @@ pub(super) fn apply(
         }
         return Ok(());
     }
+    // One bad log (or one collection that cannot be named) must not drop the others.
+    let mut skipped = Vec::new();
     for log in nft_logs(event) {
-        let log = log?;
-        if !ensure_collection(state, tx, &log.collection, answers)? {
-            continue;
+        match log.and_then(|log| apply_log(state, tx, &log, answers)) {
+            Err(EventError::Malformed(reason)) => skipped.push(reason),
+            other => other?,
         }
-        let token_id = decimal(&log.token_word);
-        check_token_id(&token_id)?;
-        let collection = &log.collection;
-        match log.action {
-            Action::Mint { to } => {
-                let uri = token_uri(answers, collection, &log.token_word);
-                state.mint(collection, &token_id, &[], &to, &uri)?;
-            }
-            Action::Transfer { to } => {
-                let moved = state.update(collection, &token_id, |t| t.owner = to.clone())?;
-                if !moved {
-                    // Minted before this index's first block: known from here on.
-                    let uri = token_uri(answers, collection, &log.token_word);
-                    state.mint(collection, &token_id, &[], &to, &uri)?;
-                }
-            }
-            Action::Burn => {
-                if !state.burn(collection, &token_id)? {
-                    continue;
-                }
-            }
-            Action::MetadataUpdate => {
-                let uri = token_uri(answers, collection, &log.token_word);
-                if !state.update(collection, &token_id, |t| t.uri = uri)? {
-                    continue;
-                }
-            }
-        }
-        state.touch(collection, &token_id, tx.index, tx.hash);
     }
+    if skipped.is_empty() {
+        Ok(())
+    } else {
+        Err(malformed(skipped.join("; ")))
+    }
+}
+
+fn apply_log(
+    state: &mut BlockState,
+    tx: &TxContext,
+    log: &NftLog,
+    answers: &Answers,
+) -> Result<(), EventError> {
+    if !ensure_collection(state, tx, &log.collection, answers)? {
+        return Ok(());
+    }
+    let token_id = decimal(&log.token_word);
+    check_token_id(&token_id)?;
+    let collection = &log.collection;
+    match &log.action {
+        Action::Mint { to } => {
+            let uri = token_uri(answers, collection, &log.token_word);
+            state.mint(collection, &token_id, &[], to, &uri)?;
+        }
+        Action::Transfer { to } => {
+            let moved = state.update(collection, &token_id, |t| t.owner = to.clone())?;
+            if !moved {
+                // Minted before this index's first block: known from here on.
+                let uri = token_uri(answers, collection, &log.token_word);
+                state.mint(collection, &token_id, &[], to, &uri)?;
+            }
+        }
+        Action::Burn => {
+            if !state.burn(collection, &token_id)? {
+                return Ok(());
+            }
+        }
+        Action::MetadataUpdate => {
+            let uri = token_uri(answers, collection, &log.token_word);
+            if !state.update(collection, &token_id, |t| t.uri = uri)? {
+                return Ok(());
+            }
+        }
+    }
+    state.touch(collection, &token_id, tx.index, tx.hash);
     Ok(())
 }
 

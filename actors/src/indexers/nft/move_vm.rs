@@ -13,6 +13,9 @@ use crate::chain::types::Event;
 use crate::chain::{Answers, ChainQuery};
 
 const CREATE_COLLECTION: &str = "0x1::collection::CreateCollectionEvent";
+/// Emitted for every collection by newer stdlibs (untracked-supply collections emit only
+/// this one).
+const CREATE: &str = "0x1::collection::CreateEvent";
 const MINT: &str = "0x1::collection::MintEvent";
 const BURN: &str = "0x1::collection::BurnEvent";
 const TRANSFER: &str = "0x1::object::TransferEvent";
@@ -83,12 +86,12 @@ pub(super) fn apply(
     let Some(tag) = event.attr("type_tag") else {
         return Ok(());
     };
-    if ![CREATE_COLLECTION, MINT, BURN, TRANSFER, MUTATION].contains(&tag) {
+    if ![CREATE_COLLECTION, CREATE, MINT, BURN, TRANSFER, MUTATION].contains(&tag) {
         return Ok(());
     }
     let data = data(event)?;
     match tag {
-        CREATE_COLLECTION => {
+        CREATE_COLLECTION | CREATE => {
             let created = (state.height, state.time_ns);
             state.create_collection(
                 &object(&data, "collection")?,

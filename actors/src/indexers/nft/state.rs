@@ -374,8 +374,13 @@ impl<'a> BlockState<'a> {
         for (class_name, origin) in &origins {
             batch.insert(keys::origin(class_name), origin.as_bytes());
             let mut named: Vec<Vec<u8>> = Vec::new();
-            for item in self.tree.scan_prefix(keys::name(class_name)) {
+            let prefix = keys::name(class_name);
+            for item in self.tree.scan_prefix(&prefix) {
                 let (key, _) = item?;
+                // Exactly this name: a longer name that starts with it and a 0 byte is not it.
+                if key.len() != prefix.len() + 8 {
+                    continue;
+                }
                 let number = core_keys::read_u64(&key)
                     .ok_or_else(|| crate::store::corrupt(&key, "bad name entry"))?;
                 if let Some(addr) = self.tree.get(core_keys::by_u64(BY_CREATION, number))? {

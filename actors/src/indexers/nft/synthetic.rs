@@ -88,6 +88,49 @@ impl SyntheticNfts {
         self.block(vec![events])
     }
 
+    /// The object of synthetic token `id` of collection `collection`.
+    fn object(collection: u64, id: u64) -> String {
+        short_hex(&[&[0xb0][..], &collection.to_be_bytes(), &id.to_be_bytes()].concat())
+    }
+
+    /// Moves tokens `ids` of `collection` to `owner`, one tx.
+    pub fn transfer(
+        &mut self,
+        collection: u64,
+        ids: impl IntoIterator<Item = u64>,
+        owner: &[u8],
+    ) -> Result<(), IndexError> {
+        let events = ids
+            .into_iter()
+            .map(|id| {
+                event(
+                    "0x1::object::TransferEvent",
+                    json!({"object": Self::object(collection, id), "from": CREATOR, "to": short_hex(owner)}),
+                )
+            })
+            .collect();
+        self.block(vec![events])
+    }
+
+    /// Burns tokens `ids` of `collection`, one tx.
+    pub fn burn(
+        &mut self,
+        collection: u64,
+        ids: impl IntoIterator<Item = u64>,
+    ) -> Result<(), IndexError> {
+        let addr = short_hex(&collection_addr(collection));
+        let events = ids
+            .into_iter()
+            .map(|id| {
+                event(
+                    "0x1::collection::BurnEvent",
+                    json!({"collection": addr, "nft": Self::object(collection, id), "token_id": id.to_string()}),
+                )
+            })
+            .collect();
+        self.block(vec![events])
+    }
+
     /// Mints tokens `ids` of collection `collection` to `owner` (20-byte account), one tx.
     pub fn mint(
         &mut self,

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::*;
 use crate::chain::QueryRejection;
 use crate::indexers::DomainSet;
-use crate::store::nft::{TokenCursor, TokenFilter, TokenOrder};
+use crate::store::nft::{TokenCursor, TokenFilter, TokenOrder, TokenRecord};
 use crate::store::{Order, PageRequest, Store};
 
 fn block(height: u64, txs: Vec<Vec<Event>>) -> BlockBundle {
@@ -527,4 +527,190 @@ fn a_class_received_over_ibc_names_its_collection() {
         origin::class_name(Vm::Wasm, "nft-transfer", "channel-3", "punks"),
         "nft-transfer/channel-3/punks"
     );
+}
+
+#[test]
+fn a_page_skips_keys_whose_token_moved_on_since_they_were_read() {
+    // A page reads keys from a live iterator, then each token: a block committed in between
+    // leaves keys of burned or transferred tokens behind. Stand those in directly.
+    let mut h = Harness::new(Vm::Move);
+    let creator = crate::chain::address::parse_hex_address("0xc4ea70").unwrap();
+    h.apply(
+        block(
+            1,
+            vec![vec![
+                move_event(
+                    "0x1::collection::CreateCollectionEvent",
+                    json!({"collection": "0xc0", "creator": "0xc4ea70", "name": "C"}),
+                ),
+                move_event(
+                    "0x1::collection::MintEvent",
+                    json!({"collection": "0xc0", "nft": "0xf1", "token_id": "1"}),
+                ),
+                move_event(
+                    "0x1::collection::MintEvent",
+                    json!({"collection": "0xc0", "nft": "0xf3", "token_id": "3"}),
+                ),
+            ]],
+        ),
+        |_| {
+            Err(QueryRejection {
+                code: 5,
+                message: "not found".into(),
+            })
+        },
+    );
+    let collection = hex::decode(format!("{:0>64}", "c0")).unwrap();
+    let tree = h.store.domain().tree();
+    let stale = |token: &str| {
+        let mut key = crate::store::nft::keys::with_addr(crate::store::nft::keys::OWNER, &creator);
+        crate::store::nft::keys::push_token(&mut key, token);
+        crate::store::nft::keys::push_addr(&mut key, &collection);
+        key
+    };
+    // Token 0 was burned; token 2 now belongs to someone else.
+    tree.insert(stale("0"), &[]).unwrap();
+    tree.insert(stale("2"), &[]).unwrap();
+    let other = TokenRecord {
+        collection: collection.clone(),
+        token_id: "2".into(),
+        object: vec![],
+        owner: vec![9; 20],
+        uri: String::new(),
+        height: 1,
+        time_ns: 0,
+    };
+    tree.insert(
+        crate::store::nft::keys::token(&collection, "2"),
+        serde_json::to_vec(&other).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<String> = h
+        .of_owner(&creator)
+        .iter()
+        .map(|t| t["nft"]["token_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["1", "3"]);
+    // A client-built cursor without a collection resumes after that token id.
+    let request = PageRequest {
+        after: Some(TokenCursor {
+            token_id: "1".into(),
+            height: 0,
+            collection: vec![],
+        }),
+        offset: 0,
+        limit: 10,
+        order: Order::Asc,
+        count_total: false,
+    };
+    let filter = TokenFilter {
+        owner: Some(creator.clone()),
+        collection: None,
+        token_id: None,
+    };
+    let page = h
+        .store
+        .tokens(&filter, TokenOrder::TokenId, &request)
+        .unwrap();
+    assert_eq!(page.items.len(), 1, "the cursor's own token came back");
+}
+
+#[test]
+fn one_bad_log_does_not_drop_the_next_and_bytes32_names_decode() {
+    let mut h = Harness::new(Vm::Evm);
+    let (zero, alice) = ([0u8; 20], [1u8; 20]);
+    let good = "0x00000000000000000000000000000000000000AB";
+    let bytes32_name = format!("0x{:0<64}", hex::encode("Old"));
+    let evm = Event::new(
+        "evm",
+        &[
+            ("log", "{\"address\":\"0x01\",\"topics\":[\"0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef\",\"0xzz\",\"0x00\",\"0x00\"],\"data\":\"0x\"}"),
+            ("log", &transfer_log(good, &zero, &alice, 5)),
+        ],
+    );
+    h.apply(block(1, vec![vec![evm]]), |q| match q {
+        ChainQuery::EvmCall { input, .. } if input == "0x06fdde03" => {
+            Ok(json!({"response": bytes32_name, "error": ""}))
+        }
+        _ => Ok(json!({"response": abi("ipfs://5"), "error": ""})),
+    });
+    let tokens = h.of_owner(&alice);
+    assert_eq!(
+        tokens.len(),
+        1,
+        "the good log after the bad one was dropped"
+    );
+    assert_eq!(tokens[0]["collection_name"], "Old");
+}
+
+#[test]
+fn newer_create_events_create_collections_and_names_match_exactly() {
+    let mut h = Harness::new(Vm::Move);
+    let local = origin::class_name(Vm::Move, "nft-transfer", "channel-3", "punks");
+    // A collection whose name starts with the class name and a NUL must not take its origin.
+    h.apply(
+        block(1, vec![vec![
+            move_event("0x1::collection::CreateEvent", json!({"collection": "0xc1", "creator": "0x1", "name": "Fresh", "description": "", "uri": "", "royalty": null, "supply": null})),
+            move_event("0x1::collection::CreateCollectionEvent", json!({"collection": "0xc2", "creator": "0x1", "name": format!("{local}\u{0}x")})),
+        ]]),
+        |_| unreachable!(),
+    );
+    let class_data = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        json!({"name": "L1 Punks"}).to_string(),
+    );
+    h.apply(
+        block(
+            2,
+            vec![vec![Event::new(
+                "recv_packet",
+                &[
+                    (
+                        "packet_data",
+                        &json!({"classData": class_data, "classId": "punks"}).to_string(),
+                    ),
+                    ("packet_src_port", "nft-transfer"),
+                    ("packet_dst_port", "nft-transfer"),
+                    ("packet_dst_channel", "channel-3"),
+                ],
+            )]],
+        ),
+        |_| unreachable!(),
+    );
+    let addr = |short: &str| hex::decode(format!("{short:0>64}")).unwrap();
+    assert_eq!(
+        h.store.collection(&addr("c1")).unwrap().unwrap().name,
+        "Fresh"
+    );
+    assert_eq!(
+        h.store
+            .collection(&addr("c2"))
+            .unwrap()
+            .unwrap()
+            .origin_name,
+        ""
+    );
+}
+
+#[test]
+fn indexing_without_the_answers_fails_instead_of_losing_mints() {
+    let mut h = Harness::new(Vm::Move);
+    h.apply(
+        block(
+            1,
+            vec![vec![move_event(
+                "0x1::collection::CreateCollectionEvent",
+                json!({"collection": "0xc0", "creator": "0x1", "name": "C"}),
+            )]],
+        ),
+        |_| unreachable!(),
+    );
+    let mint = block(
+        2,
+        vec![vec![move_event(
+            "0x1::collection::MintEvent",
+            json!({"collection": "0xc0", "nft": "0xf1", "token_id": "1"}),
+        )]],
+    );
+    assert!(h.domains.apply(&mint).is_err());
 }

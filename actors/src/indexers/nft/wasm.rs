@@ -140,13 +140,16 @@ pub(super) fn apply(
         }
         "transfer_nft" | "send_nft" => {
             let recipient = bech32(&attrs, "recipient")?;
-            if !state.update(&contract, &token_id, |t| t.owner = recipient)? {
-                return Err(malformed("transfer of a token this index does not hold"));
+            let moved = state.update(&contract, &token_id, |t| t.owner = recipient.clone())?;
+            if !moved {
+                // Minted before this index's first block: known from here on (its uri was
+                // only in the mint event).
+                state.mint(&contract, &token_id, &[], &recipient, "")?;
             }
         }
         _ => {
             if !state.burn(&contract, &token_id)? {
-                return Err(malformed("burn of a token this index does not hold"));
+                return Ok(());
             }
         }
     }

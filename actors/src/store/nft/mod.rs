@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::pager::{collect_page, keys_under, CursorKey, Page, PageRequest, Total};
+use super::pager::{collect_page, keys_under, CursorKey, Order, Page, PageRequest, Total};
 use super::{corrupt, read_u64_at, DomainTree, StoreError};
 use keys::*;
 pub use names::{NameIndex, NameMatches};
@@ -223,150 +223,122 @@ impl NftStore {
                 record.render_owned_by(collection, owner).into_bytes(),
             ))
         };
-        let resolve = |collection: &[u8], token_id: &str| self.token(collection, token_id);
+        let order_of = request.order;
+        let list = |prefix: Vec<u8>, owner: Option<&[u8]>, fixed: Fixed| List {
+            prefix,
+            owner: owner.map(<[u8]>::to_vec),
+            fixed,
+            order: order_of,
+        };
         match (&filter.owner, &filter.collection, &filter.token_id) {
             // One token at most: a direct read.
             (owner, Some(collection), Some(token_id)) => {
-                let found = resolve(collection, token_id)?
+                let found = self
+                    .token(collection, token_id)?
                     .filter(|t| owner.as_ref().is_none_or(|o| *o == t.owner));
                 single_page(found, request, &mut render)
             }
             (Some(owner), None, Some(token_id)) => {
                 let mut prefix = with_addr(OWNER, owner);
                 push_token(&mut prefix, token_id);
-                let total_prefix = prefix.clone();
-                self.page_of::<Addr>(
-                    &prefix,
-                    request,
-                    |c| Addr(c.collection.clone()),
-                    |a| resolve(&a.0, token_id),
-                    || self.tree().scan_prefix(&total_prefix).count() as u64,
-                    &mut render,
-                )
+                let total = self.tree().scan_prefix(&prefix).count() as u64;
+                let list = list(prefix, Some(owner), Fixed::Token(token_id.clone()));
+                self.page_of::<Addr>(&list, request, total, &mut render)
             }
             (None, Some(collection), None) => {
-                let total = || self.counter(&count(&with_addr(TOKEN, collection)));
+                let total = self.counter(&count(&with_addr(TOKEN, collection)))?;
+                let fixed = Fixed::Collection(collection.clone());
                 match order {
-                    TokenOrder::TokenId => self.page_of::<TokenId>(
-                        &with_addr(TOKEN, collection),
-                        request,
-                        |c| TokenId(c.token_id.clone()),
-                        |t| resolve(collection, &t.0),
-                        || total().unwrap_or(0),
-                        &mut render,
-                    ),
-                    TokenOrder::Height => self.page_of::<HeightToken>(
-                        &with_addr(COLLECTION_BY_HEIGHT, collection),
-                        request,
-                        |c| HeightToken {
-                            height: c.height,
-                            token_id: c.token_id.clone(),
-                        },
-                        |t| resolve(collection, &t.token_id),
-                        || total().unwrap_or(0),
-                        &mut render,
-                    ),
+                    TokenOrder::TokenId => {
+                        let list = list(with_addr(TOKEN, collection), None, fixed);
+                        self.page_of::<TokenId>(&list, request, total, &mut render)
+                    }
+                    TokenOrder::Height => {
+                        let list = list(with_addr(COLLECTION_BY_HEIGHT, collection), None, fixed);
+                        self.page_of::<HeightToken>(&list, request, total, &mut render)
+                    }
                 }
             }
             (Some(owner), Some(collection), None) => {
-                let total_key = count(&with_addrs(OWNER_COLLECTION, owner, collection));
-                let total = || self.counter(&total_key).unwrap_or(0);
+                let total =
+                    self.counter(&count(&with_addrs(OWNER_COLLECTION, owner, collection)))?;
+                let fixed = Fixed::Collection(collection.clone());
                 match order {
-                    TokenOrder::TokenId => self.page_of::<TokenId>(
-                        &with_addrs(OWNER_COLLECTION, owner, collection),
-                        request,
-                        |c| TokenId(c.token_id.clone()),
-                        |t| resolve(collection, &t.0),
-                        total,
-                        &mut render,
-                    ),
-                    TokenOrder::Height => self.page_of::<HeightToken>(
-                        &with_addrs(OWNER_COLLECTION_BY_HEIGHT, owner, collection),
-                        request,
-                        |c| HeightToken {
-                            height: c.height,
-                            token_id: c.token_id.clone(),
-                        },
-                        |t| resolve(collection, &t.token_id),
-                        total,
-                        &mut render,
-                    ),
+                    TokenOrder::TokenId => {
+                        let prefix = with_addrs(OWNER_COLLECTION, owner, collection);
+                        let list = list(prefix, Some(owner), fixed);
+                        self.page_of::<TokenId>(&list, request, total, &mut render)
+                    }
+                    TokenOrder::Height => {
+                        let prefix = with_addrs(OWNER_COLLECTION_BY_HEIGHT, owner, collection);
+                        let list = list(prefix, Some(owner), fixed);
+                        self.page_of::<HeightToken>(&list, request, total, &mut render)
+                    }
                 }
             }
             (Some(owner), None, None) => {
-                let total_key = count(&with_addr(OWNER, owner));
-                let total = || self.counter(&total_key).unwrap_or(0);
+                let total = self.counter(&count(&with_addr(OWNER, owner)))?;
                 match order {
-                    TokenOrder::TokenId => self.page_of::<TokenCollection>(
-                        &with_addr(OWNER, owner),
-                        request,
-                        |c| TokenCollection {
-                            token_id: c.token_id.clone(),
-                            collection: c.collection.clone(),
-                        },
-                        |t| resolve(&t.collection, &t.token_id),
-                        total,
-                        &mut render,
-                    ),
-                    TokenOrder::Height => self.page_of::<HeightTokenCollection>(
-                        &with_addr(OWNER_BY_HEIGHT, owner),
-                        request,
-                        |c| HeightTokenCollection {
-                            height: c.height,
-                            token_id: c.token_id.clone(),
-                            collection: c.collection.clone(),
-                        },
-                        |t| resolve(&t.collection, &t.token_id),
-                        total,
-                        &mut render,
-                    ),
+                    TokenOrder::TokenId => {
+                        let list = list(with_addr(OWNER, owner), Some(owner), Fixed::None);
+                        self.page_of::<TokenCollection>(&list, request, total, &mut render)
+                    }
+                    TokenOrder::Height => {
+                        let list =
+                            list(with_addr(OWNER_BY_HEIGHT, owner), Some(owner), Fixed::None);
+                        self.page_of::<HeightTokenCollection>(&list, request, total, &mut render)
+                    }
                 }
             }
             (None, None, _) => Err(corrupt(b"", "a token list needs an owner or a collection")),
         }
     }
 
-    /// Pages the family `prefix ‖ K`, resolving each key to its token and rendering it.
-    fn page_of<K: CursorKey>(
+    /// Pages one token list. Keys are read from a live iterator and each token is read after
+    /// its key: a block committed in between may have burned, moved or changed the token, so
+    /// a key whose token no longer matches it (gone, another owner, another height) is
+    /// skipped — the token is not in this list any more, or is further on in it.
+    fn page_of<K: ListedToken>(
         &self,
-        prefix: &[u8],
+        list: &List,
         request: &PageRequest<TokenCursor>,
-        cursor_key: impl Fn(&TokenCursor) -> K,
-        resolve: impl Fn(&K) -> Result<Option<TokenRecord>, StoreError>,
-        total: impl FnOnce() -> u64,
+        total: u64,
         render: &mut impl FnMut(&TokenRecord) -> Result<Bytes, StoreError>,
     ) -> Result<Page<TokenCursor>, StoreError> {
-        let after = request.after.as_ref().map(&cursor_key);
-        let keys = keys_under::<K>(self.tree(), prefix, after.as_ref(), request.order);
-        let inner = PageRequest {
-            after: None,
-            offset: request.offset,
-            limit: request.limit,
-            order: request.order,
-            count_total: request.count_total,
-        };
-        let mut records = Vec::new();
-        let page = collect_page(
-            keys,
-            &inner,
-            |k| {
-                let found = resolve(k)?;
-                let rendered = found.as_ref().map(&mut *render).transpose()?;
-                if let Some(record) = found {
-                    records.push(record);
-                }
-                Ok(rendered)
-            },
-            || Ok(Total::Exact(total())),
-        )?;
+        let after = request.after.as_ref().map(|c| K::after(c, list.order));
+        let keys = keys_under::<K>(self.tree(), &list.prefix, after.as_ref(), request.order);
+        let mut items = Vec::with_capacity(request.limit.min(1024));
+        let mut has_more = false;
+        let mut skipped = 0u64;
+        for key in keys {
+            let key = key?;
+            let (collection, token_id, height) = key.token(&list.fixed);
+            let Some(record) = self.token(&collection, &token_id)? else {
+                continue;
+            };
+            let moved = list.owner.as_ref().is_some_and(|o| *o != record.owner)
+                || height.is_some_and(|h| h != record.height);
+            if moved {
+                continue;
+            }
+            if skipped < request.offset {
+                skipped += 1;
+                continue;
+            }
+            if items.len() == request.limit {
+                has_more = true;
+                break;
+            }
+            items.push((cursor_of(&record), render(&record)?));
+        }
         Ok(Page {
-            items: records
-                .into_iter()
-                .zip(page.items)
-                .map(|(record, (_, bytes))| (cursor_of(&record), bytes))
-                .collect(),
-            has_more: page.has_more,
-            total: page.total,
+            items,
+            has_more,
+            total: if request.count_total {
+                Total::Exact(total)
+            } else {
+                Total::Skipped
+            },
         })
     }
 
@@ -421,6 +393,113 @@ fn single_page(
             Total::Skipped
         },
     })
+}
+
+/// What every key of a token list shares.
+enum Fixed {
+    None,
+    Collection(Vec<u8>),
+    Token(String),
+}
+
+/// One token list: its key family, the owner its tokens must have, what its keys share.
+struct List {
+    prefix: Vec<u8>,
+    owner: Option<Vec<u8>>,
+    fixed: Fixed,
+    order: Order,
+}
+
+/// A key family of a token list.
+trait ListedToken: CursorKey {
+    /// The key to resume after `cursor`. A cursor without a collection (built by a client
+    /// from the token id and height alone) resumes after every collection at that point.
+    fn after(cursor: &TokenCursor, order: Order) -> Self;
+    /// The token the key lists: (collection, token id, height when the key holds one).
+    fn token(&self, fixed: &Fixed) -> (Vec<u8>, String, Option<u64>);
+}
+
+fn fixed_collection(fixed: &Fixed) -> Vec<u8> {
+    match fixed {
+        Fixed::Collection(c) => c.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The collection part of a resuming key: past every collection when the cursor has none.
+fn resume_collection(cursor: &TokenCursor, order: Order) -> Vec<u8> {
+    match (cursor.collection.is_empty(), order) {
+        // A length byte above any real address's (20 or 32) sorts after all of them.
+        (true, Order::Asc) => vec![0xff; 64],
+        _ => cursor.collection.clone(),
+    }
+}
+
+impl ListedToken for TokenId {
+    fn after(cursor: &TokenCursor, _: Order) -> Self {
+        TokenId(cursor.token_id.clone())
+    }
+    fn token(&self, fixed: &Fixed) -> (Vec<u8>, String, Option<u64>) {
+        (fixed_collection(fixed), self.0.clone(), None)
+    }
+}
+
+impl ListedToken for HeightToken {
+    fn after(cursor: &TokenCursor, _: Order) -> Self {
+        HeightToken {
+            height: cursor.height,
+            token_id: cursor.token_id.clone(),
+        }
+    }
+    fn token(&self, fixed: &Fixed) -> (Vec<u8>, String, Option<u64>) {
+        (
+            fixed_collection(fixed),
+            self.token_id.clone(),
+            Some(self.height),
+        )
+    }
+}
+
+impl ListedToken for TokenCollection {
+    fn after(cursor: &TokenCursor, order: Order) -> Self {
+        TokenCollection {
+            token_id: cursor.token_id.clone(),
+            collection: resume_collection(cursor, order),
+        }
+    }
+    fn token(&self, _: &Fixed) -> (Vec<u8>, String, Option<u64>) {
+        (self.collection.clone(), self.token_id.clone(), None)
+    }
+}
+
+impl ListedToken for HeightTokenCollection {
+    fn after(cursor: &TokenCursor, order: Order) -> Self {
+        HeightTokenCollection {
+            height: cursor.height,
+            token_id: cursor.token_id.clone(),
+            collection: resume_collection(cursor, order),
+        }
+    }
+    fn token(&self, _: &Fixed) -> (Vec<u8>, String, Option<u64>) {
+        (
+            self.collection.clone(),
+            self.token_id.clone(),
+            Some(self.height),
+        )
+    }
+}
+
+impl ListedToken for Addr {
+    fn after(cursor: &TokenCursor, order: Order) -> Self {
+        Addr(resume_collection(cursor, order))
+    }
+    fn token(&self, fixed: &Fixed) -> (Vec<u8>, String, Option<u64>) {
+        let token_id = match fixed {
+            Fixed::Token(t) => t.clone(),
+            _ => String::new(),
+        };
+        (self.0.clone(), token_id, None)
+    }
 }
 
 /// A collection address as the last key component.
