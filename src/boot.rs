@@ -20,11 +20,12 @@ use weaver_actors::follower::{
 };
 use weaver_actors::indexers::{
     BlocksIndexer, Domain, DomainIndexer, DomainSet, IndexError, NftIndexer, RelayIndexer,
+    RichListIndexer,
 };
 use weaver_actors::planner::RoutePlanner;
 use weaver_actors::relay::decode::RelayContext;
 use weaver_actors::relay::RelayBus;
-use weaver_actors::store::{BlocksStore, HotLimits, NftStore, RelayStore, Store};
+use weaver_actors::store::{BlocksStore, HotLimits, NftStore, RelayStore, RichListStore, Store};
 use weaver_actors::system::{Supervised, Supervision};
 
 use crate::config::{ChainConfig, Config, SourceConfig};
@@ -143,6 +144,7 @@ struct ChainDomains {
     blocks: Option<BlocksStore>,
     relay: Option<RelayStore>,
     nft: Option<NftStore>,
+    rich_list: Option<RichListStore>,
     relay_context: RelayContext,
     bus: RelayBus,
     plugins: Vec<(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)>,
@@ -167,6 +169,9 @@ impl ChainDomains {
         }
         if let Some(nft) = &self.nft {
             indexers.push(Box::new(NftIndexer::new(nft.clone(), self.chain.vm)));
+        }
+        if let Some(rich_list) = &self.rich_list {
+            indexers.push(Box::new(RichListIndexer::new(rich_list.clone())));
         }
         for (plugin, tree) in &self.plugins {
             indexers.push(plugin.open(&self.chain, tree.clone())?);
@@ -265,6 +270,11 @@ pub async fn run_with(
         } else {
             None
         };
+        let rich_list = if chain.indexes(Domain::RichList) {
+            Some(store.rich_list(&chain.chain_id)?)
+        } else {
+            None
+        };
         let mut plugins = Vec::new();
         for plugin in extensions.domains.iter().filter(|p| p.applies_to(chain)) {
             plugins.push((
@@ -277,6 +287,7 @@ pub async fn run_with(
             blocks: blocks.clone(),
             relay,
             nft: nft.clone(),
+            rich_list: rich_list.clone(),
             relay_context: RelayContext {
                 l2_bridge_id: config.l2_bridge_id(&chain.chain_id),
             },
@@ -290,6 +301,7 @@ pub async fn run_with(
             .map_err(|e| anyhow::anyhow!("chain {}: {e}", chain.chain_id))?;
         let open_domains: OpenDomains = Arc::new(move || domains.open());
         let source = Arc::new(source_for(chain, world)?);
+        let api_source = source.clone();
         let settings = FollowerSettings {
             in_flight: chain.follower.in_flight,
             batch_blocks: chain.follower.batch_blocks,
@@ -325,7 +337,13 @@ pub async fn run_with(
                 vm: chain.vm,
             })
         });
-        let api = web::Data::new(http::indexer::ChainApi::new(blocks, ingestion));
+        let rich_list_api = rich_list.clone().map(|store| {
+            web::Data::new(http::richlist::RichListApi::new(store, api_source.clone()))
+        });
+        let no_rich_list = web::Data::new(http::richlist::NoRichList::for_vm(chain.vm));
+        let api = web::Data::new(
+            http::indexer::ChainApi::new(blocks, ingestion).with_rich_list(rich_list),
+        );
         let plugins = Arc::new(plugins);
         let limits = http::ListenerLimits::new("indexer", &config.limits);
         let app_limits = limits.clone();
@@ -333,11 +351,23 @@ pub async fn run_with(
             bind_server("indexer", listen, config.http_workers, limits, move || {
                 let plugins = plugins.clone();
                 let nft_api = nft_api.clone();
+                let rich_list_api = rich_list_api.clone();
+                let no_rich_list = no_rich_list.clone();
                 http::app("indexer", app_limits.clone(), move |cfg| {
                     http::indexer::routes(cfg);
                     if let Some(nft_api) = nft_api {
                         cfg.app_data(nft_api);
                         http::nft::routes(cfg);
+                    }
+                    match rich_list_api {
+                        Some(api) => {
+                            cfg.app_data(api);
+                            http::richlist::routes(cfg);
+                        }
+                        None => {
+                            cfg.app_data(no_rich_list);
+                            http::richlist::unavailable_routes(cfg);
+                        }
                     }
                     for (plugin, tree) in plugins.iter() {
                         plugin.routes(tree.clone(), cfg);

@@ -297,7 +297,11 @@ pub struct ChainConfig {
     /// events.
     #[serde(default)]
     pub listen: Option<SocketAddr>,
-    #[serde(default = "default_domains")]
+    /// What to keep as written (absent: the defaults of the chain's VM, see
+    /// `default_domains`); resolved into `domains` when the config is loaded.
+    #[serde(default, rename = "domains", skip_serializing_if = "Option::is_none")]
+    domains_written: Option<Vec<Domain>>,
+    #[serde(skip)]
     pub domains: Vec<Domain>,
     pub source: SourceConfig,
     #[serde(default)]
@@ -386,8 +390,13 @@ fn default_http_workers() -> usize {
 fn default_prefix() -> String {
     "init".into()
 }
-fn default_domains() -> Vec<Domain> {
-    vec![Domain::Blocks, Domain::Txs, Domain::Relay, Domain::Nft]
+/// Everything a chain of `vm` can keep: the rich list only exists on EVM chains.
+pub fn default_domains(vm: Vm) -> Vec<Domain> {
+    let mut domains = vec![Domain::Blocks, Domain::Txs, Domain::Relay, Domain::Nft];
+    if vm == Vm::Evm {
+        domains.push(Domain::RichList);
+    }
+    domains
 }
 fn default_seed() -> u64 {
     42
@@ -438,7 +447,7 @@ impl Config {
     }
 
     fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
-        let config: Config = figment
+        let mut config: Config = figment
             .merge(
                 Env::prefixed("WEAVER_")
                     .split("__")
@@ -446,6 +455,12 @@ impl Config {
             )
             .extract()
             .map_err(Box::new)?;
+        for chain in &mut config.chains {
+            chain.domains = chain
+                .domains_written
+                .clone()
+                .unwrap_or_else(|| default_domains(chain.vm));
+        }
         config.validate()?;
         Ok(config)
     }
@@ -684,6 +699,24 @@ mod tests {
         listen = "127.0.0.1:8080"
         source = { kind = "devnet" }
     "#;
+
+    #[test]
+    fn default_domains_follow_the_vm_and_the_rich_list_needs_the_evm() {
+        let config = Config::from_toml(MINIMAL).unwrap();
+        assert!(!config.chains[0].indexes(Domain::RichList));
+        assert!(config.chains[0].indexes(Domain::Nft));
+        let evm = Config::from_toml(&MINIMAL.replace("vm = \"move\"", "vm = \"evm\"")).unwrap();
+        assert!(evm.chains[0].indexes(Domain::RichList));
+        let move_rich = MINIMAL.replace(
+            "vm = \"move\"",
+            "vm = \"move\"\ndomains = [\"blocks\", \"richlist\"]",
+        );
+        let error = Config::from_toml(&move_rich).unwrap_err().to_string();
+        assert!(
+            error.contains("domains[1]") && error.contains("move"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn minimal_config_gets_defaults() {

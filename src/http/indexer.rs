@@ -19,6 +19,8 @@ use super::query::{
 /// What a chain listener serves from.
 pub struct ChainApi {
     pub store: BlocksStore,
+    /// The rich-list domain, whose watermark `/status` reports.
+    pub rich_list: Option<weaver_actors::store::RichListStore>,
     /// The follower's state (running, stalled, stopped), shared with it.
     pub ingestion: Ingestion,
     /// The last height `/status` read, served if the store cannot be read (a failing disk).
@@ -29,9 +31,18 @@ impl ChainApi {
     pub fn new(store: BlocksStore, ingestion: Ingestion) -> Self {
         ChainApi {
             store,
+            rich_list: None,
             ingestion,
             last_height: AtomicU64::new(0),
         }
+    }
+
+    pub fn with_rich_list(
+        mut self,
+        rich_list: Option<weaver_actors::store::RichListStore>,
+    ) -> Self {
+        self.rich_list = rich_list;
+        self
     }
 }
 
@@ -91,6 +102,9 @@ struct Status<'a> {
     commit_hash: &'a str,
     chain_id: &'a str,
     height: u64,
+    /// The rich list's watermark (EVM chains keeping it); omitted when 0, as rollytics does.
+    #[serde(skip_serializing_if = "is_zero")]
+    rich_list_height: u64,
     /// weaver's addition after the spec's fields: is the chain being indexed, and if not, why.
     ingestion: IngestionStatus,
 }
@@ -114,9 +128,17 @@ async fn status(api: web::Data<ChainApi>) -> ApiResult {
         commit_hash: crate::COMMIT_HASH,
         chain_id: api.store.chain_id(),
         height,
+        rich_list_height: match &api.rich_list {
+            Some(rich_list) => rich_list.watermark().unwrap_or(0),
+            None => 0,
+        },
         ingestion: api.ingestion.status(),
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 async fn avg_blocktime(api: web::Data<ChainApi>) -> ApiResult {

@@ -7,6 +7,7 @@ pub mod limits;
 pub mod metrics;
 pub mod nft;
 pub mod query;
+pub mod richlist;
 pub mod router;
 
 use std::sync::Arc;

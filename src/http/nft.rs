@@ -120,7 +120,7 @@ fn collection_key(n: &u64) -> String {
 }
 
 /// Runs a page on the blocking pool when it is long or deep (see `HeavyPages`).
-async fn paged<C: Send + 'static>(
+pub(super) async fn paged<C: Send + 'static>(
     heavy: &HeavyPages,
     query: &ListQuery<C>,
     work: impl FnOnce() -> Result<Vec<u8>, ApiError> + Send + 'static,

@@ -4,6 +4,7 @@
 pub mod address;
 pub mod decode;
 pub mod devnet;
+pub mod evm_log;
 pub mod node;
 pub mod proto;
 pub mod query;

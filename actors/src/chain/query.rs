@@ -19,6 +19,9 @@ pub enum ChainQuery {
     WasmSmart { contract: String, query: String },
     /// `GET /cosmwasm/wasm/v1/contract/{contract}`.
     WasmContractInfo { contract: String },
+    /// `GET /minievm/evm/v1/contracts/by_denom?denom={denom}` → `{"address":"0x…"}`: the
+    /// ERC-20 contract behind a denom on an EVM chain.
+    EvmContractByDenom { denom: String },
 }
 
 /// The sender of read-only EVM calls (the zero-ish module address real indexers use).
@@ -99,6 +102,7 @@ impl ChainQuery {
             ChainQuery::EvmCall { .. } => "evm_call",
             ChainQuery::WasmSmart { .. } => "wasm_smart",
             ChainQuery::WasmContractInfo { .. } => "wasm_contract_info",
+            ChainQuery::EvmContractByDenom { .. } => "evm_contract_by_denom",
         }
     }
 }

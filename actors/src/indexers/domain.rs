@@ -52,6 +52,9 @@ pub enum Domain {
     Relay,
     /// NFT collections, tokens and token history (`/indexer/nft/v1/*`).
     Nft,
+    /// ERC-20 holders by balance (`/indexer/richlist/v1/{denom}`); EVM chains only.
+    #[serde(rename = "richlist")]
+    RichList,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +71,7 @@ impl Domain {
             Domain::Txs => "txs",
             Domain::Relay => "relay",
             Domain::Nft => "nft",
+            Domain::RichList => "richlist",
         }
     }
 
@@ -75,6 +79,7 @@ impl Domain {
     pub fn check_vm(self, vm: Vm) -> Result<(), UnsupportedDomain> {
         let supported = match self {
             Domain::Blocks | Domain::Txs | Domain::Relay | Domain::Nft => true,
+            Domain::RichList => vm == Vm::Evm,
         };
         if supported {
             Ok(())
@@ -88,6 +93,9 @@ impl Domain {
 
     /// Whether the domain serves an HTTP API (a chain keeping one needs a listener).
     pub fn served(self) -> bool {
-        matches!(self, Domain::Blocks | Domain::Txs | Domain::Nft)
+        matches!(
+            self,
+            Domain::Blocks | Domain::Txs | Domain::Nft | Domain::RichList
+        )
     }
 }

@@ -11,12 +11,14 @@ mod domain;
 pub mod nft;
 pub mod records;
 pub mod relay;
+pub mod richlist;
 mod set;
 
 pub use blocks::BlocksIndexer;
 pub use domain::{Domain, DomainIndexer, UnsupportedDomain};
 pub use nft::NftIndexer;
 pub use relay::RelayIndexer;
+pub use richlist::RichListIndexer;
 pub use set::DomainSet;
 
 use crate::store::StoreError;

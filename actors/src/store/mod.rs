@@ -11,6 +11,7 @@ mod meta;
 pub mod nft;
 pub mod pager;
 pub mod relay;
+pub mod richlist;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use meta::MetaTree;
 pub use nft::NftStore;
 pub use pager::{CursorKey, Order, Page, PageRequest, Total};
 pub use relay::RelayStore;
+pub use richlist::RichListStore;
 /// The write batch a domain indexer fills (one atomic `apply_batch` per block and domain).
 pub use sled::Batch;
 
@@ -72,6 +74,11 @@ impl Store {
     /// The NFT domain of a chain (`bech32_prefix` renders its accounts).
     pub fn nft(&self, chain_id: &str, bech32_prefix: &str) -> Result<NftStore, StoreError> {
         NftStore::open(self.domain(chain_id, nft::DOMAIN)?, bech32_prefix)
+    }
+
+    /// The rich-list domain of an EVM chain.
+    pub fn rich_list(&self, chain_id: &str) -> Result<RichListStore, StoreError> {
+        Ok(RichListStore::new(self.domain(chain_id, richlist::DOMAIN)?))
     }
 
     /// Process-level metadata (the devnet world's genesis and the like).

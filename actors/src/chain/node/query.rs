@@ -45,6 +45,13 @@ fn route(query: &ChainQuery) -> (String, Option<Value>) {
         ChainQuery::WasmContractInfo { contract } => {
             (format!("/cosmwasm/wasm/v1/contract/{contract}"), None)
         }
+        ChainQuery::EvmContractByDenom { denom } => (
+            format!(
+                "/minievm/evm/v1/contracts/by_denom?denom={}",
+                form_encode(denom)
+            ),
+            None,
+        ),
     }
 }
 

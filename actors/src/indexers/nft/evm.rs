@@ -6,28 +6,19 @@
 //! those of the contract's `contract_created` event (the first tx that touched it) when this
 //! index saw it, else of the tx with the first log.
 
-use serde::Deserialize;
 use sha3::{Digest, Keccak256};
 
 use super::move_vm::check_token_id;
 use super::state::BlockState;
 use super::{malformed, EventError, TxContext};
 use crate::chain::address::parse_hex_address;
+use crate::chain::evm_log::{self, is_zero, word_address, Log, LogError, TRANSFER_TOPIC};
 use crate::chain::types::Event;
 use crate::chain::{Answers, ChainQuery};
 use crate::store::NftStore;
 
-const TRANSFER_TOPIC: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 const NAME_SELECTOR: &str = "06fdde03";
 const TOKEN_URI_SELECTOR: &str = "c87b56dd";
-
-#[derive(Deserialize)]
-struct Log {
-    address: String,
-    topics: Vec<String>,
-    #[serde(default)]
-    data: String,
-}
 
 /// `keccak256("MetadataUpdate(uint256)")` (ERC-4906).
 fn metadata_update_topic() -> String {
@@ -51,49 +42,32 @@ struct NftLog {
     action: Action,
 }
 
-fn word(text: &str) -> Option<[u8; 32]> {
-    let digits = text.strip_prefix("0x")?;
-    hex::decode(digits).ok()?.try_into().ok()
-}
-
-fn is_zero(word: &[u8; 32]) -> bool {
-    word.iter().all(|&b| b == 0)
-}
-
-fn nft_log(text: &str) -> Result<Option<NftLog>, EventError> {
-    let log: Log = serde_json::from_str(text).map_err(|e| malformed(format!("evm log: {e}")))?;
-    let topic0 = log.topics.first().map(|t| t.to_ascii_lowercase());
-    let collection = || {
-        parse_hex_address(&log.address)
-            .filter(|a| a.len() == 20)
-            .ok_or_else(|| malformed(format!("log address {:?}", log.address)))
-    };
-    let bad_word = || malformed("log topic is not a 32-byte word");
-    if topic0.as_deref() == Some(TRANSFER_TOPIC) && log.topics.len() == 4 && log.data == "0x" {
-        let from = word(&log.topics[1]).ok_or_else(bad_word)?;
-        let to = word(&log.topics[2]).ok_or_else(bad_word)?;
-        let token_word = word(&log.topics[3]).ok_or_else(bad_word)?;
+fn nft_log(log: Log) -> Result<Option<NftLog>, EventError> {
+    let bad = |e: LogError| malformed(e.to_string());
+    if log.is(TRANSFER_TOPIC) && log.topics.len() == 4 && log.data == "0x" {
+        let from = log.topic(1).map_err(bad)?;
+        let to = log.topic(2).map_err(bad)?;
+        let token_word = log.topic(3).map_err(bad)?;
         let action = match (is_zero(&from), is_zero(&to)) {
             (true, true) => return Ok(None),
             (true, false) => Action::Mint {
-                to: to[12..].to_vec(),
+                to: word_address(&to),
             },
             (false, true) => Action::Burn,
             (false, false) => Action::Transfer {
-                to: to[12..].to_vec(),
+                to: word_address(&to),
             },
         };
         return Ok(Some(NftLog {
-            collection: collection()?,
+            collection: log.contract().map_err(bad)?,
             token_word,
             action,
         }));
     }
-    if topic0 == Some(metadata_update_topic()) && log.topics.len() == 1 {
-        let token_word = word(&log.data).ok_or_else(bad_word)?;
+    if log.is(&metadata_update_topic()) && log.topics.len() == 1 {
         return Ok(Some(NftLog {
-            collection: collection()?,
-            token_word,
+            collection: log.contract().map_err(bad)?,
+            token_word: log.data_word().map_err(bad)?,
             action: Action::MetadataUpdate,
         }));
     }
@@ -101,11 +75,11 @@ fn nft_log(text: &str) -> Result<Option<NftLog>, EventError> {
 }
 
 fn nft_logs(event: &Event) -> impl Iterator<Item = Result<NftLog, EventError>> + '_ {
-    event
-        .attributes
-        .iter()
-        .filter(|a| a.key == "log")
-        .filter_map(|a| nft_log(&a.value).transpose())
+    evm_log::logs(event).filter_map(|log| {
+        log.map_err(|e| malformed(e.to_string()))
+            .and_then(nft_log)
+            .transpose()
+    })
 }
 
 fn hex_addr(bytes: &[u8]) -> String {
