@@ -53,8 +53,11 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 512 << 20).unwrap();
     let rich = store.rich_list("minievm-1").unwrap();
-    let mut domains =
-        DomainSet::open("minievm-1", vec![Box::new(RichListIndexer::new(rich.clone()))]).unwrap();
+    let mut domains = DomainSet::open(
+        "minievm-1",
+        vec![Box::new(RichListIndexer::new(rich.clone()))],
+    )
+    .unwrap();
     let started = Instant::now();
     for block in 0..HOLDERS / PER_BLOCK {
         // Amounts repeat (every 50,000th account holds the same), so ties are broken by account.

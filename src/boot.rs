@@ -12,15 +12,15 @@ use std::time::Duration;
 
 use actix_web::{web, HttpServer};
 use serde::Serialize;
-use weaver_actors::chain::devnet::{now_ns, ChainParams, Devnet, DevnetSource, DevnetWorld};
+use weaver_actors::chain::devnet::{now_ns, ChainParams, Devnet, DevnetSource, DevnetWorld, Vm};
 use weaver_actors::chain::node::{NodeClient, NodeConfig};
 use weaver_actors::chain::Source;
 use weaver_actors::follower::{
     ChainFollower, FollowerSettings, Ingestion, IngestionState, OpenDomains, RestartRequest,
 };
 use weaver_actors::indexers::{
-    BlocksIndexer, Domain, DomainIndexer, DomainSet, IndexError, NftIndexer, RelayIndexer,
-    RichListIndexer,
+    BlocksIndexer, Domain, DomainIndexer, DomainSet, EvmTxsIndexer, IndexError, InternalTxsIndexer,
+    NftIndexer, RelayIndexer, RichListIndexer,
 };
 use weaver_actors::planner::RoutePlanner;
 use weaver_actors::relay::decode::RelayContext;
@@ -145,6 +145,7 @@ struct ChainDomains {
     relay: Option<RelayStore>,
     nft: Option<NftStore>,
     rich_list: Option<RichListStore>,
+    evm_txs: Option<BlocksStore>,
     relay_context: RelayContext,
     bus: RelayBus,
     plugins: Vec<(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)>,
@@ -172,6 +173,9 @@ impl ChainDomains {
         }
         if let Some(rich_list) = &self.rich_list {
             indexers.push(Box::new(RichListIndexer::new(rich_list.clone())));
+        }
+        if let Some(evm_txs) = &self.evm_txs {
+            indexers.push(Box::new(EvmTxsIndexer::open(evm_txs.clone())?));
         }
         for (plugin, tree) in &self.plugins {
             indexers.push(plugin.open(&self.chain, tree.clone())?);
@@ -275,6 +279,16 @@ pub async fn run_with(
         } else {
             None
         };
+        let evm_txs = if chain.indexes(Domain::EvmTxs) {
+            Some(store.evm_txs(&chain.chain_id)?)
+        } else {
+            None
+        };
+        let internal_txs = if chain.indexes(Domain::EvmInternalTxs) {
+            Some(store.evm_internal_txs(&chain.chain_id)?)
+        } else {
+            None
+        };
         let mut plugins = Vec::new();
         for plugin in extensions.domains.iter().filter(|p| p.applies_to(chain)) {
             plugins.push((
@@ -288,6 +302,7 @@ pub async fn run_with(
             relay,
             nft: nft.clone(),
             rich_list: rich_list.clone(),
+            evm_txs: evm_txs.clone(),
             relay_context: RelayContext {
                 l2_bridge_id: config.l2_bridge_id(&chain.chain_id),
             },
@@ -308,6 +323,30 @@ pub async fn run_with(
             poll_interval: Duration::from_millis(chain.follower.poll_interval_ms),
             start_height: chain.follower.start_height,
         };
+        if let Some(internal) = internal_txs.clone() {
+            // Its own follower: heavy traces, or a node without `debug_`, hold up nothing else.
+            let chain_id = chain.chain_id.clone();
+            let open_internal: OpenDomains = Arc::new(move || {
+                DomainSet::open(
+                    &chain_id,
+                    vec![Box::new(InternalTxsIndexer::open(internal.clone())?)],
+                )
+            });
+            let source = source.clone();
+            let settings = settings.clone();
+            let chain_id = chain.chain_id.clone();
+            supervision.start(
+                &format!("chain_follower/{chain_id}/internal_txs"),
+                move || {
+                    ChainFollower::new(
+                        source.clone(),
+                        &chain_id,
+                        open_internal.clone(),
+                        settings.clone(),
+                    )
+                },
+            );
+        }
         let chain_id = chain.chain_id.clone();
         let ingestion = Ingestion::new(
             &chain_id,
@@ -341,8 +380,18 @@ pub async fn run_with(
             web::Data::new(http::richlist::RichListApi::new(store, api_source.clone()))
         });
         let no_rich_list = web::Data::new(http::richlist::NoRichList::for_vm(chain.vm));
+        let evm_api = web::Data::new(http::evm::EvmApi {
+            txs: evm_txs,
+            internal_txs: internal_txs.clone(),
+            why_not: match chain.vm {
+                Vm::Evm => "this EVM list is not kept for this chain (add \"evm_txs\" or \"evm_internal_txs\" to its domains)",
+                Vm::Move | Vm::Wasm => "evm routes are not available on this chain",
+            },
+        });
         let api = web::Data::new(
-            http::indexer::ChainApi::new(blocks, ingestion).with_rich_list(rich_list),
+            http::indexer::ChainApi::new(blocks, ingestion)
+                .with_rich_list(rich_list)
+                .with_internal_txs(internal_txs),
         );
         let plugins = Arc::new(plugins);
         let limits = http::ListenerLimits::new("indexer", &config.limits);
@@ -353,8 +402,11 @@ pub async fn run_with(
                 let nft_api = nft_api.clone();
                 let rich_list_api = rich_list_api.clone();
                 let no_rich_list = no_rich_list.clone();
+                let evm_api = evm_api.clone();
                 http::app("indexer", app_limits.clone(), move |cfg| {
                     http::indexer::routes(cfg);
+                    cfg.app_data(evm_api);
+                    http::evm::routes(cfg);
                     if let Some(nft_api) = nft_api {
                         cfg.app_data(nft_api);
                         http::nft::routes(cfg);

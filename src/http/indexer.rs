@@ -21,6 +21,8 @@ pub struct ChainApi {
     pub store: BlocksStore,
     /// The rich-list domain, whose watermark `/status` reports.
     pub rich_list: Option<weaver_actors::store::RichListStore>,
+    /// The internal-txs domain, whose watermark `/status` reports.
+    pub internal_txs: Option<BlocksStore>,
     /// The follower's state (running, stalled, stopped), shared with it.
     pub ingestion: Ingestion,
     /// The last height `/status` read, served if the store cannot be read (a failing disk).
@@ -32,9 +34,15 @@ impl ChainApi {
         ChainApi {
             store,
             rich_list: None,
+            internal_txs: None,
             ingestion,
             last_height: AtomicU64::new(0),
         }
+    }
+
+    pub fn with_internal_txs(mut self, internal_txs: Option<BlocksStore>) -> Self {
+        self.internal_txs = internal_txs;
+        self
     }
 
     pub fn with_rich_list(
@@ -102,6 +110,9 @@ struct Status<'a> {
     commit_hash: &'a str,
     chain_id: &'a str,
     height: u64,
+    /// The internal txs' watermark (EVM chains keeping them); omitted when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    internal_tx_height: u64,
     /// The rich list's watermark (EVM chains keeping it); omitted when 0, as rollytics does.
     #[serde(skip_serializing_if = "is_zero")]
     rich_list_height: u64,
@@ -128,6 +139,10 @@ async fn status(api: web::Data<ChainApi>) -> ApiResult {
         commit_hash: crate::COMMIT_HASH,
         chain_id: api.store.chain_id(),
         height,
+        internal_tx_height: match &api.internal_txs {
+            Some(internal) => internal.watermark().unwrap_or(0),
+            None => 0,
+        },
         rich_list_height: match &api.rich_list {
             Some(rich_list) => rich_list.watermark().unwrap_or(0),
             None => 0,
@@ -257,15 +272,26 @@ async fn tx_list(
     filter: TxFilter,
     query: ListQuery,
 ) -> ApiResult {
-    let page = |store: &BlocksStore, filter: &TxFilter, query: &ListQuery| {
+    list_of(api.store.clone(), "txs", &heavy, filter, query).await
+}
+
+/// A page of records from a tree with the tx key families (Cosmos txs, EVM txs, internal
+/// txs), under `name`.
+pub async fn list_of(
+    store: BlocksStore,
+    name: &'static str,
+    heavy: &HeavyPages,
+    filter: TxFilter,
+    query: ListQuery,
+) -> ApiResult {
+    let page = move |store: &BlocksStore, filter: &TxFilter, query: &ListQuery| {
         let page = store.txs_page(filter, &query.page)?;
-        Ok::<_, ApiError>(list_body("txs", &page, query, CursorKind::Sequence))
+        Ok::<_, ApiError>(list_body(name, &page, query, CursorKind::Sequence))
     };
     let body = if heavy_tx_page(&filter, &query) {
-        let store = api.store.clone();
         heavy.run(move || page(&store, &filter, &query)).await?
     } else {
-        page(&api.store, &filter, &query)?
+        page(&store, &filter, &query)?
     };
     Ok(json_bytes(body))
 }
@@ -288,7 +314,7 @@ fn json_string_or_null(value: Option<String>) -> String {
 }
 
 /// `{"<name>":[records…],"pagination":{"previous_key","next_key","total"}}`.
-fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Vec<u8> {
+pub fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Vec<u8> {
     list_body_with(name, page, query, |k| cursor_key(kind, *k))
 }
 

@@ -2,6 +2,7 @@
 //! answer is JSON (errors included) except `/metrics`, which is the Prometheus text format.
 
 pub mod error;
+pub mod evm;
 pub mod indexer;
 pub mod limits;
 pub mod metrics;

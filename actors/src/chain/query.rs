@@ -22,6 +22,11 @@ pub enum ChainQuery {
     /// `GET /minievm/evm/v1/contracts/by_denom?denom={denom}` → `{"address":"0x…"}`: the
     /// ERC-20 contract behind a denom on an EVM chain.
     EvmContractByDenom { denom: String },
+    /// EVM JSON-RPC `eth_getBlockReceipts` of the height: the array of receipts.
+    EvmBlockReceipts,
+    /// EVM JSON-RPC `debug_traceBlockByNumber` of the height with the `callTracer`: the
+    /// array of `{"txHash", "result" | "error"}`.
+    EvmTraceBlock,
 }
 
 /// The sender of read-only EVM calls (the zero-ish module address real indexers use).
@@ -103,6 +108,8 @@ impl ChainQuery {
             ChainQuery::WasmSmart { .. } => "wasm_smart",
             ChainQuery::WasmContractInfo { .. } => "wasm_contract_info",
             ChainQuery::EvmContractByDenom { .. } => "evm_contract_by_denom",
+            ChainQuery::EvmBlockReceipts => "evm_block_receipts",
+            ChainQuery::EvmTraceBlock => "evm_trace_block",
         }
     }
 }

@@ -86,9 +86,11 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
     /// Handles a failed step or open: a wrong chain stops the follower for good, a store
     /// fault stalls it (reads go on; see [`Ingestion`]), anything else restarts it.
     fn on_error(&mut self, ctx: &mut Context<Self>, error: FollowError) {
-        if error.is_wrong_chain() {
+        if error.is_permanent() {
             let reason = error.to_string();
-            tracing::error!(chain_id = %self.chain_id(), "follower stopped: {reason}; fix the node URLs or the chain id and restart weaver");
+            metrics::counter!("weaver_follower_stopped_total", "chain_id" => self.chain_id())
+                .increment(1);
+            tracing::error!(chain_id = %self.chain_id(), "follower stopped: {reason}; fix the node URLs, the node or the chain id and restart weaver");
             self.ingestion.set(IngestionState::Stopped, Some(reason));
             // Idle from now on: the Supervisor's restart finds it retired.
             self.retired = true;

@@ -62,6 +62,12 @@ impl FollowError {
         )
     }
 
+    /// Retrying cannot help: another chain behind the URLs, or a source that does not serve
+    /// what a domain needs. The follower stops for good and says why.
+    pub fn is_permanent(&self) -> bool {
+        self.is_wrong_chain() || matches!(self, FollowError::Index(IndexError::Unsupported { .. }))
+    }
+
     /// The disk refused a write (or a read): sled keeps refusing until it is reopened. Only IO
     /// errors: a corrupt store does not heal when the disk does.
     pub fn is_store_fault(&self) -> bool {

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::accounts::touched_accounts;
 use super::coins::sum_coins;
 use super::records::{block_record, tx_record};
+use super::tx_log::{self, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::decode::{decode_tx, tx_hash};
 use crate::chain::types::BlockBundle;
@@ -98,36 +99,23 @@ impl DomainIndexer for BlocksIndexer {
             }
             sequence += 1;
             let record = tx_record(bundle, tx, &hash);
-            batch.insert(&keys::by_u64(keys::TX, sequence), record.as_slice());
-            batch.insert(keys::tx_hash(&hash), &sequence.to_be_bytes());
-            batch.insert(
-                keys::with_sequence(&keys::height_prefix(bundle.height), sequence),
-                &[],
-            );
-
-            let mut accounts = touched_accounts(&tx.result.events, &self.prefix);
-            if let Some(signer) = &decoded.signer {
-                accounts.insert(signer.clone());
-            }
-            for account in &accounts {
-                let is_signer = decoded.signer.as_ref() == Some(account);
-                let edge = keys::account_prefix(keys::ACCOUNT_EDGE, account);
-                batch.insert(keys::with_sequence(&edge, sequence), &[is_signer as u8]);
-                *counters.entry(keys::counter(&edge)).or_default() += 1;
-                if is_signer {
-                    let edge = keys::account_prefix(keys::SIGNER_EDGE, account);
-                    batch.insert(keys::with_sequence(&edge, sequence), &[]);
-                    *counters.entry(keys::counter(&edge)).or_default() += 1;
-                }
-            }
+            let accounts = touched_accounts(&tx.result.events, &self.prefix);
             let mut types = decoded.msg_types.clone();
             types.sort();
             types.dedup();
-            for msg_type in types.iter().filter(|t| !t.is_empty() && !t.contains('\0')) {
-                let edge = keys::msg_prefix(msg_type);
-                batch.insert(keys::with_sequence(&edge, sequence), &[]);
-                *counters.entry(keys::counter(&edge)).or_default() += 1;
-            }
+            tx_log::write(
+                &TxEntry {
+                    sequence,
+                    height: bundle.height,
+                    hash: &hash,
+                    record: &record,
+                    accounts: &accounts,
+                    signer: decoded.signer.as_deref(),
+                    msg_types: &types,
+                },
+                batch,
+                &mut counters,
+            );
             hot_txs.push((hash, Bytes::from(record)));
         }
 

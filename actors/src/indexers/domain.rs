@@ -55,6 +55,11 @@ pub enum Domain {
     /// ERC-20 holders by balance (`/indexer/richlist/v1/{denom}`); EVM chains only.
     #[serde(rename = "richlist")]
     RichList,
+    /// EVM tx receipts (`/indexer/tx/v1/evm-txs/*`); EVM chains only.
+    EvmTxs,
+    /// EVM internal txs from call traces (`/indexer/tx/v1/evm-internal-txs/*`), on a
+    /// follower of their own; EVM chains only.
+    EvmInternalTxs,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,6 +77,8 @@ impl Domain {
             Domain::Relay => "relay",
             Domain::Nft => "nft",
             Domain::RichList => "richlist",
+            Domain::EvmTxs => "evm_txs",
+            Domain::EvmInternalTxs => "evm_internal_txs",
         }
     }
 
@@ -79,7 +86,7 @@ impl Domain {
     pub fn check_vm(self, vm: Vm) -> Result<(), UnsupportedDomain> {
         let supported = match self {
             Domain::Blocks | Domain::Txs | Domain::Relay | Domain::Nft => true,
-            Domain::RichList => vm == Vm::Evm,
+            Domain::RichList | Domain::EvmTxs | Domain::EvmInternalTxs => vm == Vm::Evm,
         };
         if supported {
             Ok(())
@@ -95,7 +102,12 @@ impl Domain {
     pub fn served(self) -> bool {
         matches!(
             self,
-            Domain::Blocks | Domain::Txs | Domain::Nft | Domain::RichList
+            Domain::Blocks
+                | Domain::Txs
+                | Domain::Nft
+                | Domain::RichList
+                | Domain::EvmTxs
+                | Domain::EvmInternalTxs
         )
     }
 }

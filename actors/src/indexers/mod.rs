@@ -8,14 +8,19 @@ pub mod accounts;
 pub mod blocks;
 pub mod coins;
 mod domain;
+pub mod evm_internal_txs;
+pub mod evm_txs;
 pub mod nft;
 pub mod records;
 pub mod relay;
 pub mod richlist;
 mod set;
+pub mod tx_log;
 
 pub use blocks::BlocksIndexer;
 pub use domain::{Domain, DomainIndexer, UnsupportedDomain};
+pub use evm_internal_txs::InternalTxsIndexer;
+pub use evm_txs::EvmTxsIndexer;
 pub use nft::NftIndexer;
 pub use relay::RelayIndexer;
 pub use richlist::RichListIndexer;
@@ -41,4 +46,8 @@ pub enum IndexError {
     },
     #[error("{domain}: {message}")]
     Domain { domain: String, message: String },
+    /// The source cannot serve what the domain needs (a node without the `debug_`
+    /// namespace): retrying will not help; the domain's follower stops, the others go on.
+    #[error("{domain}: {message}")]
+    Unsupported { domain: String, message: String },
 }

@@ -108,6 +108,18 @@ impl BlocksStore {
         )
     }
 
+    /// Records listed by sequence under any family `prefix ‖ sequence` of this tree (the
+    /// calls of one EVM tx, say), with the exact count of the family.
+    pub fn txs_under(&self, prefix: &[u8], request: &PageRequest) -> Result<Page, StoreError> {
+        let keys = self.keys_under(prefix.to_vec(), request.after, request.order);
+        collect_page(
+            keys,
+            request,
+            |sequence| self.tx(*sequence),
+            || Ok(Total::Exact(self.tree().scan_prefix(prefix).count() as u64)),
+        )
+    }
+
     pub fn blocks_page(&self, request: &PageRequest) -> Result<Page, StoreError> {
         let keys = self.keys_under(vec![keys::BLOCK], request.after, request.order);
         let mut page = collect_page(

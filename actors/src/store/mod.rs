@@ -25,6 +25,10 @@ pub use nft::NftStore;
 pub use pager::{CursorKey, Order, Page, PageRequest, Total};
 pub use relay::RelayStore;
 pub use richlist::RichListStore;
+/// The EVM-txs domain's tree: `chain/<chain_id>/evm_txs`.
+pub const EVM_TXS_DOMAIN: &str = "evm_txs";
+/// The EVM internal-txs domain's tree: `chain/<chain_id>/evm_internal_txs`.
+pub const EVM_INTERNAL_TXS_DOMAIN: &str = "evm_internal_txs";
 /// The write batch a domain indexer fills (one atomic `apply_batch` per block and domain).
 pub use sled::Batch;
 
@@ -63,6 +67,24 @@ impl Store {
         Ok(BlocksStore::new(
             self.domain(chain_id, blocks::DOMAIN)?,
             Arc::new(HotTier::new(chain_id, hot)),
+        ))
+    }
+
+    /// The EVM-txs domain of an EVM chain: the same tx key families as the blocks tree, in
+    /// a tree of its own (no hot tier: receipts are read from sled).
+    pub fn evm_txs(&self, chain_id: &str) -> Result<BlocksStore, StoreError> {
+        Ok(BlocksStore::new(
+            self.domain(chain_id, EVM_TXS_DOMAIN)?,
+            Arc::new(HotTier::new(chain_id, HotLimits::blocks(0))),
+        ))
+    }
+
+    /// The EVM internal-txs domain of an EVM chain (tx key families, plus every call of a tx
+    /// by its hash).
+    pub fn evm_internal_txs(&self, chain_id: &str) -> Result<BlocksStore, StoreError> {
+        Ok(BlocksStore::new(
+            self.domain(chain_id, EVM_INTERNAL_TXS_DOMAIN)?,
+            Arc::new(HotTier::new(chain_id, HotLimits::blocks(0))),
         ))
     }
 

@@ -575,7 +575,7 @@ fn transport_reason(error: &reqwest::Error) -> &'static str {
     }
 }
 
-fn truncate(text: &str) -> &str {
+pub(crate) fn truncate(text: &str) -> &str {
     let end = text
         .char_indices()
         .nth(200)

@@ -45,6 +45,9 @@ fn route(query: &ChainQuery) -> (String, Option<Value>) {
         ChainQuery::WasmContractInfo { contract } => {
             (format!("/cosmwasm/wasm/v1/contract/{contract}"), None)
         }
+        ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock => {
+            unreachable!("EVM JSON-RPC reads are not REST routes")
+        }
         ChainQuery::EvmContractByDenom { denom } => (
             format!(
                 "/minievm/evm/v1/contracts/by_denom?denom={}",
@@ -67,6 +70,15 @@ fn gateway_error(body: &str) -> Option<QueryRejection> {
 impl NodeClient {
     /// Reads chain state at `height` (after that block) through the REST API.
     pub async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
+        if matches!(
+            query,
+            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock
+        ) {
+            return Err(SourceError::Transport(format!(
+                "{} needs the chain's EVM JSON-RPC, which this client does not speak",
+                query.kind()
+            )));
+        }
         let (path, body) = route(query);
         let mut attempt = 0;
         loop {

@@ -1,0 +1,218 @@
+//! The EVM-txs domain of an EVM chain: each EVM tx's `eth_getBlockReceipts` receipt, reduced
+//! to the keys the reference indexer serves, with its own sequence and the tx key families
+//! (hash, height, account and signer edges) in its own tree — paged like Cosmos txs.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Map, Value};
+
+use super::tx_log::{self, TxEntry};
+use super::{DomainIndexer, IndexError};
+use crate::chain::address::parse_hex_address;
+use crate::chain::evm_log::word;
+use crate::chain::types::BlockBundle;
+use crate::chain::{Answers, ChainQuery};
+use crate::store::{keys, BlocksStore, DomainTree};
+
+/// The receipt keys served, in order (`indexer.md` §2.4).
+const RECEIPT_KEYS: [&str; 14] = [
+    "blockHash",
+    "blockNumber",
+    "contractAddress",
+    "cumulativeGasUsed",
+    "effectiveGasPrice",
+    "from",
+    "gasUsed",
+    "logs",
+    "logsBloom",
+    "status",
+    "to",
+    "transactionHash",
+    "transactionIndex",
+    "type",
+];
+const LOG_KEYS: [&str; 9] = [
+    "address",
+    "topics",
+    "data",
+    "blockNumber",
+    "transactionHash",
+    "transactionIndex",
+    "blockHash",
+    "logIndex",
+    "removed",
+];
+
+fn pick(object: &Value, names: &[&str]) -> Map<String, Value> {
+    names
+        .iter()
+        .map(|name| {
+            (
+                name.to_string(),
+                object.get(*name).cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+/// The receipt as served: its keys in order, `to` as `""` when null, logs reduced too.
+pub fn served_receipt(receipt: &Value) -> Value {
+    let mut served = pick(receipt, &RECEIPT_KEYS);
+    if served["to"].is_null() {
+        served.insert("to".into(), Value::String(String::new()));
+    }
+    let logs = receipt["logs"]
+        .as_array()
+        .map(|logs| {
+            logs.iter()
+                .map(|l| Value::Object(pick(l, &LOG_KEYS)))
+                .collect()
+        })
+        .unwrap_or_default();
+    served.insert("logs".into(), Value::Array(logs));
+    Value::Object(served)
+}
+
+/// The accounts of a receipt: from, to, the created contract, and each log's address and
+/// address-shaped topics (a word with 12 zero bytes in front).
+pub fn receipt_accounts(receipt: &Value) -> BTreeSet<Vec<u8>> {
+    let address = |v: &Value| {
+        v.as_str()
+            .and_then(parse_hex_address)
+            .filter(|a| a.len() == 20)
+    };
+    let mut accounts: BTreeSet<Vec<u8>> = ["from", "to", "contractAddress"]
+        .iter()
+        .filter_map(|k| address(&receipt[*k]))
+        .collect();
+    for log in receipt["logs"].as_array().into_iter().flatten() {
+        accounts.extend(address(&log["address"]));
+        for topic in log["topics"].as_array().into_iter().flatten().skip(1) {
+            if let Some(word) = topic.as_str().and_then(word) {
+                if word[..12].iter().all(|&b| b == 0) && word[12..].iter().any(|&b| b != 0) {
+                    accounts.insert(word[12..].to_vec());
+                }
+            }
+        }
+    }
+    accounts
+}
+
+pub struct EvmTxsIndexer {
+    store: BlocksStore,
+    sequence: u64,
+    pending: Option<u64>,
+}
+
+impl EvmTxsIndexer {
+    pub fn open(store: BlocksStore) -> Result<Self, IndexError> {
+        let sequence = store.last_sequence()?;
+        Ok(EvmTxsIndexer {
+            store,
+            sequence,
+            pending: None,
+        })
+    }
+
+    fn fail(&self, message: String) -> IndexError {
+        IndexError::Domain {
+            domain: self.store.domain().domain().into(),
+            message,
+        }
+    }
+}
+
+impl DomainIndexer for EvmTxsIndexer {
+    fn tree(&self) -> &DomainTree {
+        self.store.domain()
+    }
+
+    fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
+        // Every EVM tx is a Cosmos tx: an empty block has no receipts to ask for.
+        if bundle.txs.is_empty() {
+            Vec::new()
+        } else {
+            vec![ChainQuery::EvmBlockReceipts]
+        }
+    }
+
+    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
+        self.index_answered(bundle, &Answers::default(), batch)
+    }
+
+    fn index_answered(
+        &mut self,
+        bundle: &BlockBundle,
+        answers: &Answers,
+        batch: &mut sled::Batch,
+    ) -> Result<(), IndexError> {
+        let receipts = if bundle.txs.is_empty() {
+            Vec::new()
+        } else {
+            match answers.get(&ChainQuery::EvmBlockReceipts) {
+                Some(Ok(Value::Array(receipts))) => receipts.clone(),
+                Some(Ok(other)) => {
+                    return Err(self.fail(format!(
+                        "block {}: eth_getBlockReceipts answered {}",
+                        bundle.height,
+                        crate::chain::node::truncate(&other.to_string())
+                    )))
+                }
+                Some(Err(rejection)) => {
+                    return Err(self.fail(format!(
+                        "block {}: eth_getBlockReceipts refused: {rejection}",
+                        bundle.height
+                    )))
+                }
+                None => {
+                    return Err(self.fail(format!(
+                        "block {} needs its receipts: feed it with DomainSet::apply_answered",
+                        bundle.height
+                    )))
+                }
+            }
+        };
+        let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut sequence = self.sequence;
+        for receipt in &receipts {
+            let hash = receipt["transactionHash"]
+                .as_str()
+                .and_then(word)
+                .ok_or_else(|| {
+                    self.fail(format!(
+                        "block {}: a receipt without a 32-byte transactionHash",
+                        bundle.height
+                    ))
+                })?;
+            sequence += 1;
+            let record = serde_json::to_vec(&served_receipt(receipt)).expect("JSON serialises");
+            let signer = receipt["from"].as_str().and_then(parse_hex_address);
+            tx_log::write(
+                &TxEntry {
+                    sequence,
+                    height: bundle.height,
+                    hash: &hash,
+                    record: &record,
+                    accounts: &receipt_accounts(receipt),
+                    signer: signer.as_deref(),
+                    msg_types: &[],
+                },
+                batch,
+                &mut counters,
+            );
+        }
+        for (key, added) in counters {
+            let total = self.store.counter(&key)? + added;
+            batch.insert(key, &total.to_be_bytes());
+        }
+        batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
+        self.pending = Some(sequence);
+        Ok(())
+    }
+
+    fn committed(&mut self, _bundle: &BlockBundle) {
+        if let Some(sequence) = self.pending.take() {
+            self.sequence = sequence;
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! Writing one tx-like record into a tree that keeps the tx key families (`t` record by
+//! sequence, `h` hash, `y` height, `a`/`s` account and signer edges, `g` message type, `c`
+//! counters): Cosmos txs in the blocks tree, EVM txs in theirs. Readers page them with
+//! `BlocksStore::txs_page` whichever tree they are in.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::store::keys;
+
+/// One record to file under its sequence.
+pub struct TxEntry<'a> {
+    pub sequence: u64,
+    pub height: u64,
+    pub hash: &'a [u8; 32],
+    pub record: &'a [u8],
+    pub accounts: &'a BTreeSet<Vec<u8>>,
+    pub signer: Option<&'a [u8]>,
+    /// Message types (no leading `/`), deduplicated.
+    pub msg_types: &'a [String],
+}
+
+/// Adds the entry's keys to `batch`; counter increments accumulate in `counters` (the caller
+/// adds them to the stored counts once per block).
+pub fn write(entry: &TxEntry, batch: &mut sled::Batch, counters: &mut HashMap<Vec<u8>, u64>) {
+    let sequence = entry.sequence;
+    batch.insert(&keys::by_u64(keys::TX, sequence), entry.record);
+    batch.insert(keys::tx_hash(entry.hash), &sequence.to_be_bytes());
+    batch.insert(
+        keys::with_sequence(&keys::height_prefix(entry.height), sequence),
+        &[],
+    );
+    let signer = entry.signer.map(<[u8]>::to_vec);
+    let mut accounts = entry.accounts.clone();
+    if let Some(signer) = &signer {
+        accounts.insert(signer.clone());
+    }
+    for account in &accounts {
+        let is_signer = signer.as_ref() == Some(account);
+        let edge = keys::account_prefix(keys::ACCOUNT_EDGE, account);
+        batch.insert(keys::with_sequence(&edge, sequence), &[is_signer as u8]);
+        *counters.entry(keys::counter(&edge)).or_default() += 1;
+        if is_signer {
+            let edge = keys::account_prefix(keys::SIGNER_EDGE, account);
+            batch.insert(keys::with_sequence(&edge, sequence), &[]);
+            *counters.entry(keys::counter(&edge)).or_default() += 1;
+        }
+    }
+    for msg_type in entry
+        .msg_types
+        .iter()
+        .filter(|t| !t.is_empty() && !t.contains('\0'))
+    {
+        let edge = keys::msg_prefix(msg_type);
+        batch.insert(keys::with_sequence(&edge, sequence), &[]);
+        *counters.entry(keys::counter(&edge)).or_default() += 1;
+    }
+}
