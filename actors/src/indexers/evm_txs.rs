@@ -216,3 +216,117 @@ impl DomainIndexer for EvmTxsIndexer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::indexers::DomainSet;
+    use crate::store::{Order, PageRequest, Store, Total, TxFilter};
+
+    fn receipt(index: u64, from: &str, to: Option<&str>, created: Option<&str>) -> Value {
+        json!({
+            "blockHash": "0xbb", "blockNumber": "0x5", "contractAddress": created,
+            "cumulativeGasUsed": "0x10", "effectiveGasPrice": "0x0", "from": from, "gasUsed": "0x8",
+            "logs": [{"address": "0x00000000000000000000000000000000000000c1", "topics": [crate::chain::evm_log::TRANSFER_TOPIC, format!("0x{:0>64}", "a1"), format!("0x{:0>64}", "d4")], "data": "0x01", "blockNumber": "0x5", "transactionHash": format!("0x{index:064x}"), "transactionIndex": format!("0x{index:x}"), "blockHash": "0xbb", "logIndex": "0x0", "removed": false, "extra": 1}],
+            "logsBloom": "0x00", "status": "0x1", "to": to,
+            "transactionHash": format!("0x{index:064x}"), "transactionIndex": format!("0x{index:x}"), "type": "0x2",
+            "nodeOnly": true
+        })
+    }
+
+    #[test]
+    fn receipts_are_served_reduced_and_found_by_account_height_and_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 8 << 20)
+            .unwrap()
+            .evm_txs("evm-1")
+            .unwrap();
+        let indexer = EvmTxsIndexer::open(store.clone()).unwrap();
+        let mut domains = DomainSet::open("evm-1", vec![Box::new(indexer)]).unwrap();
+        let from = "0x00000000000000000000000000000000000000a1";
+        let bundle = BlockBundle::of_events("evm-1", 5, 0, vec![vec![], vec![]]);
+        let mut answers = Answers::default();
+        answers.insert(
+            ChainQuery::EvmBlockReceipts,
+            Ok(json!([
+                receipt(
+                    1,
+                    from,
+                    Some("0x00000000000000000000000000000000000000c1"),
+                    None
+                ),
+                receipt(
+                    2,
+                    "0x00000000000000000000000000000000000000b2",
+                    None,
+                    Some("0x00000000000000000000000000000000000000e5")
+                ),
+            ])),
+        );
+        assert_eq!(domains.lookups(&bundle), vec![ChainQuery::EvmBlockReceipts]);
+        domains.apply_answered(&bundle, &answers).unwrap();
+        let page = |filter: TxFilter| {
+            store
+                .txs_page(
+                    &filter,
+                    &PageRequest {
+                        after: None,
+                        offset: 0,
+                        limit: 10,
+                        order: Order::Asc,
+                        count_total: true,
+                    },
+                )
+                .unwrap()
+        };
+        let all = page(TxFilter::default());
+        assert_eq!(all.total, Total::Exact(2));
+        let first: Value = serde_json::from_slice(&all.items[0].1).unwrap();
+        let keys: Vec<&String> = first.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            RECEIPT_KEYS.to_vec(),
+            "the served keys, in order, and only them"
+        );
+        assert!(first["logs"][0].get("extra").is_none());
+        let second: Value = serde_json::from_slice(&all.items[1].1).unwrap();
+        assert_eq!(second["to"], "", "a creation's null to is served empty");
+        // The sender of the first tx (also a log topic), the receiver in a topic, the created contract.
+        let account = |hex_text: &str| TxFilter {
+            account: Some(hex::decode(format!("{hex_text:0>40}")).unwrap()),
+            ..Default::default()
+        };
+        assert_eq!(
+            page(account("a1")).items.len(),
+            2,
+            "a1 sent tx 1 and is a topic of both logs"
+        );
+        assert_eq!(
+            page(TxFilter {
+                signer_only: true,
+                ..account("a1")
+            })
+            .items
+            .len(),
+            1
+        );
+        assert_eq!(page(account("d4")).items.len(), 2);
+        assert_eq!(page(account("e5")).items.len(), 1);
+        assert_eq!(
+            page(TxFilter {
+                height: Some(5),
+                ..Default::default()
+            })
+            .items
+            .len(),
+            2
+        );
+        let hash: [u8; 32] = word(&format!("0x{:064x}", 2)).unwrap();
+        assert!(store.tx_by_hash(&hash).unwrap().is_some());
+        // An unanswered block fails rather than skipping receipts.
+        let next = BlockBundle::of_events("evm-1", 6, 0, vec![vec![]]);
+        assert!(domains.apply(&next).is_err());
+    }
+}
