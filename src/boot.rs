@@ -12,8 +12,11 @@ use std::time::Duration;
 
 use actix_web::{web, HttpServer};
 use serde::Serialize;
+use weaver_actors::chain::devnet::evm::DevnetEvm;
 use weaver_actors::chain::devnet::{now_ns, ChainParams, Devnet, DevnetSource, DevnetWorld, Vm};
+use weaver_actors::chain::node::eth::{EthClient, EthConfig};
 use weaver_actors::chain::node::{NodeClient, NodeConfig};
+use weaver_actors::chain::Evm;
 use weaver_actors::chain::Source;
 use weaver_actors::follower::{
     ChainFollower, FollowerSettings, Ingestion, IngestionState, OpenDomains, RestartRequest,
@@ -99,6 +102,31 @@ fn source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Source>
             bech32_prefix: chain.bech32_prefix.clone(),
             chain_id: chain.chain_id.clone(),
         })?),
+    })
+}
+
+/// The EVM side of `chain` as a data source, for domains that read EVM receipts, traces or
+/// balances: the in-process devnet view for a devnet chain, an [`EthClient`] over the
+/// node's `json_rpc` URLs for a node chain. `None`: not an EVM chain, or a node chain
+/// without `json_rpc` URLs.
+pub fn evm_source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Option<Evm>> {
+    if chain.vm != Vm::Evm {
+        return Ok(None);
+    }
+    Ok(match &chain.source {
+        SourceConfig::Devnet(_) => embedded_devnet(chain, world)
+            .and_then(DevnetEvm::new)
+            .map(|evm| Evm::Devnet(Arc::new(evm))),
+        SourceConfig::Node(n) if n.json_rpc.is_empty() => None,
+        SourceConfig::Node(n) => Some(Evm::Node(Arc::new(
+            EthClient::new(EthConfig {
+                urls: n.json_rpc.clone(),
+                timeout: Duration::from_millis(n.timeout_ms),
+                retries: n.retries,
+                chain_id: chain.chain_id.clone(),
+            })
+            .map_err(|e| anyhow::anyhow!("{}: EVM JSON-RPC client: {e}", chain.chain_id))?,
+        ))),
     })
 }
 

@@ -339,7 +339,8 @@ pub struct NodeSourceConfig {
     pub rpc: Vec<String>,
     /// Cosmos REST (LCD) URLs, rotated on failure.
     pub rest: Vec<String>,
-    /// EVM JSON-RPC URLs (EVM chains; used by later domains).
+    /// EVM JSON-RPC URLs (EVM chains), rotated on failure: `boot::evm_source_for` builds
+    /// the chain's `EthClient` over them.
     #[serde(default)]
     pub json_rpc: Vec<String>,
     #[serde(default = "default_timeout_ms")]

@@ -51,7 +51,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum DevnetCommand {
-    /// Serve a devnet chain as a fake node (CometBFT RPC + Cosmos REST) on loopback.
+    /// Serve a devnet chain as a fake node (CometBFT RPC + Cosmos REST, and EVM JSON-RPC on
+    /// EVM chains) on loopback.
     Serve(Box<DevnetServe>),
 }
 
@@ -106,6 +107,13 @@ struct DevnetServe {
     rpc_listen: SocketAddr,
     #[arg(long, default_value = "127.0.0.1:1317")]
     rest_listen: SocketAddr,
+    /// The EVM JSON-RPC listener (EVM chains only).
+    #[arg(long, default_value = "127.0.0.1:8545")]
+    json_rpc_listen: SocketAddr,
+    /// Answer every `debug_*` JSON-RPC method with -32601, as a node without the debug
+    /// namespace does.
+    #[arg(long)]
+    no_debug_namespace: bool,
     /// Write the bound addresses as JSON to this file once listening.
     #[arg(long)]
     listeners_file: Option<PathBuf>,
@@ -273,13 +281,21 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
         faults,
         std::time::Duration::from_millis(args.fault_delay_ms),
     );
-    let (servers, rpc, rest) =
-        weaver::devnet_node::bind(devnet, faults, args.rpc_listen, args.rest_listen)?;
-    tracing::info!(chain_id = %args.chain_id, %rpc, %rest, "devnet node serving");
+    let listen = weaver::devnet_node::Listen {
+        rpc: args.rpc_listen,
+        rest: args.rest_listen,
+        json_rpc: args.json_rpc_listen,
+        debug_namespace: !args.no_debug_namespace,
+    };
+    let (servers, bound) = weaver::devnet_node::bind(devnet, faults, listen)?;
+    let (rpc, rest, json_rpc) = (bound.rpc, bound.rest, bound.json_rpc);
+    tracing::info!(chain_id = %args.chain_id, %rpc, %rest, ?json_rpc, "devnet node serving");
     if let Some(path) = &args.listeners_file {
         std::fs::write(
             path,
-            serde_json::to_vec(&serde_json::json!({"rpc": rpc, "rest": rest}))?,
+            serde_json::to_vec(
+                &serde_json::json!({"rpc": rpc, "rest": rest, "json_rpc": json_rpc}),
+            )?,
         )?;
     }
     let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();

@@ -3,6 +3,7 @@
 //! behaviour (JSON-RPC envelopes, HTTP 500 for heights above the tip, gRPC-gateway errors).
 //! With `--faults` it misbehaves on schedule (see [`faults`]).
 
+mod evm_rpc;
 pub mod faults;
 mod queries;
 
@@ -385,14 +386,55 @@ async fn rest_unknown(req: HttpRequest) -> HttpResponse {
     )
 }
 
-/// Binds the RPC and REST listeners; returns the servers and their bound addresses.
+/// Where the devnet node listens.
+pub struct Listen {
+    pub rpc: SocketAddr,
+    pub rest: SocketAddr,
+    /// The EVM JSON-RPC listener (served on EVM chains only).
+    pub json_rpc: SocketAddr,
+    /// Whether the JSON-RPC listener serves `debug_*` (the callTracer).
+    pub debug_namespace: bool,
+}
+
+/// The bound addresses (`json_rpc`: none on a chain without an EVM).
+pub struct Bound {
+    pub rpc: SocketAddr,
+    pub rest: SocketAddr,
+    pub json_rpc: Option<SocketAddr>,
+}
+
+/// Binds the RPC and REST listeners (and, on an EVM chain, the EVM JSON-RPC listener);
+/// returns the servers and their bound addresses.
 pub fn bind(
     devnet: Arc<Devnet>,
     faults: Faults,
-    rpc: SocketAddr,
-    rest: SocketAddr,
-) -> anyhow::Result<(Vec<actix_web::dev::Server>, SocketAddr, SocketAddr)> {
+    listen: Listen,
+) -> anyhow::Result<(Vec<actix_web::dev::Server>, Bound)> {
+    let Listen {
+        rpc,
+        rest,
+        json_rpc,
+        debug_namespace,
+    } = listen;
+    let evm = weaver_actors::chain::devnet::evm::DevnetEvm::new(devnet.clone());
     let node = web::Data::new(DevnetNode::new(devnet, faults));
+    let mut servers = vec![];
+    let mut json_rpc_bound = None;
+    if let Some(evm) = evm {
+        let evm_node = web::Data::new(evm_rpc::EvmNode::new(node.clone(), evm, debug_namespace));
+        let server = HttpServer::new(move || {
+            actix_web::App::new()
+                .app_data(evm_node.clone())
+                .app_data(web::PayloadConfig::new(16 << 20))
+                .route("/", web::post().to(evm_rpc::post))
+        })
+        .workers(1)
+        .disable_signals()
+        .bind(json_rpc)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {json_rpc} (devnet EVM JSON-RPC): {e}"))?;
+        json_rpc_bound = Some(server.addrs()[0]);
+        servers.push(server.run());
+    }
     let rpc_node = node.clone();
     let rpc_server = HttpServer::new(move || {
         actix_web::App::new()
@@ -445,9 +487,13 @@ pub fn bind(
     .bind(rest)
     .map_err(|e| anyhow::anyhow!("cannot listen on {rest} (devnet REST): {e}"))?;
     let rest_bound = rest_server.addrs()[0];
+    servers.extend([rpc_server.run(), rest_server.run()]);
     Ok((
-        vec![rpc_server.run(), rest_server.run()],
-        rpc_bound,
-        rest_bound,
+        servers,
+        Bound {
+            rpc: rpc_bound,
+            rest: rest_bound,
+            json_rpc: json_rpc_bound,
+        },
     ))
 }

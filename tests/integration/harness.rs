@@ -270,6 +270,8 @@ pub struct DevnetNode {
     child: Child,
     pub rpc: String,
     pub rest: String,
+    /// The EVM JSON-RPC URL (EVM chains only).
+    pub json_rpc: Option<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -285,6 +287,8 @@ impl DevnetNode {
                 "127.0.0.1:0",
                 "--rest-listen",
                 "127.0.0.1:0",
+                "--json-rpc-listen",
+                "127.0.0.1:0",
                 "--listeners-file",
             ])
             .arg(&file)
@@ -299,6 +303,9 @@ impl DevnetNode {
             child,
             rpc: format!("http://{}", listeners["rpc"].as_str().unwrap()),
             rest: format!("http://{}", listeners["rest"].as_str().unwrap()),
+            json_rpc: listeners["json_rpc"]
+                .as_str()
+                .map(|addr| format!("http://{addr}")),
             _dir: dir,
         }
     }

@@ -100,6 +100,11 @@ pub fn parse_hex_address(text: &str) -> Option<Vec<u8>> {
     hex::decode(padded).ok()
 }
 
+/// `0x` + lower-case hex: how EVM JSON-RPC nodes write addresses.
+pub fn lower_hex(bytes: &[u8]) -> String {
+    format!("0x{}", hex::encode(bytes))
+}
+
 /// EIP-55 checksummed form of a 20-byte address.
 pub fn eip55(bytes: &[u8]) -> String {
     let lower = hex::encode(bytes);

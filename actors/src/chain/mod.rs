@@ -5,6 +5,8 @@ pub mod address;
 pub mod decode;
 pub mod devnet;
 pub mod evm_log;
+pub mod evm_source;
+pub mod evm_types;
 pub mod node;
 pub mod proto;
 pub mod query;
@@ -13,6 +15,7 @@ pub mod timefmt;
 pub mod types;
 pub mod wire;
 
+pub use evm_source::{Evm, EvmError, EvmSource};
 pub use query::{Answers, ChainQuery, QueryAnswer, QueryRejection};
 pub use source::{ChainSource, Source, SourceError};
 pub use types::{Attribute, BlockBundle, Event, Proposer, TxBundle, TxResult};

@@ -12,6 +12,7 @@ use super::state_query;
 use super::stream::{StreamKey, CHAIN_OWNER};
 use super::DevnetSpec;
 use crate::chain::address;
+use crate::chain::evm_types::CallFrame;
 use crate::chain::types::{BlockBundle, Event, Proposer, TxBundle};
 use crate::chain::{ChainQuery, QueryAnswer};
 
@@ -148,6 +149,24 @@ impl Devnet {
         }
     }
 
+    /// Per tx of block `height`, in block order, the EVM calls its message made below its
+    /// top-level call (what a call tracer nests under it; empty for most txs and on other
+    /// VMs). Cheap: nothing is signed.
+    pub fn evm_calls(&self, height: u64) -> Vec<Vec<CallFrame>> {
+        self.activities
+            .iter()
+            .flat_map(|(activity, lane)| {
+                lane.slots(height)
+                    .map(|slot| activity.evm_calls(&self.spec, lane, slot))
+            })
+            .collect()
+    }
+
+    /// [`Devnet::block`] with its [`Devnet::evm_calls`].
+    pub fn block_with_calls(&self, height: u64) -> (BlockBundle, Vec<Vec<CallFrame>>) {
+        (self.block(height), self.evm_calls(height))
+    }
+
     /// The finalize-block event of the fee collector paying out the block's fees.
     fn fee_distribution(&self, fees: u128) -> Vec<Event> {
         if fees == 0 {
@@ -171,12 +190,19 @@ impl Devnet {
     /// Answers a chain-state read at `height` (the state after that block) the way the
     /// chain's REST API would: a pure function of the world, like the blocks.
     pub fn query(&self, query: &ChainQuery, height: u64) -> QueryAnswer {
-        let nfts = self
-            .activities
+        let lanes = state_query::Lanes {
+            nfts: self.lane(activity::nfts::NAME),
+            tokens: self.lane(activity::evm_contracts::NAME),
+        };
+        state_query::answer(&self.spec, lanes, query, height)
+    }
+
+    /// The lane of the activity called `name`, if the chain carries it.
+    pub(crate) fn lane(&self, name: &str) -> Option<&Lane> {
+        self.activities
             .iter()
-            .find(|(activity, _)| activity.name() == activity::nfts::NAME)
-            .map(|(_, lane)| lane);
-        state_query::answer(&self.spec, nfts, query, height)
+            .find(|(activity, _)| activity.name() == name)
+            .map(|(_, lane)| lane)
     }
 }
 

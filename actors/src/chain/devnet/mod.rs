@@ -11,6 +11,7 @@
 mod accounts;
 pub mod activity;
 mod chain;
+pub mod evm;
 mod message;
 #[cfg(test)]
 mod pinned;

@@ -36,7 +36,7 @@ struct Pinned {
     /// The block stream as served.
     blocks: &'static str,
     /// Each standard activity's txs, by name.
-    activities: [(&'static str, &'static str); 4],
+    activities: [(&'static str, &'static str); 5],
 }
 
 const PINNED: [Pinned; 3] = [
@@ -60,11 +60,15 @@ const PINNED: [Pinned; 3] = [
                 "nfts",
                 "c226b01a02a570b13dcb144c07776358439973c2ccd63c3a3fe76a88f9a7268a",
             ),
+            (
+                "evm_contracts",
+                "1de944410b300e1e7c9d4844de9c36f91ee99bc63fd64a75c6f7011fed551917",
+            ),
         ],
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "9024c93abc9eadfe6bd7388d94d5c227178347536509e3eabf481193359aea9f",
+        blocks: "d66af36d0cf6c1061243c16e727f4c83d73c7f69c978143730449e7add870963",
         activities: [
             (
                 "bank_sends",
@@ -81,6 +85,10 @@ const PINNED: [Pinned; 3] = [
             (
                 "nfts",
                 "23d597505ed21b8d677036873feccaaf636a5c0e89e156f5939a450c95cc705b",
+            ),
+            (
+                "evm_contracts",
+                "a0fd2ca7cdf1a6bebf9024f5419044e4ab961b688bfe785f102b3fab42b08462",
             ),
         ],
     },
@@ -103,6 +111,10 @@ const PINNED: [Pinned; 3] = [
             (
                 "nfts",
                 "0505a9dd39abdcc449d802df7a951ab867f4a6e9fa5dd31901b8ae7376d4675d",
+            ),
+            (
+                "evm_contracts",
+                "1de944410b300e1e7c9d4844de9c36f91ee99bc63fd64a75c6f7011fed551917",
             ),
         ],
     },

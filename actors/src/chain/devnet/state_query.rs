@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use super::activity::evm_contracts::script::{Ledger, Script as TokenScript};
 use super::activity::nfts::ids::{self, Kind};
 use super::activity::nfts::script::{Collection, Script, Step, CYCLE};
 use super::activity::nfts::{evm, move_vm, wasm};
@@ -22,15 +23,15 @@ fn reject(code: i32, message: String) -> QueryAnswer {
     Err(QueryRejection { code, message })
 }
 
-/// The answer to `query` after block `height` of `chain`; `nfts`: the lane of its NFT
-/// activity (none: the chain has no NFTs).
-pub fn answer(
-    chain: &DevnetSpec,
-    nfts: Option<&Lane>,
-    query: &ChainQuery,
-    height: u64,
-) -> QueryAnswer {
-    let script = nfts.map(|lane| Script::new(chain, lane));
+/// The lanes of the activities whose state a query may read (none: the chain lacks it).
+pub struct Lanes<'a> {
+    pub nfts: Option<&'a Lane>,
+    pub tokens: Option<&'a Lane>,
+}
+
+/// The answer to `query` after block `height` of `chain`.
+pub fn answer(chain: &DevnetSpec, lanes: Lanes, query: &ChainQuery, height: u64) -> QueryAnswer {
+    let script = lanes.nfts.map(|lane| Script::new(chain, lane));
     let state = script.as_ref().map(|script| State {
         script,
         slots: script.slots_through(height),
@@ -44,7 +45,8 @@ pub fn answer(
             Vm::Move,
         ) => move_resource(state.as_ref(), address, struct_tag),
         (ChainQuery::EvmCall { contract, input }, Vm::Evm) => {
-            evm_call(state.as_ref(), contract, input)
+            let tokens = lanes.tokens.map(|lane| TokenScript::new(chain, lane));
+            evm_call(state.as_ref(), tokens.as_ref(), contract, input, height)
         }
         (ChainQuery::WasmSmart { contract, query }, Vm::Wasm) => {
             wasm_smart(state.as_ref(), contract, query)
@@ -129,7 +131,13 @@ fn reverted(reason: &str) -> QueryAnswer {
     reject(0, format!("execution reverted{reason}"))
 }
 
-fn evm_call(state: Option<&State>, contract: &str, input: &str) -> QueryAnswer {
+fn evm_call(
+    state: Option<&State>,
+    tokens: Option<&TokenScript>,
+    contract: &str,
+    input: &str,
+    height: u64,
+) -> QueryAnswer {
     let digits = contract.strip_prefix("0x").unwrap_or(contract);
     let Some(bytes) = hex::decode(digits).ok().filter(|b| b.len() == 20) else {
         return reject(
@@ -141,6 +149,11 @@ fn evm_call(state: Option<&State>, contract: &str, input: &str) -> QueryAnswer {
         .strip_prefix("0x")
         .unwrap_or(input)
         .to_ascii_lowercase();
+    if let Some((tokens, cycle)) = tokens.and_then(|t| Some((t, t.token_cycle(&bytes)?))) {
+        if let Some(ledger) = tokens.ledger(cycle, tokens.slots_through(height)) {
+            return token_call(&ledger, cycle, &input);
+        }
+    }
     let Some(state) = state else {
         return Ok(evm_success(&input, ""));
     };
@@ -179,6 +192,27 @@ fn evm_call(state: Option<&State>, contract: &str, input: &str) -> QueryAnswer {
         };
     }
     reverted("")
+}
+
+/// An ERC-20 call to a deployed token of the `evm_contracts` activity: its balances,
+/// supply and metadata after the asked height; any other call reverts.
+fn token_call(ledger: &Ledger, cycle: u64, input: &str) -> QueryAnswer {
+    let (selector, args) = input.split_at(input.len().min(8));
+    let uint = |value: &num_bigint::BigUint| format!("{value:064x}");
+    let output = match (selector, args.len()) {
+        (s, 64)
+            if s == evm::selector("balanceOf(address)") && args.starts_with(&"0".repeat(24)) =>
+        {
+            let account = hex::decode(&args[24..]).unwrap_or_default();
+            uint(&ledger.balance(&account))
+        }
+        (s, 0) if s == evm::selector("totalSupply()") => uint(&ledger.supply),
+        (s, 0) if s == evm::selector("decimals()") => evm::number_word(18),
+        (s, 0) if s == evm::selector("name()") => evm::abi_string(&TokenScript::name(cycle)),
+        (s, 0) if s == evm::selector("symbol()") => evm::abi_string(&TokenScript::symbol(cycle)),
+        _ => return reverted(""),
+    };
+    Ok(evm_success(input, &output))
 }
 
 /// The cw721 contract at bech32 `contract`, if instantiated by now.

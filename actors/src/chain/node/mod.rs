@@ -9,6 +9,7 @@
 //! logged, counted in `weaver_malformed_chain_data_total{chain_id,kind}` and retried (with
 //! backoff and URL rotation) — a partial or inconsistent block is never returned.
 
+pub mod eth;
 mod query;
 pub mod wire;
 
@@ -547,9 +548,7 @@ fn backoff(attempt: u32) -> Duration {
 impl NodeClient {
     /// A refused answer: logged, counted by kind, and returned as an error to retry on.
     fn malformed(&self, path: &str, kind: &'static str, reason: String) -> SourceError {
-        metrics::counter!("weaver_source_malformed_total").increment(1);
-        metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.config.chain_id.clone(), "kind" => kind).increment(1);
-        tracing::warn!(chain_id = %self.config.chain_id, kind, %path, %reason, "refused chain data; retrying");
+        refused(&self.config.chain_id, path, kind, &reason);
         SourceError::Malformed {
             path: path.to_string(),
             reason,
@@ -558,9 +557,21 @@ impl NodeClient {
 
     /// A failed attempt that will be retried (on the next URL, after a backoff).
     fn retried(&self, reason: &'static str, error: &SourceError) {
-        metrics::counter!("weaver_source_retries_total", "chain_id" => self.config.chain_id.clone(), "reason" => reason).increment(1);
-        tracing::debug!(chain_id = %self.config.chain_id, reason, %error, "node call failed; retrying");
+        retried(&self.config.chain_id, reason, error);
     }
+}
+
+/// Logs and counts an answer refused as chain data (`kind`: why), for any client.
+pub(crate) fn refused(chain_id: &str, path: &str, kind: &'static str, reason: &str) {
+    metrics::counter!("weaver_source_malformed_total").increment(1);
+    metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => chain_id.to_string(), "kind" => kind).increment(1);
+    tracing::warn!(chain_id, kind, %path, %reason, "refused chain data; retrying");
+}
+
+/// Logs and counts a failed attempt that will be retried, for any client.
+pub(crate) fn retried(chain_id: &str, reason: &'static str, error: &dyn std::fmt::Display) {
+    metrics::counter!("weaver_source_retries_total", "chain_id" => chain_id.to_string(), "reason" => reason).increment(1);
+    tracing::debug!(chain_id, reason, %error, "node call failed; retrying");
 }
 
 fn transport_reason(error: &reqwest::Error) -> &'static str {

@@ -5,6 +5,7 @@
 //! the account sequences — of every earlier activity unchanged.
 
 mod bank_sends;
+pub(crate) mod evm_contracts;
 mod ibc_transfers;
 pub(crate) mod nfts;
 mod vm_calls;
@@ -18,9 +19,11 @@ use super::schedule::{IdleHeights, Schedule};
 use super::signed_tx::{Envelope, Failure, TxDraft};
 use super::stream::StreamKey;
 use super::DevnetSpec;
+use crate::chain::evm_types::CallFrame;
 use crate::chain::types::TxBundle;
 
 pub use bank_sends::BankSends;
+pub use evm_contracts::EvmContracts;
 pub use ibc_transfers::IbcTransfers;
 pub use nfts::Nfts;
 pub use vm_calls::VmCalls;
@@ -43,6 +46,13 @@ pub trait Activity: Send + Sync {
     /// and its sequence); `rng` is the slot's own stream, from which the lane then draws the
     /// memo and gas, and signs.
     fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan;
+
+    /// On EVM chains, the calls the EVM message of `slot`'s tx made below its top-level
+    /// call (what a call tracer shows nested under it). Most txs call one contract that
+    /// calls nothing.
+    fn evm_calls(&self, _chain: &DevnetSpec, _lane: &Lane, _slot: Slot) -> Vec<CallFrame> {
+        vec![]
+    }
 }
 
 /// One tx slot of an activity on a chain.
@@ -69,6 +79,7 @@ pub fn standard() -> Vec<Box<dyn Activity>> {
         Box::new(VmCalls),
         Box::new(IbcTransfers),
         Box::new(Nfts),
+        Box::new(EvmContracts),
     ]
 }
 
@@ -133,6 +144,14 @@ impl Lane {
             .slots(height)
             .map(|slot| self.tx(chain, activity, slot))
             .collect()
+    }
+
+    /// The activity's slots at `height`, each with its sender.
+    pub fn slots(&self, height: u64) -> impl Iterator<Item = Slot> + '_ {
+        self.schedule.slots(height).map(|index| Slot {
+            index,
+            sender: self.sender(index).0,
+        })
     }
 
     fn tx(&self, chain: &DevnetSpec, activity: &dyn Activity, slot: u64) -> TxBundle {

@@ -18,8 +18,8 @@ use crate::chain::devnet::DevnetSpec;
 use crate::chain::proto::{MsgCall, MsgCreate};
 use crate::chain::types::Event;
 
-const MSG_CALL: &str = "/minievm.evm.v1.MsgCall";
-const MSG_CREATE: &str = "/minievm.evm.v1.MsgCreate";
+pub const MSG_CALL: &str = "/minievm.evm.v1.MsgCall";
+pub const MSG_CREATE: &str = "/minievm.evm.v1.MsgCreate";
 
 /// The 4-byte selector (or, whole, the event topic) of a signature, lower-case hex.
 pub fn keccak_hex(signature: &str) -> String {
@@ -35,7 +35,7 @@ pub fn word(bytes: &[u8]) -> String {
     format!("{:0>64}", hex::encode(bytes))
 }
 
-fn number_word(value: u64) -> String {
+pub fn number_word(value: u64) -> String {
     format!("{value:064x}")
 }
 
@@ -55,7 +55,8 @@ pub fn decoy_address(chain: &DevnetSpec) -> Vec<u8> {
     ids::address(chain, Kind::EvmDecoy, 0, 0)
 }
 
-fn log(contract: &[u8], topics: &[String], data: &str) -> String {
+/// One `evm` event `log` attribute: EIP-55 address, `0x` + lower-case topics and data.
+pub fn log(contract: &[u8], topics: &[String], data: &str) -> String {
     let topics: Vec<Value> = topics.iter().map(|t| json!(format!("0x{t}"))).collect();
     json!({"address": eip55(contract), "topics": topics, "data": format!("0x{data}")}).to_string()
 }
@@ -162,10 +163,28 @@ pub fn message(
     collection: &Collection,
     change: &Change,
 ) -> Message {
-    let from = sender.bech32.as_str();
-    let input = input(collection, change);
-    let (type_url, any, json) = match change {
-        Change::Create => (
+    let target = match change {
+        Change::Create => None,
+        _ => Some(contract(chain, collection, change)),
+    };
+    evm_message(
+        &sender.bech32,
+        target.as_deref(),
+        input(collection, change),
+        events(chain, collection, change),
+    )
+}
+
+/// A minievm message sent by `from`: a `MsgCall` of `contract` with call data `input`, or
+/// (no contract) a `MsgCreate` with init code `input`; `events` follow its `message` event.
+pub fn evm_message(
+    from: &str,
+    contract: Option<&[u8]>,
+    input: String,
+    events: Vec<Event>,
+) -> Message {
+    let (type_url, any, json) = match contract {
+        None => (
             MSG_CREATE,
             MsgCreate {
                 sender: from.into(),
@@ -182,8 +201,8 @@ pub fn message(
                 "auth_list": []
             }),
         ),
-        _ => {
-            let contract = eip55(&contract(chain, collection, change));
+        Some(contract) => {
+            let contract = eip55(contract);
             (
                 MSG_CALL,
                 MsgCall {
@@ -206,6 +225,6 @@ pub fn message(
         }
     };
     let mut emitted = vec![action_event(type_url, from, "evm")];
-    emitted.extend(events(chain, collection, change));
+    emitted.extend(events);
     Message::new(type_url, any, json, emitted)
 }

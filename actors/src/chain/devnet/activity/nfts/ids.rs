@@ -1,4 +1,4 @@
-//! Names and addresses of the NFT script's objects. An address names (kind, cycle, token):
+//! Names and addresses of the NFT script's objects (and of the `evm_contracts` contracts). An address names (kind, cycle, token):
 //! a hash prefix, then (cycle, token) masked by that prefix, so a state query can tell from
 //! the address alone which collection or token it is about and replay only that cycle —
 //! answering never scans the chain below the height.
@@ -23,6 +23,13 @@ pub enum Kind {
     WasmMarket,
     /// A collection on the counterparty (L1) of the bridged classes.
     L1Collection,
+    /// The ERC-20 token of an `evm_contracts` cycle (that activity shares this naming).
+    Erc20,
+    /// The `evm_contracts` router, its pool, the pool's library and the price oracle.
+    EvmRouter,
+    EvmPool,
+    EvmLibrary,
+    EvmOracle,
 }
 
 impl Kind {
@@ -35,12 +42,23 @@ impl Kind {
             Kind::WasmCollection => "wasm-collection",
             Kind::WasmMarket => "wasm-market",
             Kind::L1Collection => "l1-collection",
+            Kind::Erc20 => "erc20",
+            Kind::EvmRouter => "evm-router",
+            Kind::EvmPool => "evm-pool",
+            Kind::EvmLibrary => "evm-library",
+            Kind::EvmOracle => "evm-oracle",
         }
     }
 
     fn len(self) -> usize {
         match self {
-            Kind::EvmCollection | Kind::EvmDecoy => 20,
+            Kind::EvmCollection
+            | Kind::EvmDecoy
+            | Kind::Erc20
+            | Kind::EvmRouter
+            | Kind::EvmPool
+            | Kind::EvmLibrary
+            | Kind::EvmOracle => 20,
             _ => 32,
         }
     }
