@@ -17,7 +17,7 @@ use weaver_actors::chain::devnet::{now_ns, ChainParams, Devnet, DevnetSource, De
 use weaver_actors::chain::node::eth::{EthClient, EthConfig};
 use weaver_actors::chain::node::{NodeClient, NodeConfig};
 use weaver_actors::chain::Evm;
-use weaver_actors::chain::Source;
+use weaver_actors::chain::{ChainAccess, Source};
 use weaver_actors::follower::{
     ChainFollower, FollowerSettings, Ingestion, IngestionState, OpenDomains, RestartRequest,
 };
@@ -343,7 +343,10 @@ pub async fn run_with(
             .open()
             .map_err(|e| anyhow::anyhow!("chain {}: {e}", chain.chain_id))?;
         let open_domains: OpenDomains = Arc::new(move || domains.open());
-        let source = Arc::new(source_for(chain, world)?);
+        let source = Arc::new(ChainAccess::new(
+            source_for(chain, world)?,
+            evm_source_for(chain, world)?,
+        ));
         let api_source = source.clone();
         let settings = FollowerSettings {
             in_flight: chain.follower.in_flight,

@@ -391,13 +391,27 @@ fn default_http_workers() -> usize {
 fn default_prefix() -> String {
     "init".into()
 }
-/// Everything a chain of `vm` can keep: the rich list only exists on EVM chains.
-pub fn default_domains(vm: Vm) -> Vec<Domain> {
+/// Everything a chain can keep: the rich list only exists on EVM chains, and EVM txs and
+/// internal txs where the chain's EVM JSON-RPC is known (the devnet serves one).
+pub fn default_domains(vm: Vm, source: &SourceConfig) -> Vec<Domain> {
     let mut domains = vec![Domain::Blocks, Domain::Txs, Domain::Relay, Domain::Nft];
     if vm == Vm::Evm {
         domains.push(Domain::RichList);
+        if source.has_json_rpc() {
+            domains.extend([Domain::EvmTxs, Domain::EvmInternalTxs]);
+        }
     }
     domains
+}
+
+impl SourceConfig {
+    /// Whether the chain's EVM JSON-RPC can be reached (a devnet chain serves its own).
+    pub fn has_json_rpc(&self) -> bool {
+        match self {
+            SourceConfig::Devnet(_) => true,
+            SourceConfig::Node(node) => !node.json_rpc.is_empty(),
+        }
+    }
 }
 fn default_seed() -> u64 {
     42
@@ -460,7 +474,7 @@ impl Config {
             chain.domains = chain
                 .domains_written
                 .clone()
-                .unwrap_or_else(|| default_domains(chain.vm));
+                .unwrap_or_else(|| default_domains(chain.vm, &chain.source));
         }
         config.validate()?;
         Ok(config)
@@ -625,6 +639,17 @@ fn validate_domains(chain: &ChainConfig, key: &dyn Fn(&str) -> String) -> Result
             key("domains"),
             "\"txs\" needs \"blocks\": tx records live beside their blocks",
         ));
+    }
+    for domain in [Domain::EvmTxs, Domain::EvmInternalTxs] {
+        if chain.indexes(domain) && !chain.source.has_json_rpc() {
+            return Err(invalid(
+                key("source.json_rpc"),
+                format!(
+                    "{:?} reads the chain's EVM JSON-RPC: give its URLs in json_rpc",
+                    domain.as_str()
+                ),
+            ));
+        }
     }
     if chain.indexes(Domain::Nft) && !chain.indexes(Domain::Txs) {
         return Err(invalid(

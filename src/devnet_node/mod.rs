@@ -472,6 +472,10 @@ pub fn bind(
             )
             .route("/minievm/evm/v1/call", web::post().to(queries::evm_call))
             .route(
+                "/minievm/evm/v1/contracts/by_denom",
+                web::get().to(queries::contract_by_denom),
+            )
+            .route(
                 "/cosmwasm/wasm/v1/contract/{address}",
                 web::get().to(queries::wasm_contract),
             )

@@ -109,6 +109,15 @@ pub async fn evm_call(
     answer(node, req, ChainQuery::EvmCall { contract, input }).await
 }
 
+/// `GET /minievm/evm/v1/contracts/by_denom?denom=…`: the ERC-20 behind a denom.
+pub async fn contract_by_denom(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
+    let denom = form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "denom")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    answer(node, req, ChainQuery::EvmContractByDenom { denom }).await
+}
+
 pub async fn wasm_contract(
     node: web::Data<DevnetNode>,
     contract: web::Path<String>,

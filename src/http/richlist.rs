@@ -14,7 +14,7 @@ use ethnum::U256;
 use serde_json::Value;
 
 use weaver_actors::chain::devnet::Vm;
-use weaver_actors::chain::{ChainQuery, ChainSource, Source};
+use weaver_actors::chain::{ChainAccess, ChainQuery, ChainSource};
 use weaver_actors::store::richlist::Holding;
 use weaver_actors::store::RichListStore;
 
@@ -32,12 +32,12 @@ const MAX_DENOM_BYTES: usize = 256;
 pub struct RichListApi {
     pub store: RichListStore,
     /// Asked for denoms the index has not seen created.
-    pub source: Arc<Source>,
+    pub source: Arc<ChainAccess>,
     remembered: DashMap<String, Option<[u8; 20]>>,
 }
 
 impl RichListApi {
-    pub fn new(store: RichListStore, source: Arc<Source>) -> Self {
+    pub fn new(store: RichListStore, source: Arc<ChainAccess>) -> Self {
         RichListApi {
             store,
             source,

@@ -17,5 +17,5 @@ pub mod wire;
 
 pub use evm_source::{Evm, EvmError, EvmSource};
 pub use query::{Answers, ChainQuery, QueryAnswer, QueryRejection};
-pub use source::{ChainSource, Source, SourceError};
+pub use source::{ChainAccess, ChainSource, Source, SourceError};
 pub use types::{Attribute, BlockBundle, Event, Proposer, TxBundle, TxResult};

@@ -4,8 +4,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::devnet::DevnetSource;
+use super::evm_source::{Evm, EvmError, EvmSource};
 use super::node::NodeClient;
-use super::query::{ChainQuery, QueryAnswer};
+use super::query::{ChainQuery, QueryAnswer, QueryRejection};
 use super::types::BlockBundle;
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +79,79 @@ impl ChainSource for Source {
         match self {
             Source::Devnet(devnet) => Ok(devnet.devnet().query(query, height)),
             Source::Node(node) => node.query(query, height).await,
+        }
+    }
+}
+
+/// A chain's source together with its EVM JSON-RPC, when it has one: the EVM reads domains
+/// ask as chain queries (receipts, traces) go to the EVM side, everything else to the
+/// source.
+pub struct ChainAccess {
+    pub source: Source,
+    pub evm: Option<Evm>,
+}
+
+impl ChainAccess {
+    pub fn new(source: Source, evm: Option<Evm>) -> Self {
+        ChainAccess { source, evm }
+    }
+
+    async fn evm_query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
+        let Some(evm) = &self.evm else {
+            return Ok(Err(QueryRejection {
+                code: METHOD_NOT_FOUND,
+                message: format!(
+                    "{}: this chain has no EVM JSON-RPC configured (json_rpc)",
+                    query.kind()
+                ),
+            }));
+        };
+        let answer = match query {
+            ChainQuery::EvmBlockReceipts => evm
+                .block_receipts(height)
+                .await
+                .map(|receipts| serde_json::to_value(receipts).expect("receipts serialise")),
+            ChainQuery::EvmTraceBlock => evm
+                .trace_block(height)
+                .await
+                .map(|traces| serde_json::to_value(traces).expect("traces serialise")),
+            _ => unreachable!("only EVM JSON-RPC reads come here"),
+        };
+        match answer {
+            Ok(value) => Ok(Ok(value)),
+            Err(EvmError::NotSupported { method, message }) => Ok(Err(QueryRejection {
+                code: METHOD_NOT_FOUND,
+                message: format!("{method}: {message}"),
+            })),
+            Err(EvmError::FutureHeight(h)) => Err(SourceError::FutureHeight(h)),
+            Err(EvmError::Transport(reason)) => Err(SourceError::Transport(reason)),
+            Err(EvmError::Malformed { method, reason }) => Err(SourceError::Malformed {
+                path: method,
+                reason,
+            }),
+            Err(error @ EvmError::Node { .. }) => Err(SourceError::Node(error.to_string())),
+        }
+    }
+}
+
+/// JSON-RPC "method not found": the node does not serve the method (no `debug_` namespace).
+pub const METHOD_NOT_FOUND: i32 = -32601;
+
+impl ChainSource for ChainAccess {
+    async fn latest_height(&self) -> Result<u64, SourceError> {
+        self.source.latest_height().await
+    }
+
+    async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        self.source.block(height).await
+    }
+
+    async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
+        match query {
+            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock => {
+                self.evm_query(query, height).await
+            }
+            _ => self.source.query(query, height).await,
         }
     }
 }

@@ -12,15 +12,13 @@ use super::tx_log::{self, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::address::parse_hex_address;
 use crate::chain::evm_log::word;
+use crate::chain::source::METHOD_NOT_FOUND;
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
 use crate::store::{keys, BlocksStore, DomainTree};
 
 /// `x` tx-hash sequence → (): every call of an EVM tx.
 pub const BY_TX: u8 = b'x';
-
-/// JSON-RPC "method not found": the node has no `debug_` namespace.
-pub const METHOD_NOT_FOUND: i32 = -32601;
 
 /// A byte field as the reference serves it: `0x` + lower-case hex, odd lengths padded
 /// (`0x0` → `0x00`), absent or empty → `0x`.

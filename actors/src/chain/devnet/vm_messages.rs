@@ -47,6 +47,11 @@ pub fn short_hex(bytes: &[u8]) -> String {
     format!("0x{}", if trimmed.is_empty() { "0" } else { trimmed })
 }
 
+/// The ERC-20 of the chain's fee denom on EVM chains.
+pub fn fee_token(chain: &DevnetSpec) -> Vec<u8> {
+    Sha256::digest(format!("erc20:{}", chain.fee_denom).as_bytes())[..20].to_vec()
+}
+
 /// A token transfer through the chain's VM: a Move `0x1::coin::transfer`, an ERC-20
 /// `transfer` call, or a CW20 `transfer` execute.
 pub fn vm_call(
@@ -127,8 +132,7 @@ pub fn vm_call(
             }
         }
         Vm::Evm => {
-            let token =
-                Sha256::digest(format!("erc20:{}", chain.fee_denom).as_bytes())[..20].to_vec();
+            let token = fee_token(chain);
             let word = |bytes: &[u8]| format!("{:0>64}", hex::encode(bytes));
             let amount_word = format!("{value:064x}");
             let input = format!("0xa9059cbb{}{}", word(&recipient.address), amount_word);
