@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod crash;
 mod domains;
+mod evm;
 mod evm_rpc;
 mod harness;
 mod limits;
