@@ -317,3 +317,171 @@ fn move_chains_have_no_evm_routes() {
         );
     }
 }
+
+#[test]
+fn a_node_without_debug_stops_only_the_internal_txs() {
+    use crate::harness::{devnet_node_args, genesis_ms_for_history, DevnetNode};
+    let genesis = genesis_ms_for_history(60, 200);
+    let args = devnet_node_args(CHAIN, genesis, &["--no-debug-namespace"]);
+    let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let chain = format!(
+        "\n[[chains]]\nchain_id = \"{CHAIN}\"\nvm = \"evm\"\nlisten = \"127.0.0.1:0\"\n[chains.source]\nkind = \"node\"\nrpc = [\"{}\"]\nrest = [\"{}\"]\njson_rpc = [\"{}\"]\n",
+        node.rpc,
+        node.rest,
+        node.json_rpc.as_ref().unwrap()
+    );
+    let daemon = Daemon::start(&config_with(&chain));
+    daemon.wait_height(CHAIN, 60);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while domain_height(&daemon, "evm_txs") < 60 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "evm_txs did not follow"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let stopped = || {
+        metric_value(
+            &daemon.metrics(),
+            "weaver_follower_stopped_total",
+            &[("chain_id", CHAIN)],
+        )
+    };
+    while stopped() < 1.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the internal-txs follower did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let base = daemon.chain_url(CHAIN);
+    let status = daemon.ok(&format!("{base}/status"));
+    assert!(status.get("internal_tx_height").is_none(), "{status}");
+    assert_eq!(
+        status["ingestion"]["state"], "running",
+        "the chain itself goes on: {status}"
+    );
+    let txs = daemon.ok(&format!("{base}/indexer/tx/v1/evm-txs?pagination.limit=1"));
+    assert!(!txs["txs"].as_array().unwrap().is_empty());
+    let internal = daemon.ok(&format!("{base}/indexer/tx/v1/evm-internal-txs"));
+    assert_eq!(internal["internal_txs"], serde_json::json!([]));
+    // Still stopped a while later: no restart loop.
+    daemon.wait_height(CHAIN, 70);
+    assert_eq!(stopped(), 1.0);
+}
+
+#[test]
+fn kill_9_in_each_evm_domain_resumes_every_watermark_cleanly() {
+    use weaver_actors::store::{Order, PageRequest, Store, Total, TxFilter};
+    let chain = devnet_chain(CHAIN, "evm", "")
+        .replace("block_interval_ms = 200", "block_interval_ms = 1000");
+    let config = format!(
+        "{}\n[chains.follower]\nbatch_blocks = 8\nin_flight = 4\n",
+        config_with(&chain).replace("history_blocks = 120", "history_blocks = 400")
+    );
+    let mut daemon = Daemon::start(&config);
+    let mut killed_at = Vec::new();
+    for (domain, target) in [
+        ("richlist", 100u64),
+        ("evm_txs", 200),
+        ("evm_internal_txs", 300),
+    ] {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while domain_height(&daemon, domain) < target {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{domain} stuck below {target}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        killed_at.push((domain, domain_height(&daemon, domain)));
+        let (dir, config_path) = daemon.kill9();
+        daemon = Daemon::start_in(dir, config_path);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    for domain in ["richlist", "evm_txs", "evm_internal_txs"] {
+        while domain_height(&daemon, domain) < 400 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{domain} did not catch up after the kills"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let (dir, config_path, status) = daemon.stop();
+    assert!(status.success(), "SIGTERM exit status {status}");
+
+    let mut config = Config::load(&config_path).unwrap();
+    config.data_dir = dir.path().join("data");
+    let store = Store::open(&config.data_dir.join("db"), 8 << 20).unwrap();
+    let world = weaver::boot::devnet_world(&config, &store).unwrap();
+    let devnet = weaver::boot::embedded_devnet(&config.chains[0], world).unwrap();
+    let rich = store.rich_list(CHAIN).unwrap();
+    let evm_txs = store.evm_txs(CHAIN).unwrap();
+    let internal = store.evm_internal_txs(CHAIN).unwrap();
+
+    // The rich list at its watermark equals the replayed chain.
+    let top = rich.watermark().unwrap();
+    let ledger = replay(&devnet, top);
+    for (token, book) in &ledger.balances {
+        let bytes: [u8; 20] = hex::decode(&token[2..]).unwrap().try_into().unwrap();
+        let holders = book.values().filter(|a| **a > U256::ZERO).count() as u64;
+        assert_eq!(
+            rich.holders(&bytes).unwrap(),
+            holders,
+            "{token} after kills at {killed_at:?}"
+        );
+        for (account, amount) in book {
+            let account: [u8; 20] = hex::decode(&account[2..]).unwrap().try_into().unwrap();
+            assert_eq!(rich.balance(&bytes, &account).unwrap(), *amount, "{token}");
+        }
+    }
+    // EVM txs and internal txs: each exactly once, in chain order, up to their watermarks.
+    let evm = DevnetEvm::new(devnet).unwrap();
+    let all = |store: &weaver_actors::store::BlocksStore| {
+        let page = store
+            .txs_page(
+                &TxFilter::default(),
+                &PageRequest {
+                    after: None,
+                    offset: 0,
+                    limit: usize::MAX,
+                    order: Order::Asc,
+                    count_total: true,
+                },
+            )
+            .unwrap();
+        assert_eq!(page.total, Total::Exact(page.items.len() as u64));
+        page.items
+            .iter()
+            .map(|(_, record)| serde_json::from_slice::<Value>(record).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let receipts: Vec<String> = (1..=evm_txs.watermark().unwrap())
+        .flat_map(|h| evm.receipts(h).unwrap())
+        .map(|r| r.transaction_hash)
+        .collect();
+    let stored: Vec<String> = all(&evm_txs)
+        .iter()
+        .map(|r| r["transactionHash"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        stored, receipts,
+        "EVM txs lost or repeated after kills at {killed_at:?}"
+    );
+    fn frames(frame: &Value) -> usize {
+        1 + frame["calls"]
+            .as_array()
+            .map_or(0, |c| c.iter().map(frames).sum())
+    }
+    let want: usize = (1..=internal.watermark().unwrap())
+        .flat_map(|h| evm.traces(h).unwrap())
+        .filter_map(|t| t.result)
+        .map(|f| frames(&serde_json::to_value(f).unwrap()))
+        .sum();
+    assert_eq!(
+        all(&internal).len(),
+        want,
+        "internal txs lost or repeated after kills at {killed_at:?}"
+    );
+}
