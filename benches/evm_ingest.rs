@@ -36,9 +36,16 @@ fn bench(c: &mut Criterion) {
             receipts += view.receipts.len();
             let traces = serde_json::to_value(&view.traces).unwrap();
             fn count(frame: &serde_json::Value) -> usize {
-                1 + frame["calls"].as_array().map_or(0, |c| c.iter().map(count).sum())
+                1 + frame["calls"]
+                    .as_array()
+                    .map_or(0, |c| c.iter().map(count).sum())
             }
-            frames += traces.as_array().unwrap().iter().map(|t| count(&t["result"])).sum::<usize>();
+            frames += traces
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| count(&t["result"]))
+                .sum::<usize>();
             let mut answers = Answers::default();
             answers.insert(ChainQuery::EvmTraceBlock, Ok(traces));
             answers.insert(
@@ -56,7 +63,9 @@ fn bench(c: &mut Criterion) {
     type Open = fn(&Store) -> Box<dyn DomainIndexer>;
     let domains: [(&str, Open); 2] = [
         ("internal_txs", |store| {
-            Box::new(InternalTxsIndexer::open(store.evm_internal_txs("minievm-1").unwrap()).unwrap())
+            Box::new(
+                InternalTxsIndexer::open(store.evm_internal_txs("minievm-1").unwrap()).unwrap(),
+            )
         }),
         ("evm_txs", |store| {
             Box::new(EvmTxsIndexer::open(store.evm_txs("minievm-1").unwrap()).unwrap())

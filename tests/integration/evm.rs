@@ -14,28 +14,10 @@ use weaver_actors::chain::devnet::evm::DevnetEvm;
 use weaver_actors::chain::devnet::DevnetWorld;
 use weaver_actors::chain::evm_log::TRANSFER_TOPIC;
 
-use crate::harness::{config_with, devnet_chain, metric_value, walk, with_world, Daemon};
+use crate::harness::{config_with, devnet_chain, frozen_config, metric_value, walk, Daemon};
 
 const CHAIN: &str = "minievm-1";
 const HEIGHT: u64 = 150;
-const HOUR_MS: u64 = 3_600_000;
-
-/// A config whose devnet stays at `HEIGHT` for half an hour (see `nft.rs`).
-fn frozen(chain_id: &str, vm: &str) -> String {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
-    let genesis = now_ms - HEIGHT * HOUR_MS - HOUR_MS / 2;
-    let chain = devnet_chain(chain_id, vm, "").replace(
-        "block_interval_ms = 200",
-        &format!("block_interval_ms = {HOUR_MS}"),
-    );
-    with_world(
-        &config_with(&chain),
-        &format!("genesis_unix_ms = {genesis}"),
-    )
-}
 
 fn domain_height(daemon: &Daemon, domain: &str) -> u64 {
     metric_value(
@@ -108,7 +90,7 @@ fn replay(devnet: &weaver_actors::chain::devnet::Devnet, up_to: u64) -> Ledger {
 
 #[test]
 fn evm_domains_match_the_chain() {
-    let daemon = Daemon::start(&frozen(CHAIN, "evm"));
+    let daemon = Daemon::start(&frozen_config(CHAIN, "evm", HEIGHT));
     daemon.wait_height(CHAIN, HEIGHT);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     for domain in ["richlist", "evm_txs", "evm_internal_txs"] {
@@ -301,7 +283,7 @@ fn evm_domains_match_the_chain() {
 
 #[test]
 fn move_chains_have_no_evm_routes() {
-    let daemon = Daemon::start(&frozen("minimove-1", "move"));
+    let daemon = Daemon::start(&frozen_config("minimove-1", "move", HEIGHT));
     let base = daemon.chain_url("minimove-1");
     for path in [
         "/indexer/richlist/v1/umin",

@@ -41,6 +41,25 @@ pub fn config_with(chains: &str) -> String {
     )
 }
 
+/// A config of one devnet chain whose tip stays at `height` for half an hour: one block an
+/// hour, now half-way between two (a block comes at most a quarter interval late).
+pub fn frozen_config(chain_id: &str, vm: &str, height: u64) -> String {
+    const HOUR_MS: u64 = 3_600_000;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let genesis = now_ms - height * HOUR_MS - HOUR_MS / 2;
+    let chain = devnet_chain(chain_id, vm, "").replace(
+        "block_interval_ms = 200",
+        &format!("block_interval_ms = {HOUR_MS}"),
+    );
+    with_world(
+        &config_with(&chain),
+        &format!("genesis_unix_ms = {genesis}"),
+    )
+}
+
 /// `config` with extra keys of its `[devnet]` world (e.g. `genesis_unix_ms = …`).
 pub fn with_world(config: &str, keys: &str) -> String {
     config.replacen("[devnet]\n", &format!("[devnet]\n{keys}\n"), 1)

@@ -11,32 +11,11 @@ use weaver::config::Config;
 use weaver_actors::chain::devnet::{DevnetWorld, Vm};
 use weaver_actors::chain::timefmt::rfc3339_nano;
 
-use crate::harness::{
-    config_with, devnet_chain, metric_value, urlencode, walk, with_world, Daemon,
-};
+use crate::harness::{frozen_config, metric_value, urlencode, walk, Daemon};
 use crate::nft_oracle::{normalise, replay, Expected};
 
 /// Blocks of history: enough for every lifecycle step of the devnet's NFT activity.
 const HEIGHT: u64 = 240;
-const HOUR_MS: u64 = 3_600_000;
-
-fn frozen_config(chain_id: &str, vm: &str) -> String {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
-    // Block h is at most a quarter interval after genesis + h intervals: half an interval
-    // past block HEIGHT, the tip stays HEIGHT for the next half hour.
-    let genesis = now_ms - HEIGHT * HOUR_MS - HOUR_MS / 2;
-    let chain = devnet_chain(chain_id, vm, "").replace(
-        "block_interval_ms = 200",
-        &format!("block_interval_ms = {HOUR_MS}"),
-    );
-    with_world(
-        &config_with(&chain),
-        &format!("genesis_unix_ms = {genesis}"),
-    )
-}
 
 fn nft_height(daemon: &Daemon, chain_id: &str) -> u64 {
     metric_value(
@@ -47,7 +26,7 @@ fn nft_height(daemon: &Daemon, chain_id: &str) -> u64 {
 }
 
 fn check_vm(vm_name: &str, vm: Vm, chain_id: &str) {
-    let daemon = Daemon::start(&frozen_config(chain_id, vm_name));
+    let daemon = Daemon::start(&frozen_config(chain_id, vm_name, HEIGHT));
     daemon.wait_height(chain_id, HEIGHT);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while nft_height(&daemon, chain_id) < HEIGHT {

@@ -119,10 +119,7 @@ impl DomainIndexer for BlocksIndexer {
             hot_txs.push((hash, Bytes::from(record)));
         }
 
-        for (key, added) in counters {
-            let total = self.store.counter(&key)? + added;
-            batch.insert(key, &total.to_be_bytes());
-        }
+        tx_log::flush_counters(&self.store, counters, batch)?;
         let block_time_ms = match self.previous_time_ns {
             Some(previous) => bundle.time_ns.saturating_sub(previous) / 1_000_000,
             None => 0,

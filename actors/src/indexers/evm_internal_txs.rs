@@ -8,11 +8,11 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{json, Value};
 
+use super::evm_txs::block_array;
 use super::tx_log::{self, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::address::parse_hex_address;
 use crate::chain::evm_log::word;
-use crate::chain::source::METHOD_NOT_FOUND;
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
 use crate::store::{keys, BlocksStore, DomainTree};
@@ -144,41 +144,12 @@ impl DomainIndexer for InternalTxsIndexer {
         answers: &Answers,
         batch: &mut sled::Batch,
     ) -> Result<(), IndexError> {
-        let traces = if bundle.txs.is_empty() {
-            Vec::new()
-        } else {
-            match answers.get(&ChainQuery::EvmTraceBlock) {
-                Some(Ok(Value::Array(traces))) => traces.clone(),
-                Some(Err(rejection)) if rejection.code == METHOD_NOT_FOUND => {
-                    return Err(IndexError::Unsupported {
-                        domain: self.store.domain().domain().into(),
-                        message: format!(
-                            "the node does not serve debug_traceBlockByNumber ({}): internal txs are not indexed; enable the debug namespace on the node (or point json_rpc at one that has it) and restart weaver",
-                            rejection.message
-                        ),
-                    })
-                }
-                Some(Err(rejection)) => {
-                    return Err(self.fail(format!(
-                        "block {}: debug_traceBlockByNumber refused: {rejection}",
-                        bundle.height
-                    )))
-                }
-                Some(Ok(other)) => {
-                    return Err(self.fail(format!(
-                        "block {}: debug_traceBlockByNumber answered a {}",
-                        bundle.height,
-                        if other.is_object() { "object" } else { "scalar" }
-                    )))
-                }
-                None => {
-                    return Err(self.fail(format!(
-                        "block {} needs its traces: feed it with DomainSet::apply_answered",
-                        bundle.height
-                    )))
-                }
-            }
-        };
+        let traces = block_array(
+            self.store.domain().domain(),
+            bundle,
+            answers,
+            &ChainQuery::EvmTraceBlock,
+        )?;
         let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut sequence = self.sequence;
         for trace in &traces {
@@ -215,10 +186,7 @@ impl DomainIndexer for InternalTxsIndexer {
                 batch.insert(keys::with_sequence(&by_tx, sequence), &[]);
             }
         }
-        for (key, added) in counters {
-            let total = self.store.counter(&key)? + added;
-            batch.insert(key, &total.to_be_bytes());
-        }
+        tx_log::flush_counters(&self.store, counters, batch)?;
         batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
         self.pending = Some(sequence);
         Ok(())

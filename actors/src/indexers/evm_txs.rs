@@ -10,6 +10,7 @@ use super::tx_log::{self, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::address::parse_hex_address;
 use crate::chain::evm_log::word;
+use crate::chain::source::METHOD_NOT_FOUND;
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
 use crate::store::{keys, BlocksStore, DomainTree};
@@ -98,6 +99,38 @@ pub fn receipt_accounts(receipt: &Value) -> BTreeSet<Vec<u8>> {
     accounts
 }
 
+/// The block's answer to an EVM JSON-RPC read that returns an array (receipts, traces):
+/// empty for a block without txs; a node without the method makes the domain unsupported;
+/// anything else missing fails the block.
+pub(super) fn block_array(
+    domain: &str,
+    bundle: &BlockBundle,
+    answers: &Answers,
+    query: &ChainQuery,
+) -> Result<Vec<Value>, IndexError> {
+    if bundle.txs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let fail = |message: String| IndexError::Domain {
+        domain: domain.into(),
+        message: format!("block {}: {} {message}", bundle.height, query.kind()),
+    };
+    match answers.get(query) {
+        Some(Ok(Value::Array(items))) => Ok(items.clone()),
+        Some(Ok(_)) => Err(fail("is not an array".into())),
+        Some(Err(rejection)) if rejection.code == METHOD_NOT_FOUND => Err(IndexError::Unsupported {
+            domain: domain.into(),
+            message: format!(
+                "the node does not serve {} ({}); enable it on the node (or point json_rpc at one that has it) and restart weaver",
+                query.kind(),
+                rejection.message
+            ),
+        }),
+        Some(Err(rejection)) => Err(fail(format!("refused: {rejection}"))),
+        None => Err(fail("was not asked: feed the block with DomainSet::apply_answered".into())),
+    }
+}
+
 pub struct EvmTxsIndexer {
     store: BlocksStore,
     sequence: u64,
@@ -146,32 +179,12 @@ impl DomainIndexer for EvmTxsIndexer {
         answers: &Answers,
         batch: &mut sled::Batch,
     ) -> Result<(), IndexError> {
-        let receipts = if bundle.txs.is_empty() {
-            Vec::new()
-        } else {
-            match answers.get(&ChainQuery::EvmBlockReceipts) {
-                Some(Ok(Value::Array(receipts))) => receipts.clone(),
-                Some(Ok(other)) => {
-                    return Err(self.fail(format!(
-                        "block {}: eth_getBlockReceipts answered {}",
-                        bundle.height,
-                        crate::chain::node::truncate(&other.to_string())
-                    )))
-                }
-                Some(Err(rejection)) => {
-                    return Err(self.fail(format!(
-                        "block {}: eth_getBlockReceipts refused: {rejection}",
-                        bundle.height
-                    )))
-                }
-                None => {
-                    return Err(self.fail(format!(
-                        "block {} needs its receipts: feed it with DomainSet::apply_answered",
-                        bundle.height
-                    )))
-                }
-            }
-        };
+        let receipts = block_array(
+            self.store.domain().domain(),
+            bundle,
+            answers,
+            &ChainQuery::EvmBlockReceipts,
+        )?;
         let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut sequence = self.sequence;
         for receipt in &receipts {
@@ -201,10 +214,7 @@ impl DomainIndexer for EvmTxsIndexer {
                 &mut counters,
             );
         }
-        for (key, added) in counters {
-            let total = self.store.counter(&key)? + added;
-            batch.insert(key, &total.to_be_bytes());
-        }
+        tx_log::flush_counters(&self.store, counters, batch)?;
         batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
         self.pending = Some(sequence);
         Ok(())

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::store::keys;
+use crate::store::{keys, BlocksStore, StoreError};
 
 /// One record to file under its sequence.
 pub struct TxEntry<'a> {
@@ -54,4 +54,17 @@ pub fn write(entry: &TxEntry, batch: &mut sled::Batch, counters: &mut HashMap<Ve
         batch.insert(keys::with_sequence(&edge, sequence), &[]);
         *counters.entry(keys::counter(&edge)).or_default() += 1;
     }
+}
+
+/// Adds a block's counter increments to the stored counts, in `batch`.
+pub fn flush_counters(
+    store: &BlocksStore,
+    counters: HashMap<Vec<u8>, u64>,
+    batch: &mut sled::Batch,
+) -> Result<(), StoreError> {
+    for (key, added) in counters {
+        let total = store.counter(&key)? + added;
+        batch.insert(key, &total.to_be_bytes());
+    }
+    Ok(())
 }
