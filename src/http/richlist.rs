@@ -26,6 +26,8 @@ use super::query::parse_list_query_with;
 
 /// Denoms remembered per chain (mapped or not); a bound, since clients choose them.
 const MAX_REMEMBERED: usize = 10_000;
+/// Longest a request waits for the node to map a denom.
+const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Longest denom accepted (`ibc/` + 64 hex is 68; factory denoms are longer).
 const MAX_DENOM_BYTES: usize = 256;
 
@@ -127,10 +129,10 @@ async fn resolve(api: &RichListApi, raw: &str) -> Result<[u8; 20], ApiError> {
         denom: spellings(&denom).pop().unwrap_or_else(|| denom.clone()),
     };
     let height = api.store.watermark()?;
-    let answer = api
-        .source
-        .query(&query, height)
+    // A client waits for the node at most this long (the node client retries inside it).
+    let answer = tokio::time::timeout(NODE_WAIT, api.source.query(&query, height))
         .await
+        .map_err(|_| ApiError::unavailable("cannot map the denom now: the node is slow", 5))?
         .map_err(|e| ApiError::unavailable(format!("cannot map the denom now: {e}"), 5))?;
     let contract = answer
         .ok()
