@@ -165,6 +165,9 @@ where
     Ok((server.run(), bound))
 }
 
+/// Opens a domain that runs on a follower of its own over its store.
+type OpenIndexer = fn(BlocksStore) -> Result<Box<dyn DomainIndexer>, IndexError>;
+
 /// The stores of one chain's domains, opened once at boot; every (re)start of the
 /// follower opens indexers over them.
 struct ChainDomains {
@@ -173,7 +176,6 @@ struct ChainDomains {
     relay: Option<RelayStore>,
     nft: Option<NftStore>,
     rich_list: Option<RichListStore>,
-    evm_txs: Option<BlocksStore>,
     relay_context: RelayContext,
     bus: RelayBus,
     plugins: Vec<(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)>,
@@ -201,9 +203,6 @@ impl ChainDomains {
         }
         if let Some(rich_list) = &self.rich_list {
             indexers.push(Box::new(RichListIndexer::new(rich_list.clone())));
-        }
-        if let Some(evm_txs) = &self.evm_txs {
-            indexers.push(Box::new(EvmTxsIndexer::open(evm_txs.clone())?));
         }
         for (plugin, tree) in &self.plugins {
             indexers.push(plugin.open(&self.chain, tree.clone())?);
@@ -330,7 +329,6 @@ pub async fn run_with(
             relay,
             nft: nft.clone(),
             rich_list: rich_list.clone(),
-            evm_txs: evm_txs.clone(),
             relay_context: RelayContext {
                 l2_bridge_id: config.l2_bridge_id(&chain.chain_id),
             },
@@ -353,30 +351,37 @@ pub async fn run_with(
             batch_blocks: chain.follower.batch_blocks,
             poll_interval: Duration::from_millis(chain.follower.poll_interval_ms),
             start_height: chain.follower.start_height,
+            ..Default::default()
         };
-        if let Some(internal) = internal_txs.clone() {
-            // Its own follower: heavy traces, or a node without `debug_`, hold up nothing else.
+        // The EVM domains read the chain's EVM JSON-RPC: each has a follower of its own, so a
+        // slow or missing JSON-RPC (or no `debug_` namespace) holds up nothing else.
+        let own_followers: [(&'static str, Option<BlocksStore>, OpenIndexer); 2] = [
+            ("evm_txs", evm_txs.clone(), |store| {
+                Ok(Box::new(EvmTxsIndexer::open(store)?))
+            }),
+            ("internal_txs", internal_txs.clone(), |store| {
+                Ok(Box::new(InternalTxsIndexer::open(store)?))
+            }),
+        ];
+        for (role, store, open) in own_followers {
+            let Some(store) = store else { continue };
             let chain_id = chain.chain_id.clone();
-            let open_internal: OpenDomains = Arc::new(move || {
-                DomainSet::open(
+            let open_set: OpenDomains =
+                Arc::new(move || DomainSet::open(&chain_id, vec![open(store.clone())?]));
+            let source = source.clone();
+            let settings = FollowerSettings {
+                role,
+                ..settings.clone()
+            };
+            let chain_id = chain.chain_id.clone();
+            supervision.start(&format!("chain_follower/{chain_id}/{role}"), move || {
+                ChainFollower::new(
+                    source.clone(),
                     &chain_id,
-                    vec![Box::new(InternalTxsIndexer::open(internal.clone())?)],
+                    open_set.clone(),
+                    settings.clone(),
                 )
             });
-            let source = source.clone();
-            let settings = settings.clone();
-            let chain_id = chain.chain_id.clone();
-            supervision.start(
-                &format!("chain_follower/{chain_id}/internal_txs"),
-                move || {
-                    ChainFollower::new(
-                        source.clone(),
-                        &chain_id,
-                        open_internal.clone(),
-                        settings.clone(),
-                    )
-                },
-            );
         }
         let chain_id = chain.chain_id.clone();
         let ingestion = Ingestion::new(

@@ -64,6 +64,7 @@ fn start(
         batch_blocks: 4,
         poll_interval: Duration::from_millis(20),
         start_height: 1,
+        ..Default::default()
     };
     let open_domains: weaver_actors::follower::OpenDomains = Arc::new(move || {
         let blocks = BlocksIndexer::open(store.clone(), "init", true)?;

@@ -95,7 +95,8 @@ async fn by_account(
         .map_err(|e| ApiError::invalid_value("account", &account, &e.to_string()))?;
     let filter = TxFilter {
         account: Some(bytes),
-        signer_only: query.is_signer,
+        // Internal calls have no signer: `is_signer` applies to EVM txs only.
+        signer_only: query.is_signer && matches!(**list, List::Txs),
         ..Default::default()
     };
     list_of(store, list.name(), &heavy, filter, query).await

@@ -101,7 +101,8 @@ fn spellings(denom: &str) -> Vec<String> {
 }
 
 async fn resolve(api: &RichListApi, raw: &str) -> Result<[u8; 20], ApiError> {
-    let denom = raw.replace("%2F", "/").replace("%2f", "/");
+    // The path is percent-decoded already: `ibc%2F…` arrives as `ibc/…`.
+    let denom = raw.to_string();
     if denom.is_empty() || denom.len() > MAX_DENOM_BYTES {
         return Err(ApiError::invalid_value(
             "denom",
@@ -112,7 +113,11 @@ async fn resolve(api: &RichListApi, raw: &str) -> Result<[u8; 20], ApiError> {
     if let Some(contract) = contract_hex(&denom) {
         return Ok(contract);
     }
-    if let Some(hex) = denom.strip_prefix("evm/") {
+    if let Some(hex) = denom
+        .get(..4)
+        .filter(|p| p.eq_ignore_ascii_case("evm/"))
+        .map(|_| &denom[4..])
+    {
         return contract_hex(&format!("0x{hex}"))
             .ok_or_else(|| ApiError::invalid_value("denom", &denom, "evm/ takes 40 hex digits"));
     }

@@ -347,9 +347,21 @@ fn a_node_without_debug_stops_only_the_internal_txs() {
     assert!(!txs["txs"].as_array().unwrap().is_empty());
     let internal = daemon.ok(&format!("{base}/indexer/tx/v1/evm-internal-txs"));
     assert_eq!(internal["internal_txs"], serde_json::json!([]));
-    // Still stopped a while later: no restart loop.
+    // Still stopped a while later: no restart loop, and no false alarm for the chain.
     daemon.wait_height(CHAIN, 70);
     assert_eq!(stopped(), 1.0);
+    let metrics = daemon.metrics();
+    assert_eq!(
+        metric_value(&metrics, "weaver_ingestion_stalled", &[("chain_id", CHAIN)]),
+        0.0
+    );
+    assert!(
+        metric_value(
+            &metrics,
+            "weaver_domain_height",
+            &[("chain_id", CHAIN), ("domain", "evm_txs")]
+        ) >= 60.0
+    );
 }
 
 #[test]

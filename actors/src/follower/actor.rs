@@ -182,7 +182,7 @@ impl<S: ChainSource + 'static> Supervised for ChainFollower<S> {
         if self.retired || self.ingestion.state() != IngestionState::Running {
             return;
         }
-        metrics::counter!("weaver_actor_restarts_total", "actor" => "chain_follower", "chain_id" => self.chain_id(), "reason" => self.last_failure)
+        metrics::counter!("weaver_actor_restarts_total", "actor" => "chain_follower", "chain_id" => self.chain_id(), "follower" => self.settings.role, "reason" => self.last_failure)
             .increment(1);
     }
 }

@@ -87,6 +87,9 @@ pub struct Ingestion {
     restart: RestartRequest,
     /// The follower's domains' lowest watermark as of their last error-free commit.
     committed: Arc<RwLock<Arc<std::sync::atomic::AtomicU64>>>,
+    /// Whether the state is the chain's (`weaver_ingestion_stalled`); a follower of one
+    /// domain (internal txs) reports through its domain's watermark instead.
+    reports: bool,
 }
 
 /// Free space the data directory must have before a stalled chain asks for the restart
@@ -127,20 +130,32 @@ impl Ingestion {
     pub fn new(chain_id: &str, probe: Option<PathBuf>, restart: RestartRequest) -> Self {
         metrics::gauge!("weaver_ingestion_stalled", "chain_id" => chain_id.to_string()).set(0.0);
         Ingestion {
+            probe: probe.map(Arc::new),
+            restart,
+            ..Self::unreported(chain_id)
+        }
+    }
+
+    fn unreported(chain_id: &str) -> Self {
+        Ingestion {
             chain_id: chain_id.into(),
             status: Arc::new(RwLock::new(IngestionStatus {
                 state: IngestionState::Running,
                 reason: None,
             })),
-            probe: probe.map(Arc::new),
-            restart,
+            probe: None,
+            restart: RestartRequest::default(),
             committed: Arc::new(RwLock::new(Arc::default())),
+            reports: true,
         }
     }
 
     /// A handle with no probe and a private restart request (tests, embedders).
     pub fn detached(chain_id: &str) -> Self {
-        Self::new(chain_id, None, RestartRequest::default())
+        Ingestion {
+            reports: false,
+            ..Self::unreported(chain_id)
+        }
     }
 
     pub fn chain_id(&self) -> &str {
@@ -181,8 +196,10 @@ impl Ingestion {
         } else {
             1.0
         };
-        metrics::gauge!("weaver_ingestion_stalled", "chain_id" => self.chain_id.to_string())
-            .set(stalled);
+        if self.reports {
+            metrics::gauge!("weaver_ingestion_stalled", "chain_id" => self.chain_id.to_string())
+                .set(stalled);
+        }
         *self.status.write().expect("ingestion lock") = IngestionStatus { state, reason };
     }
 

@@ -30,6 +30,9 @@ pub struct FollowerSettings {
     pub poll_interval: Duration,
     /// First height to index when the store is empty (0 or 1 = from genesis).
     pub start_height: u64,
+    /// Which follower of the chain this is (`chain`, or the domain a follower of its own
+    /// serves): labels its logs and metrics; only `chain` reports the chain's height.
+    pub role: &'static str,
 }
 
 impl Default for FollowerSettings {
@@ -39,9 +42,13 @@ impl Default for FollowerSettings {
             batch_blocks: 256,
             poll_interval: Duration::from_millis(200),
             start_height: 1,
+            role: CHAIN_ROLE,
         }
     }
 }
+
+/// The role of a chain's main follower.
+pub const CHAIN_ROLE: &str = "chain";
 
 #[derive(Debug, thiserror::Error)]
 pub enum FollowError {
@@ -99,12 +106,13 @@ pub struct Follower<S> {
 impl<S: ChainSource + 'static> Follower<S> {
     pub fn new(source: Arc<S>, domains: DomainSet, settings: FollowerSettings) -> Self {
         let chain_id = domains.chain_id().to_string();
+        let role = settings.role;
         Follower {
             source,
             domains: domains.start_at(settings.start_height),
             settings,
             tip: 0,
-            progress: ProgressLog::new(chain_id),
+            progress: ProgressLog::new(chain_id, role),
         }
     }
 

@@ -89,7 +89,15 @@ impl RichListIndexer {
             match event.kind.as_str() {
                 "evm" => {
                     for log in evm_log::logs(event) {
-                        let Some(t) = log.ok().as_ref().and_then(transfer) else {
+                        let Ok(log) = log else {
+                            moves.malformed += 1;
+                            continue;
+                        };
+                        let Some(t) = transfer(&log) else {
+                            // A 3-topic Transfer that does not parse moves a balance unseen.
+                            if log.is(TRANSFER_TOPIC) && log.topics.len() == 3 {
+                                moves.malformed += 1;
+                            }
                             continue;
                         };
                         if let Some(from) = t.from {
