@@ -34,7 +34,7 @@ fn follower_failures_are_restarted_while_http_keeps_serving() {
     assert!(served > 0);
     let metrics = daemon.metrics();
     for reason in ["error", "panic"] {
-        let line = format!("weaver_actor_restarts_total{{actor=\"chain_follower\",chain_id=\"{CHAIN}\",reason=\"{reason}\"}} 1");
+        let line = format!("weaver_actor_restarts_total{{actor=\"chain_follower\",chain_id=\"{CHAIN}\",follower=\"chain\",reason=\"{reason}\"}} 1");
         assert!(metrics.contains(&line), "missing {line}:\n{metrics}");
     }
     let (_, mut heights) = all_blocks(&daemon, CHAIN);
