@@ -89,11 +89,26 @@ impl ChainSource for Source {
 pub struct ChainAccess {
     pub source: Source,
     pub evm: Option<Evm>,
+    /// The newest blocks fetched: a chain's followers (the main one and the EVM domains'
+    /// own) ask for the same heights at about the same time; the node (or the devnet's
+    /// signer) serves each once.
+    recent: std::sync::Mutex<std::collections::VecDeque<BlockBundle>>,
 }
+
+/// Blocks kept for the chain's other followers.
+const RECENT_BLOCKS: usize = 128;
 
 impl ChainAccess {
     pub fn new(source: Source, evm: Option<Evm>) -> Self {
-        ChainAccess { source, evm }
+        ChainAccess {
+            source,
+            evm,
+            recent: Default::default(),
+        }
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<BlockBundle>> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn evm_query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
@@ -143,7 +158,18 @@ impl ChainSource for ChainAccess {
     }
 
     async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
-        self.source.block(height).await
+        if let Some(hit) = self.recent().iter().find(|b| b.height == height) {
+            return Ok(hit.clone());
+        }
+        let bundle = self.source.block(height).await?;
+        let mut recent = self.recent();
+        if !recent.iter().any(|b| b.height == height) {
+            if recent.len() == RECENT_BLOCKS {
+                recent.pop_front();
+            }
+            recent.push_back(bundle.clone());
+        }
+        Ok(bundle)
     }
 
     async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
