@@ -18,7 +18,7 @@ use weaver_actors::store::{keys, Batch, DomainTree};
 
 use crate::harness::{config_with, devnet_chain, with_world};
 
-const CHAIN: &str = "minievm-1";
+const CHAIN: &str = "minimove-1";
 const HEIGHT: u64 = 100;
 /// An hour between blocks: the chain stays at HEIGHT for the whole test.
 const INTERVAL_MS: u64 = 3_600_000;
@@ -192,7 +192,7 @@ fn a_plugged_in_domain_is_fed_served_and_resumed() {
         .as_millis() as u64;
     // A frozen chain: HEIGHT blocks exist and the next one is at least 15 minutes away.
     let genesis = now - HEIGHT * INTERVAL_MS - INTERVAL_MS / 2;
-    let chain = devnet_chain(CHAIN, "evm", "").replace(
+    let chain = devnet_chain(CHAIN, "move", "").replace(
         "block_interval_ms = 200",
         &format!("block_interval_ms = {INTERVAL_MS}"),
     );
