@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use weaver_actors::chain::address::{decode_bech32, parse_account};
+use weaver_actors::chain::address::{decode_bech32, parse_account, parse_hex_address};
 use weaver_actors::chain::devnet::Vm;
 use weaver_actors::store::nft::keys::TxPosition;
 use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
@@ -77,20 +77,24 @@ fn collection_addr(vm: Vm, text: &str) -> Result<Vec<u8>, ApiError> {
             return Ok(bytes);
         }
     }
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-        .unwrap_or(text);
-    let width = if vm == Vm::Evm { 40 } else { 64 };
-    let trimmed = digits.trim_start_matches('0');
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(bad("invalid address format"));
+    let Some(mut bytes) = parse_hex_address(text) else {
+        let digits = text.trim_start_matches("0x").trim_start_matches("0X");
+        let hex = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit());
+        return Err(bad(if hex {
+            "address too long"
+        } else {
+            "invalid address format"
+        }));
+    };
+    match (vm, bytes.len()) {
+        (Vm::Evm, 32) => Err(bad("address too long")),
+        // Move objects and Wasm contracts are 32 bytes, however short the hex.
+        (Vm::Move | Vm::Wasm, 20) => {
+            bytes.splice(0..0, [0u8; 12]);
+            Ok(bytes)
+        }
+        _ => Ok(bytes),
     }
-    if trimmed.len() > width {
-        return Err(bad("address too long"));
-    }
-    hex::decode(format!("{:0>width$}", trimmed.to_ascii_lowercase()))
-        .map_err(|_| bad("invalid address format"))
 }
 
 /// A token id from the path or the query: any text but a NUL (ids end in one in keys).

@@ -4,18 +4,15 @@
 //! that failed as a whole are skipped; reverted txs are kept. It runs on a follower of its
 //! own, so a heavy trace or a node without the `debug_` namespace never holds up the rest.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use super::evm_txs::block_array;
-use super::tx_log::{self, TxEntry};
-use super::{DomainIndexer, IndexError};
+use super::rpc_log::{Row, RowSource, RpcLogIndexer};
 use crate::chain::address::parse_hex_address;
 use crate::chain::evm_log::word;
-use crate::chain::types::BlockBundle;
-use crate::chain::{Answers, ChainQuery};
-use crate::store::{keys, BlocksStore, DomainTree};
+use crate::chain::ChainQuery;
+use crate::store::keys;
 
 /// `x` tx-hash sequence → (): every call of an EVM tx.
 pub const BY_TX: u8 = b'x';
@@ -97,107 +94,43 @@ pub fn flatten(height: u64, hash: &str, top: &Value) -> Vec<InternalTx> {
     out
 }
 
-pub struct InternalTxsIndexer {
-    store: BlocksStore,
-    sequence: u64,
-    pending: Option<u64>,
+/// `debug_traceBlockByNumber` results: one row per call frame.
+pub struct Calls;
+
+impl RowSource for Calls {
+    fn query() -> ChainQuery {
+        ChainQuery::EvmTraceBlock
+    }
+
+    fn rows(height: u64, trace: &Value) -> Result<Vec<Row>, String> {
+        // A trace that failed as a whole has no frames to show.
+        if trace.get("error").is_some() || trace["result"].is_null() {
+            return Ok(Vec::new());
+        }
+        let hash = trace["txHash"]
+            .as_str()
+            .and_then(word)
+            .ok_or("a trace without a 32-byte txHash")?;
+        let hash_text = format!("0x{}", hex::encode(hash));
+        Ok(flatten(height, &hash_text, &trace["result"])
+            .into_iter()
+            .map(|call| Row {
+                hash,
+                record: serde_json::to_vec(&call.record).expect("JSON serialises"),
+                accounts: call.accounts,
+                signer: None,
+            })
+            .collect())
+    }
+
+    fn extra_keys(row: &Row, sequence: u64, batch: &mut sled::Batch) {
+        let mut by_tx = vec![BY_TX];
+        by_tx.extend_from_slice(&row.hash);
+        batch.insert(keys::with_sequence(&by_tx, sequence), &[]);
+    }
 }
 
-impl InternalTxsIndexer {
-    pub fn open(store: BlocksStore) -> Result<Self, IndexError> {
-        let sequence = store.last_sequence()?;
-        Ok(InternalTxsIndexer {
-            store,
-            sequence,
-            pending: None,
-        })
-    }
-
-    fn fail(&self, message: String) -> IndexError {
-        IndexError::Domain {
-            domain: self.store.domain().domain().into(),
-            message,
-        }
-    }
-}
-
-impl DomainIndexer for InternalTxsIndexer {
-    fn tree(&self) -> &DomainTree {
-        self.store.domain()
-    }
-
-    fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
-        if bundle.txs.is_empty() {
-            Vec::new()
-        } else {
-            vec![ChainQuery::EvmTraceBlock]
-        }
-    }
-
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
-        self.index_answered(bundle, &Answers::default(), batch)
-    }
-
-    fn index_answered(
-        &mut self,
-        bundle: &BlockBundle,
-        answers: &Answers,
-        batch: &mut sled::Batch,
-    ) -> Result<(), IndexError> {
-        let traces = block_array(
-            self.store.domain().domain(),
-            bundle,
-            answers,
-            &ChainQuery::EvmTraceBlock,
-        )?;
-        let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
-        let mut sequence = self.sequence;
-        for trace in &traces {
-            // A trace that failed as a whole has no frames to show.
-            if trace.get("error").is_some() || trace["result"].is_null() {
-                continue;
-            }
-            let hash_text = trace["txHash"].as_str().unwrap_or_default();
-            let Some(hash) = word(hash_text) else {
-                return Err(self.fail(format!(
-                    "block {}: a trace without a 32-byte txHash",
-                    bundle.height
-                )));
-            };
-            let hash_text = format!("0x{}", hex::encode(hash));
-            for call in flatten(bundle.height, &hash_text, &trace["result"]) {
-                sequence += 1;
-                let record = serde_json::to_vec(&call.record).expect("JSON serialises");
-                tx_log::write(
-                    &TxEntry {
-                        sequence,
-                        height: bundle.height,
-                        hash: &hash,
-                        record: &record,
-                        accounts: &call.accounts,
-                        signer: None,
-                        msg_types: &[],
-                    },
-                    batch,
-                    &mut counters,
-                );
-                let mut by_tx = vec![BY_TX];
-                by_tx.extend_from_slice(&hash);
-                batch.insert(keys::with_sequence(&by_tx, sequence), &[]);
-            }
-        }
-        tx_log::flush_counters(&self.store, counters, batch)?;
-        batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
-        self.pending = Some(sequence);
-        Ok(())
-    }
-
-    fn committed(&mut self, _bundle: &BlockBundle) {
-        if let Some(sequence) = self.pending.take() {
-            self.sequence = sequence;
-        }
-    }
-}
+pub type InternalTxsIndexer = RpcLogIndexer<Calls>;
 
 #[cfg(test)]
 mod tests {

@@ -2,18 +2,14 @@
 //! to the keys the reference indexer serves, with its own sequence and the tx key families
 //! (hash, height, account and signer edges) in its own tree — paged like Cosmos txs.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::tx_log::{self, TxEntry};
-use super::{DomainIndexer, IndexError};
+use super::rpc_log::{Row, RowSource, RpcLogIndexer};
 use crate::chain::address::parse_hex_address;
 use crate::chain::evm_log::word;
-use crate::chain::source::METHOD_NOT_FOUND;
-use crate::chain::types::BlockBundle;
-use crate::chain::{Answers, ChainQuery};
-use crate::store::{keys, BlocksStore, DomainTree};
+use crate::chain::ChainQuery;
 
 /// The receipt keys served, in order (`indexer.md` §2.4).
 const RECEIPT_KEYS: [&str; 14] = [
@@ -99,139 +95,37 @@ pub fn receipt_accounts(receipt: &Value) -> BTreeSet<Vec<u8>> {
     accounts
 }
 
-/// The block's answer to an EVM JSON-RPC read that returns an array (receipts, traces):
-/// empty for a block without txs; a node without the method makes the domain unsupported;
-/// anything else missing fails the block.
-pub(super) fn block_array(
-    domain: &str,
-    bundle: &BlockBundle,
-    answers: &Answers,
-    query: &ChainQuery,
-) -> Result<Vec<Value>, IndexError> {
-    if bundle.txs.is_empty() {
-        return Ok(Vec::new());
+/// Receipts of `eth_getBlockReceipts`: one row each, signed by `from`.
+pub struct Receipts;
+
+impl RowSource for Receipts {
+    fn query() -> ChainQuery {
+        ChainQuery::EvmBlockReceipts
     }
-    let fail = |message: String| IndexError::Domain {
-        domain: domain.into(),
-        message: format!("block {}: {} {message}", bundle.height, query.kind()),
-    };
-    match answers.get(query) {
-        Some(Ok(Value::Array(items))) => Ok(items.clone()),
-        Some(Ok(_)) => Err(fail("is not an array".into())),
-        Some(Err(rejection)) if rejection.code == METHOD_NOT_FOUND => Err(IndexError::Unsupported {
-            domain: domain.into(),
-            message: format!(
-                "the node does not serve {} ({}); enable it on the node (or point json_rpc at one that has it) and restart weaver",
-                query.kind(),
-                rejection.message
-            ),
-        }),
-        Some(Err(rejection)) => Err(fail(format!("refused: {rejection}"))),
-        None => Err(fail("was not asked: feed the block with DomainSet::apply_answered".into())),
+
+    fn rows(_height: u64, receipt: &Value) -> Result<Vec<Row>, String> {
+        let hash = receipt["transactionHash"]
+            .as_str()
+            .and_then(word)
+            .ok_or("a receipt without a 32-byte transactionHash")?;
+        Ok(vec![Row {
+            hash,
+            record: serde_json::to_vec(&served_receipt(receipt)).expect("JSON serialises"),
+            accounts: receipt_accounts(receipt),
+            signer: receipt["from"].as_str().and_then(parse_hex_address),
+        }])
     }
 }
 
-pub struct EvmTxsIndexer {
-    store: BlocksStore,
-    sequence: u64,
-    pending: Option<u64>,
-}
-
-impl EvmTxsIndexer {
-    pub fn open(store: BlocksStore) -> Result<Self, IndexError> {
-        let sequence = store.last_sequence()?;
-        Ok(EvmTxsIndexer {
-            store,
-            sequence,
-            pending: None,
-        })
-    }
-
-    fn fail(&self, message: String) -> IndexError {
-        IndexError::Domain {
-            domain: self.store.domain().domain().into(),
-            message,
-        }
-    }
-}
-
-impl DomainIndexer for EvmTxsIndexer {
-    fn tree(&self) -> &DomainTree {
-        self.store.domain()
-    }
-
-    fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
-        // Every EVM tx is a Cosmos tx: an empty block has no receipts to ask for.
-        if bundle.txs.is_empty() {
-            Vec::new()
-        } else {
-            vec![ChainQuery::EvmBlockReceipts]
-        }
-    }
-
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
-        self.index_answered(bundle, &Answers::default(), batch)
-    }
-
-    fn index_answered(
-        &mut self,
-        bundle: &BlockBundle,
-        answers: &Answers,
-        batch: &mut sled::Batch,
-    ) -> Result<(), IndexError> {
-        let receipts = block_array(
-            self.store.domain().domain(),
-            bundle,
-            answers,
-            &ChainQuery::EvmBlockReceipts,
-        )?;
-        let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
-        let mut sequence = self.sequence;
-        for receipt in &receipts {
-            let hash = receipt["transactionHash"]
-                .as_str()
-                .and_then(word)
-                .ok_or_else(|| {
-                    self.fail(format!(
-                        "block {}: a receipt without a 32-byte transactionHash",
-                        bundle.height
-                    ))
-                })?;
-            sequence += 1;
-            let record = serde_json::to_vec(&served_receipt(receipt)).expect("JSON serialises");
-            let signer = receipt["from"].as_str().and_then(parse_hex_address);
-            tx_log::write(
-                &TxEntry {
-                    sequence,
-                    height: bundle.height,
-                    hash: &hash,
-                    record: &record,
-                    accounts: &receipt_accounts(receipt),
-                    signer: signer.as_deref(),
-                    msg_types: &[],
-                },
-                batch,
-                &mut counters,
-            );
-        }
-        tx_log::flush_counters(&self.store, counters, batch)?;
-        batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
-        self.pending = Some(sequence);
-        Ok(())
-    }
-
-    fn committed(&mut self, _bundle: &BlockBundle) {
-        if let Some(sequence) = self.pending.take() {
-            self.sequence = sequence;
-        }
-    }
-}
+pub type EvmTxsIndexer = RpcLogIndexer<Receipts>;
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::chain::types::BlockBundle;
+    use crate::chain::Answers;
     use crate::indexers::DomainSet;
     use crate::store::{Order, PageRequest, Store, Total, TxFilter};
 

@@ -14,6 +14,7 @@ pub mod nft;
 pub mod records;
 pub mod relay;
 pub mod richlist;
+pub mod rpc_log;
 mod set;
 pub mod tx_log;
 

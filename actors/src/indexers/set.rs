@@ -105,8 +105,21 @@ impl DomainSet {
         queries
     }
 
-    /// [`DomainSet::apply_answered`] for domains that read no chain state.
+    /// [`DomainSet::apply_answered`] for a block whose domains read no chain state; one that
+    /// needs reads fails rather than being indexed without them.
     pub fn apply(&mut self, bundle: &BlockBundle) -> Result<(), IndexError> {
+        let wanted = self.lookups(bundle);
+        if let Some(query) = wanted.first() {
+            return Err(IndexError::Domain {
+                domain: self.chain_id.clone(),
+                message: format!(
+                    "block {} needs chain-state reads ({} and {} more): feed it with DomainSet::apply_answered",
+                    bundle.height,
+                    query.kind(),
+                    wanted.len() - 1
+                ),
+            });
+        }
         self.apply_answered(bundle, &Answers::default())
     }
 

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use ethnum::U256;
 
 use super::pager::{keys_under, CursorKey, Page, PageRequest, Total};
-use super::{corrupt, read_u64_at, DomainTree, StoreError};
+use super::{corrupt, DomainTree, StoreError};
 
 /// The domain's name: its tree is `chain/<chain_id>/richlist`.
 pub const DOMAIN: &str = "richlist";
@@ -91,7 +91,7 @@ impl RichListStore {
     }
 
     pub fn holders(&self, token: &[u8; 20]) -> Result<u64, StoreError> {
-        Ok(read_u64_at(self.domain.tree(), &holders_key(token))?.unwrap_or(0))
+        self.domain.counter(&holders_key(token))
     }
 
     /// The contract of `denom` as learned from `erc20_created` events.

@@ -102,22 +102,7 @@ fn token_uri_query(collection: &[u8], token_word: &[u8; 32]) -> ChainQuery {
 
 /// The decimal text of a big-endian 256-bit word.
 pub fn decimal(word: &[u8; 32]) -> String {
-    let mut digits = Vec::new();
-    let mut value = word.to_vec();
-    while value.iter().any(|&b| b != 0) {
-        let mut remainder = 0u32;
-        for byte in value.iter_mut() {
-            let current = (remainder << 8) | *byte as u32;
-            *byte = (current / 10) as u8;
-            remainder = current % 10;
-        }
-        digits.push(b'0' + remainder as u8);
-    }
-    if digits.is_empty() {
-        return "0".into();
-    }
-    digits.reverse();
-    String::from_utf8(digits).expect("ASCII digits")
+    ethnum::U256::from_be_bytes(*word).to_string()
 }
 
 /// Decodes an ABI-encoded `string` return value (or a `bytes32`, which some early ERC-721s

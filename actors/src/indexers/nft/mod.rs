@@ -119,16 +119,6 @@ impl DomainIndexer for NftIndexer {
         answers: &Answers,
         batch: &mut sled::Batch,
     ) -> Result<(), IndexError> {
-        if answers.is_empty() && !self.lookups(bundle).is_empty() {
-            // Indexing without the chain-state answers would lose the block's mints.
-            return Err(IndexError::Domain {
-                domain: crate::store::nft::DOMAIN.into(),
-                message: format!(
-                    "block {} needs chain-state reads: feed it with DomainSet::apply_answered",
-                    bundle.height
-                ),
-            });
-        }
         let tree = self.store.domain().tree().clone();
         let mut state = BlockState::new(&tree, bundle.height, bundle.time_ns)?;
         for (index, tx) in successful(bundle) {

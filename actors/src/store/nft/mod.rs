@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::pager::{collect_page, keys_under, CursorKey, Order, Page, PageRequest, Total};
-use super::{corrupt, read_u64_at, DomainTree, StoreError};
+use super::{corrupt, DomainTree, StoreError};
 use keys::*;
 pub use names::{NameIndex, NameMatches};
 pub use records::{normalise_name, CollectionRecord, ContractOrigin, TokenRecord};
@@ -122,10 +122,6 @@ impl NftStore {
         Ok(self.tree().contains_key(with_addr(NOT_COLLECTION, addr))?)
     }
 
-    fn counter(&self, key: &[u8]) -> Result<u64, StoreError> {
-        Ok(read_u64_at(self.tree(), key)?.unwrap_or(0))
-    }
-
     fn collection_by_number(&self, number: u64) -> Result<Option<Bytes>, StoreError> {
         let key = super::keys::by_u64(BY_CREATION, number);
         let Some(addr) = self.tree().get(key)? else {
@@ -171,7 +167,7 @@ impl NftStore {
             keys,
             request,
             |n| self.collection_by_number(*n),
-            || Ok(Total::Exact(self.counter(&count(&prefix))?)),
+            || Ok(Total::Exact(self.domain.counter(&count(&prefix))?)),
         )
     }
 
@@ -246,7 +242,7 @@ impl NftStore {
                 self.page_of::<Addr>(&list, request, total, &mut render)
             }
             (None, Some(collection), None) => {
-                let total = self.counter(&count(&with_addr(TOKEN, collection)))?;
+                let total = self.domain.counter(&count(&with_addr(TOKEN, collection)))?;
                 let fixed = Fixed::Collection(collection.clone());
                 match order {
                     TokenOrder::TokenId => {
@@ -260,8 +256,11 @@ impl NftStore {
                 }
             }
             (Some(owner), Some(collection), None) => {
-                let total =
-                    self.counter(&count(&with_addrs(OWNER_COLLECTION, owner, collection)))?;
+                let total = self.domain.counter(&count(&with_addrs(
+                    OWNER_COLLECTION,
+                    owner,
+                    collection,
+                )))?;
                 let fixed = Fixed::Collection(collection.clone());
                 match order {
                     TokenOrder::TokenId => {
@@ -277,7 +276,7 @@ impl NftStore {
                 }
             }
             (Some(owner), None, None) => {
-                let total = self.counter(&count(&with_addr(OWNER, owner)))?;
+                let total = self.domain.counter(&count(&with_addr(OWNER, owner)))?;
                 match order {
                     TokenOrder::TokenId => {
                         let list = list(with_addr(OWNER, owner), Some(owner), Fixed::None);
@@ -359,7 +358,7 @@ impl NftStore {
                 position.encode(&mut key);
                 Ok(self.tree().get(key)?.map(|v| Bytes::from(v.to_vec())))
             },
-            || Ok(Total::Exact(self.counter(&count(&prefix))?)),
+            || Ok(Total::Exact(self.domain.counter(&count(&prefix))?)),
         )
     }
 }

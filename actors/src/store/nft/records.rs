@@ -7,28 +7,15 @@ use serde::{Deserialize, Serialize};
 use crate::chain::address;
 use crate::chain::timefmt::rfc3339_nano;
 
-mod hex_bytes {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(bytes))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let text = String::deserialize(d)?;
-        hex::decode(text).map_err(serde::de::Error::custom)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectionRecord {
-    #[serde(with = "hex_bytes")]
+    #[serde(with = "hex")]
     pub addr: Vec<u8>,
     /// Creation number (1-based): the order of the collections list.
     pub number: u64,
     pub name: String,
     pub origin_name: String,
-    #[serde(with = "hex_bytes")]
+    #[serde(with = "hex")]
     pub creator: Vec<u8>,
     /// Live (minted, not burned) tokens.
     pub count: u64,
@@ -39,13 +26,13 @@ pub struct CollectionRecord {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRecord {
-    #[serde(with = "hex_bytes")]
+    #[serde(with = "hex")]
     pub collection: Vec<u8>,
     pub token_id: String,
     /// The NFT object (Move); empty on EVM and Wasm.
-    #[serde(with = "hex_bytes")]
+    #[serde(with = "hex")]
     pub object: Vec<u8>,
-    #[serde(with = "hex_bytes")]
+    #[serde(with = "hex")]
     pub owner: Vec<u8>,
     pub uri: String,
     /// Block of the last mint, transfer or uri change.
@@ -56,7 +43,7 @@ pub struct TokenRecord {
 /// Who created a contract and when (an EVM collection's creator and creation).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContractOrigin {
-    #[serde(with = "hex_bytes")]
+    #[serde(with = "hex")]
     pub creator: Vec<u8>,
     pub height: u64,
     pub time_ns: i64,
