@@ -260,3 +260,122 @@ pub struct MsgRecvPacket {
     #[prost(string, tag = "4")]
     pub signer: String,
 }
+
+/// `ibc.core.channel.v1.MsgAcknowledgement`.
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgAcknowledgement {
+    #[prost(message, optional, tag = "1")]
+    pub packet: Option<Packet>,
+    #[prost(bytes = "vec", tag = "2")]
+    pub acknowledgement: Vec<u8>,
+    #[prost(bytes = "vec", tag = "3")]
+    pub proof_acked: Vec<u8>,
+    #[prost(message, optional, tag = "4")]
+    pub proof_height: Option<Height>,
+    #[prost(string, tag = "5")]
+    pub signer: String,
+}
+
+/// `ibc.core.channel.v1.MsgTimeout`.
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgTimeout {
+    #[prost(message, optional, tag = "1")]
+    pub packet: Option<Packet>,
+    #[prost(bytes = "vec", tag = "2")]
+    pub proof_unreceived: Vec<u8>,
+    #[prost(message, optional, tag = "3")]
+    pub proof_height: Option<Height>,
+    #[prost(uint64, tag = "4")]
+    pub next_sequence_recv: u64,
+    #[prost(string, tag = "5")]
+    pub signer: String,
+}
+
+/// `opinit.ophost.v1.MsgInitiateTokenDeposit` (L1).
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgInitiateTokenDeposit {
+    #[prost(string, tag = "1")]
+    pub sender: String,
+    #[prost(uint64, tag = "2")]
+    pub bridge_id: u64,
+    #[prost(string, tag = "3")]
+    pub to: String,
+    #[prost(message, optional, tag = "4")]
+    pub amount: Option<Coin>,
+    #[prost(bytes = "vec", tag = "5")]
+    pub data: Vec<u8>,
+}
+
+/// `opinit.opchild.v1.MsgInitiateTokenWithdrawal` (L2). Field 3 is unused upstream.
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgInitiateTokenWithdrawal {
+    #[prost(string, tag = "1")]
+    pub sender: String,
+    #[prost(string, tag = "2")]
+    pub to: String,
+    #[prost(message, optional, tag = "4")]
+    pub amount: Option<Coin>,
+}
+
+/// `opinit.opchild.v1.MsgFinalizeTokenDeposit` (L2, sent by the bridge executor).
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgFinalizeTokenDeposit {
+    #[prost(string, tag = "1")]
+    pub sender: String,
+    #[prost(string, tag = "2")]
+    pub from: String,
+    #[prost(string, tag = "3")]
+    pub to: String,
+    #[prost(message, optional, tag = "4")]
+    pub amount: Option<Coin>,
+    #[prost(uint64, tag = "5")]
+    pub sequence: u64,
+    #[prost(uint64, tag = "6")]
+    pub height: u64,
+    #[prost(string, tag = "7")]
+    pub base_denom: String,
+    #[prost(bytes = "vec", tag = "8")]
+    pub data: Vec<u8>,
+}
+
+/// `opinit.ophost.v1.MsgProposeOutput` (L1, sent by the proposer).
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgProposeOutput {
+    #[prost(string, tag = "1")]
+    pub proposer: String,
+    #[prost(uint64, tag = "2")]
+    pub bridge_id: u64,
+    #[prost(uint64, tag = "3")]
+    pub output_index: u64,
+    #[prost(uint64, tag = "4")]
+    pub l2_block_number: u64,
+    #[prost(bytes = "vec", tag = "5")]
+    pub output_root: Vec<u8>,
+}
+
+/// `opinit.ophost.v1.MsgFinalizeTokenWithdrawal` (L1).
+#[derive(Clone, PartialEq, Message)]
+pub struct MsgFinalizeTokenWithdrawal {
+    #[prost(string, tag = "1")]
+    pub sender: String,
+    #[prost(uint64, tag = "2")]
+    pub bridge_id: u64,
+    #[prost(uint64, tag = "3")]
+    pub output_index: u64,
+    #[prost(bytes = "vec", repeated, tag = "4")]
+    pub withdrawal_proofs: Vec<Vec<u8>>,
+    #[prost(string, tag = "5")]
+    pub from: String,
+    #[prost(string, tag = "6")]
+    pub to: String,
+    #[prost(uint64, tag = "7")]
+    pub sequence: u64,
+    #[prost(message, optional, tag = "8")]
+    pub amount: Option<Coin>,
+    #[prost(bytes = "vec", tag = "9")]
+    pub version: Vec<u8>,
+    #[prost(bytes = "vec", tag = "10")]
+    pub storage_root: Vec<u8>,
+    #[prost(bytes = "vec", tag = "11")]
+    pub last_block_hash: Vec<u8>,
+}
