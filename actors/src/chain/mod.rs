@@ -7,6 +7,7 @@ pub mod devnet;
 pub mod evm_log;
 pub mod evm_source;
 pub mod evm_types;
+pub mod keys;
 pub mod node;
 pub mod proto;
 pub mod query;
