@@ -19,6 +19,8 @@ use crate::chain::{ChainQuery, QueryAnswer};
 /// The devnet chain generator.
 pub struct Devnet {
     spec: DevnetSpec,
+    /// The network whose txs the blocks also carry, once linked.
+    network: std::sync::OnceLock<std::sync::Weak<super::network::Network>>,
     stream: StreamKey,
     activities: Vec<(Box<dyn Activity>, Lane)>,
     validator: Vec<u8>,
@@ -51,6 +53,7 @@ impl Devnet {
             .to_vec();
         Devnet {
             spec,
+            network: std::sync::OnceLock::new(),
             stream,
             activities,
             validator,
@@ -93,8 +96,30 @@ impl Devnet {
         height
     }
 
+    /// The tip now (on a network, sealing every height whose time has come).
     pub fn tip_now(&self) -> u64 {
-        self.tip_at(now_ns())
+        match self.network() {
+            Some(network) => network
+                .tip(&self.spec.chain_id)
+                .unwrap_or_else(|| self.tip_at(now_ns())),
+            None => self.tip_at(now_ns()),
+        }
+    }
+
+    /// Makes the blocks carry `network`'s txs from now on (once).
+    pub(crate) fn link(&self, network: std::sync::Weak<super::network::Network>) {
+        let _ = self.network.set(network);
+    }
+
+    fn network(&self) -> Option<std::sync::Arc<super::network::Network>> {
+        self.network.get().and_then(|n| n.upgrade())
+    }
+
+    /// The network's txs at `height` (none off a network).
+    fn network_txs(&self, height: u64) -> std::sync::Arc<Vec<TxBundle>> {
+        self.network()
+            .map(|n| n.extra_txs(&self.spec.chain_id, height))
+            .unwrap_or_default()
     }
 
     pub fn proposer(&self) -> Proposer {
@@ -123,11 +148,12 @@ impl Devnet {
     /// Produces one block. Heights start at 1.
     pub fn block(&self, height: u64) -> BlockBundle {
         assert!(height >= 1, "devnet heights start at 1");
-        let txs: Vec<_> = self
+        let mut txs: Vec<_> = self
             .activity_txs(height)
             .into_iter()
             .flat_map(|(_, txs)| txs)
             .collect();
+        txs.extend(self.network_txs(height).iter().cloned());
         let time_ns = self.block_time_ns(height);
         let mut hasher = Sha256::new()
             .chain_update(self.spec.chain_id.as_bytes())
@@ -153,13 +179,16 @@ impl Devnet {
     /// top-level call (what a call tracer nests under it; empty for most txs and on other
     /// VMs). Cheap: nothing is signed.
     pub fn evm_calls(&self, height: u64) -> Vec<Vec<CallFrame>> {
-        self.activities
+        let mut calls: Vec<Vec<CallFrame>> = self
+            .activities
             .iter()
             .flat_map(|(activity, lane)| {
                 lane.slots(height)
                     .map(|slot| activity.evm_calls(&self.spec, lane, slot))
             })
-            .collect()
+            .collect();
+        calls.extend(self.network_txs(height).iter().map(|_| vec![]));
+        calls
     }
 
     /// [`Devnet::block`] with its [`Devnet::evm_calls`].

@@ -13,6 +13,7 @@ pub mod activity;
 mod chain;
 pub mod evm;
 mod message;
+pub mod network;
 #[cfg(test)]
 mod pinned;
 pub mod render;

@@ -142,7 +142,7 @@ impl TxDraft<'_> {
         }
         .encode_to_vec();
 
-        let events = ante_events(chain, sender, sequence, &fee, &signature);
+        let events = ante_events(chain, &sender.bech32, sequence, &fee, &signature);
         let gas_used = (gas_limit * envelope.gas_used_percent / 100) as i64;
         let result = match failure {
             Some(failure) => TxResult {
@@ -188,9 +188,9 @@ impl TxDraft<'_> {
 
 /// The events the ante handler emits for every tx, failed or not: fee transfer, sender,
 /// sequence and signature.
-fn ante_events(
+pub(crate) fn ante_events(
     chain: &DevnetSpec,
-    sender: &Account,
+    sender: &str,
     sequence: u64,
     fee: &Coin,
     signature: &[u8],
@@ -198,10 +198,7 @@ fn ante_events(
     let fee_text = format!("{}{}", fee.amount, fee.denom);
     let collector = address::to_bech32(&chain.bech32_prefix, &module_address("fee_collector"));
     vec![
-        Event::new(
-            "coin_spent",
-            &[("spender", &sender.bech32), ("amount", &fee_text)],
-        ),
+        Event::new("coin_spent", &[("spender", sender), ("amount", &fee_text)]),
         Event::new(
             "coin_received",
             &[("receiver", &collector), ("amount", &fee_text)],
@@ -210,23 +207,20 @@ fn ante_events(
             "transfer",
             &[
                 ("recipient", &collector),
-                ("sender", &sender.bech32),
+                ("sender", sender),
                 ("amount", &fee_text),
             ],
         ),
-        Event::new("message", &[("sender", &sender.bech32)]),
-        Event::new("tx", &[("fee", &fee_text), ("fee_payer", &sender.bech32)]),
-        Event::new(
-            "tx",
-            &[("acc_seq", &format!("{}/{}", sender.bech32, sequence))],
-        ),
+        Event::new("message", &[("sender", sender)]),
+        Event::new("tx", &[("fee", &fee_text), ("fee_payer", sender)]),
+        Event::new("tx", &[("acc_seq", &format!("{sender}/{sequence}"))]),
         Event::new("tx", &[("signature", &B64.encode(signature))]),
     ]
 }
 
 /// A successful result: the messages' events tagged with their index, and one response per
 /// message.
-fn succeeded(
+pub(crate) fn succeeded(
     messages: &[Message],
     mut events: Vec<Event>,
     gas_limit: u64,

@@ -304,12 +304,7 @@ mod tests {
             decimal(&[0xff; 32]),
             "115792089237316195423570985008687907853269984665640564039457584007913129639935"
         );
-        let encoded = format!(
-            "0x{:064x}{:064x}{}",
-            32,
-            5,
-            format!("{:0<64}", hex::encode("Punks"))
-        );
+        let encoded = format!("0x{:064x}{:064x}{:0<64}", 32, 5, hex::encode("Punks"));
         assert_eq!(abi_string(&encoded).as_deref(), Some("Punks"));
         assert_eq!(abi_string("0x"), None);
         assert_eq!(abi_string(&format!("0x{:064x}", 1u64 << 40)), None);
