@@ -42,7 +42,7 @@ struct Pinned {
 const PINNED: [Pinned; 3] = [
     Pinned {
         vm: Vm::Move,
-        blocks: "e7e7fafda5744447aeca1910e99dfc1df03ee73f782b16353febf7f916562491",
+        blocks: "1bd56d71cafec300feca22dd19acf2ccac0c5979a3048015f20819a993cf17d7",
         activities: [
             (
                 "bank_sends",
@@ -54,7 +54,7 @@ const PINNED: [Pinned; 3] = [
             ),
             (
                 "ibc_transfers",
-                "95cee64303ae351274363f5c5d8a8a3a844503bf0bb1587854cec71123f0f4aa",
+                "a399c957427725220a3fadd7a9a557aeaf909d09d9ab1b2265ebf2ea77c077a6",
             ),
             (
                 "nfts",
@@ -68,7 +68,7 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "d66af36d0cf6c1061243c16e727f4c83d73c7f69c978143730449e7add870963",
+        blocks: "32bcf144149b56b380e96dbbc0c8ae0a129f845216f8dd32f8a3d2ab60c4eebc",
         activities: [
             (
                 "bank_sends",
@@ -80,7 +80,7 @@ const PINNED: [Pinned; 3] = [
             ),
             (
                 "ibc_transfers",
-                "d8ec0a5a69d223d1c80a2b11b05ae2c20d239ef38c9a774f0dbec6498ff6f970",
+                "1c231b6c7c4792371818493c66dfa04fda4aa7fa926943b6a829cf5dacf5758f",
             ),
             (
                 "nfts",
@@ -94,7 +94,7 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Wasm,
-        blocks: "7baba0fc74034b61abe9422537b7f4ed775dbec5a086cc5e776c0f0881a0ceba",
+        blocks: "4d2ee8f2a19c0cb5566679da9a4a733f5de9aa0210ebe41e2ac5f00a654ae9e6",
         activities: [
             (
                 "bank_sends",
@@ -106,7 +106,7 @@ const PINNED: [Pinned; 3] = [
             ),
             (
                 "ibc_transfers",
-                "0ce4ef641f7e1ed75c3895c3352c9783b8bfff3180a57c44ef4b349d17405b1d",
+                "37abe93467bf8a4fb3950748149bf0434cbb957dfb7451cc5551d48c97025289",
             ),
             (
                 "nfts",

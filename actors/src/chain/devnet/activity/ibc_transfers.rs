@@ -1,7 +1,8 @@
-//! ICS-20 transfers out of the chain on `transfer/channel-0`: each escrows the chain's fee
-//! token and emits `send_packet` in ibc-go v8 form, so the relay domain and transfer tracking
-//! see real packets. Packet sequences are the activity's slots + 1 (no transfer fails, so
-//! they are contiguous). The receiving side and the relayer come with the devnet network.
+//! ICS-20 transfers out of the chain on `transfer/channel-9`, a channel to a chain outside
+//! the devnet network (so its packets are never relayed and its sequences never meet those
+//! of the network's channels): each escrows the chain's fee token and emits `send_packet` in
+//! ibc-go v8 form, so the relay domain sees real packets. Packet sequences are the
+//! activity's slots + 1 (no transfer fails, so they are contiguous).
 
 use prost::Message as _;
 use rand_chacha::ChaCha8Rng;
@@ -17,9 +18,9 @@ use crate::chain::types::Event;
 
 pub const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
 pub const PORT: &str = "transfer";
-pub const CHANNEL: &str = "channel-0";
-const COUNTERPARTY_CHANNEL: &str = "channel-0";
-const CONNECTION: &str = "connection-0";
+pub const CHANNEL: &str = "channel-9";
+const COUNTERPARTY_CHANNEL: &str = "channel-9";
+const CONNECTION: &str = "connection-9";
 /// Packets time out a day after genesis plus one minute per slot: always after their block.
 const TIMEOUT_BASE_NS: i64 = 24 * 3600 * 1_000_000_000;
 
