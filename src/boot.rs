@@ -87,11 +87,13 @@ pub fn embedded_devnet(chain: &ChainConfig, world: DevnetWorld) -> Option<Arc<De
     })))
 }
 
-fn source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Source> {
+/// The chain's block source; a devnet chain's is `devnet` (the network's, shared with its
+/// EVM view and node listeners).
+fn source_for(chain: &ChainConfig, devnet: Option<Arc<Devnet>>) -> anyhow::Result<Source> {
     Ok(match &chain.source {
         SourceConfig::Devnet(d) => {
-            let devnet = embedded_devnet(chain, world)
-                .ok_or_else(|| anyhow::anyhow!("{}: not a devnet chain", chain.chain_id))?;
+            let devnet =
+                devnet.ok_or_else(|| anyhow::anyhow!("{}: not a devnet chain", chain.chain_id))?;
             Source::Devnet(Arc::new(DevnetSource::new(devnet, d.faults.clone())))
         }
         SourceConfig::Node(n) => Source::Node(NodeClient::new(NodeConfig {
@@ -109,12 +111,15 @@ fn source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Source>
 /// balances: the in-process devnet view for a devnet chain, an [`EthClient`] over the
 /// node's `json_rpc` URLs for a node chain. `None`: not an EVM chain, or a node chain
 /// without `json_rpc` URLs.
-pub fn evm_source_for(chain: &ChainConfig, world: DevnetWorld) -> anyhow::Result<Option<Evm>> {
+pub fn evm_source_for(
+    chain: &ChainConfig,
+    devnet: Option<Arc<Devnet>>,
+) -> anyhow::Result<Option<Evm>> {
     if chain.vm != Vm::Evm {
         return Ok(None);
     }
     Ok(match &chain.source {
-        SourceConfig::Devnet(_) => embedded_devnet(chain, world)
+        SourceConfig::Devnet(_) => devnet
             .and_then(DevnetEvm::new)
             .map(|evm| Evm::Devnet(Arc::new(evm))),
         SourceConfig::Node(n) if n.json_rpc.is_empty() => None,
@@ -268,6 +273,12 @@ pub async fn run_with(
     crate::memory::spawn_heap_trim();
     let supervision = Supervision::new(Duration::from_secs(1));
     let world = devnet_world(&config, &store)?;
+    let devnet_network = crate::devnet_network::start(&config, world);
+    let devnet_of = |chain: &ChainConfig| {
+        devnet_network
+            .as_ref()
+            .and_then(|n| n.devnets.get(&chain.chain_id).cloned())
+    };
     let bus = RelayBus::default();
 
     let mut servers = Vec::new();
@@ -342,8 +353,8 @@ pub async fn run_with(
             .map_err(|e| anyhow::anyhow!("chain {}: {e}", chain.chain_id))?;
         let open_domains: OpenDomains = Arc::new(move || domains.open());
         let source = Arc::new(ChainAccess::new(
-            source_for(chain, world)?,
-            evm_source_for(chain, world)?,
+            source_for(chain, devnet_of(chain))?,
+            evm_source_for(chain, devnet_of(chain))?,
         ));
         let api_source = source.clone();
         let settings = FollowerSettings {
@@ -500,6 +511,16 @@ pub async fn run_with(
     listeners.metrics = Some(bound);
     servers.push(server);
 
+    if let Some(devnet_network) = &devnet_network {
+        let (node_servers, bound) = crate::devnet_network::bind_nodes(&config, devnet_network)?;
+        servers.extend(node_servers);
+        crate::devnet_network::write_devnet_file(
+            &config.data_dir.join("devnet.json"),
+            &devnet_network.network,
+            &bound,
+        )?;
+        crate::devnet_network::announce_accounts(&devnet_network.network);
+    }
     write_listeners(&config.data_dir, &listeners)?;
     on_ready(Engine {
         store: store.clone(),

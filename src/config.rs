@@ -10,6 +10,7 @@ use figment::providers::{Env, Format, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 use weaver_actors::chain::address;
+use weaver_actors::chain::devnet::network::NetworkFault;
 use weaver_actors::chain::devnet::{Fault, Vm};
 use weaver_actors::indexers::Domain;
 use weaver_actors::planner::registry::{
@@ -81,6 +82,9 @@ pub struct DevnetWorldConfig {
     /// kept in the data directory.
     #[serde(default)]
     pub genesis_unix_ms: Option<i64>,
+    /// The devnet chains as one network you can transact on.
+    #[serde(default)]
+    pub network: DevnetNetworkConfig,
 }
 
 impl Default for DevnetWorldConfig {
@@ -89,6 +93,36 @@ impl Default for DevnetWorldConfig {
             seed: default_seed(),
             history_blocks: default_history_blocks(),
             genesis_unix_ms: None,
+            network: DevnetNetworkConfig::default(),
+        }
+    }
+}
+
+/// Test accounts, the built-in relayer and OPinit executor, and faults on demand.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DevnetNetworkConfig {
+    /// Funded test accounts (their mnemonics are printed at start).
+    pub test_accounts: usize,
+    /// Blocks between a packet's send and its receipt on the other chain (and between the
+    /// receipt and the acknowledgement, a deposit and its finalization).
+    pub relay_delay_blocks: u64,
+    /// Challenge period of OPinit withdrawals.
+    pub finalization_period_ms: u64,
+    /// Minimum gas price of every chain, in thousandths of its fee denom per gas.
+    pub gas_price_thousandths: u64,
+    /// Faults active from the start (same shapes as the admin route's bodies).
+    pub faults: Vec<NetworkFault>,
+}
+
+impl Default for DevnetNetworkConfig {
+    fn default() -> Self {
+        DevnetNetworkConfig {
+            test_accounts: 5,
+            relay_delay_blocks: 2,
+            finalization_period_ms: 5_000,
+            gas_price_thousandths: 15,
+            faults: vec![],
         }
     }
 }
@@ -330,6 +364,15 @@ pub struct DevnetSourceConfig {
     /// Failures injected once each (supervision drills).
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// Node endpoints of the chain on loopback (CometBFT RPC, Cosmos REST, and EVM
+    /// JSON-RPC on EVM chains); absent: not served. Port 0 picks a free port; the bound
+    /// addresses go to `<data_dir>/devnet.json`.
+    #[serde(default)]
+    pub rpc_listen: Option<SocketAddr>,
+    #[serde(default)]
+    pub rest_listen: Option<SocketAddr>,
+    #[serde(default)]
+    pub json_rpc_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 
 pub mod boot;
 pub mod config;
+pub mod devnet_network;
 pub mod devnet_node;
 pub mod domains;
 pub mod http;

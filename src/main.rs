@@ -52,7 +52,8 @@ enum Command {
 #[derive(Subcommand)]
 enum DevnetCommand {
     /// Serve a devnet chain as a fake node (CometBFT RPC + Cosmos REST, and EVM JSON-RPC on
-    /// EVM chains) on loopback.
+    /// EVM chains) on loopback; with `--network`, every devnet chain of the config as one
+    /// transactable network on the node ports the config gives.
     Serve(Box<DevnetServe>),
 }
 
@@ -81,6 +82,12 @@ enum RegistryCommand {
 
 #[derive(clap::Args)]
 struct DevnetServe {
+    /// Serve the config's whole devnet network (its chains' `rpc_listen`, `rest_listen` and
+    /// `json_rpc_listen`, relayer and executor, test accounts); the single-chain flags below
+    /// are then ignored, and the bound addresses and accounts go to `--listeners-file`
+    /// (default `<data_dir>/devnet.json`).
+    #[arg(long)]
+    network: bool,
     #[arg(long, default_value = "minimove-1")]
     chain_id: String,
     #[arg(long, default_value = "move", value_parser = parse_vm)]
@@ -238,6 +245,21 @@ fn main() -> ExitCode {
         }
         Some(Command::Devnet {
             command: DevnetCommand::Serve(args),
+        }) if args.network => {
+            let config = match load_config(&cli) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match actix::System::new().block_on(serve_network(config, args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("weaver devnet serve --network: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::Devnet {
+            command: DevnetCommand::Serve(args),
         }) => match actix::System::new().block_on(serve_devnet(args)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -282,14 +304,14 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
         std::time::Duration::from_millis(args.fault_delay_ms),
     );
     let listen = weaver::devnet_node::Listen {
-        rpc: args.rpc_listen,
-        rest: args.rest_listen,
-        json_rpc: args.json_rpc_listen,
+        rpc: Some(args.rpc_listen),
+        rest: Some(args.rest_listen),
+        json_rpc: Some(args.json_rpc_listen),
         debug_namespace: !args.no_debug_namespace,
     };
-    let (servers, bound) = weaver::devnet_node::bind(devnet, faults, listen)?;
+    let (servers, bound) = weaver::devnet_node::bind(devnet, None, faults, listen)?;
     let (rpc, rest, json_rpc) = (bound.rpc, bound.rest, bound.json_rpc);
-    tracing::info!(chain_id = %args.chain_id, %rpc, %rest, ?json_rpc, "devnet node serving");
+    tracing::info!(chain_id = %args.chain_id, ?rpc, ?rest, ?json_rpc, "devnet node serving");
     if let Some(path) = &args.listeners_file {
         std::fs::write(
             path,
@@ -298,6 +320,55 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
             )?,
         )?;
     }
+    let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
+    for server in servers {
+        actix::spawn(server);
+    }
+    weaver::boot::wait_for_signal().await;
+    for handle in handles {
+        handle.stop(true).await;
+    }
+    Ok(())
+}
+
+/// `weaver devnet serve --network`: the config's devnet chains as one network, served on
+/// their node ports until a signal.
+async fn serve_network(config: Config, args: &DevnetServe) -> anyhow::Result<()> {
+    let interval_ms = config
+        .chains
+        .iter()
+        .filter_map(|c| match &c.source {
+            weaver::config::SourceConfig::Devnet(d) => Some(d.block_interval_ms),
+            weaver::config::SourceConfig::Node(_) => None,
+        })
+        .max()
+        .unwrap_or(500);
+    let genesis_time_ns = match (args.genesis_unix_ms, config.devnet.genesis_unix_ms) {
+        (Some(ms), _) | (None, Some(ms)) => ms * 1_000_000,
+        (None, None) => now_ns() - (config.devnet.history_blocks * interval_ms) as i64 * 1_000_000,
+    };
+    let world = DevnetWorld {
+        seed: config.devnet.seed,
+        genesis_time_ns,
+    };
+    let network = weaver::devnet_network::start(&config, world)
+        .ok_or_else(|| anyhow::anyhow!("the config has no devnet chain"))?;
+    let (servers, bound) = weaver::devnet_network::bind_nodes(&config, &network)?;
+    if servers.is_empty() {
+        anyhow::bail!(
+            "no devnet chain of the config has rpc_listen, rest_listen or json_rpc_listen"
+        );
+    }
+    let path = args
+        .listeners_file
+        .clone()
+        .unwrap_or_else(|| config.data_dir.join("devnet.json"));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    weaver::devnet_network::write_devnet_file(&path, &network.network, &bound)?;
+    weaver::devnet_network::announce_accounts(&network.network);
+    tracing::info!(file = %path.display(), "devnet network serving");
     let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
     for server in servers {
         actix::spawn(server);

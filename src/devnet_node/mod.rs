@@ -6,6 +6,7 @@
 mod evm_rpc;
 pub mod faults;
 mod queries;
+mod transact;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use actix_web::error::BlockingError;
 use actix_web::{web, HttpRequest, HttpResponse, HttpServer};
 use serde_json::{json, Value};
+use weaver_actors::chain::devnet::network::Network;
 use weaver_actors::chain::devnet::{render, Devnet};
 use weaver_actors::chain::types::BlockBundle;
 
@@ -24,14 +26,17 @@ const CACHED_BLOCKS: usize = 512;
 /// Shared state of both devnet listeners.
 pub struct DevnetNode {
     devnet: Arc<Devnet>,
+    /// The network the chain is part of (then it takes transactions).
+    network: Option<Arc<Network>>,
     cache: Mutex<BTreeMap<u64, Arc<BlockBundle>>>,
     faults: Faults,
 }
 
 impl DevnetNode {
-    pub fn new(devnet: Arc<Devnet>, faults: Faults) -> Self {
+    pub fn new(devnet: Arc<Devnet>, network: Option<Arc<Network>>, faults: Faults) -> Self {
         DevnetNode {
             devnet,
+            network,
             cache: Mutex::new(BTreeMap::new()),
             faults,
         }
@@ -149,6 +154,8 @@ async fn rpc_call(
                 .map_err(pool_failure)
         }
         "health" => Ok(json!({})),
+        "tx" => transact::rpc_tx(node, params).await,
+        "broadcast_tx_sync" | "broadcast_tx_async" => transact::rpc_broadcast(node, params),
         other => Err(format!(
             "method {other:?} is not served by the weaver devnet"
         )),
@@ -271,10 +278,13 @@ async fn rpc_get(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse 
         .get("method")
         .unwrap_or_default()
         .to_string();
-    let params = match query_param(&req, "height") {
-        Some(h) => json!({ "height": h }),
-        None => json!({}),
-    };
+    let mut params = serde_json::Map::new();
+    for name in ["height", "hash", "tx"] {
+        if let Some(value) = query_param(&req, name) {
+            params.insert(name.into(), json!(value));
+        }
+    }
+    let params = Value::Object(params);
     rpc_answer(&node, &json!(-1), &method, &params).await
 }
 
@@ -379,27 +389,32 @@ async fn rest_node_info(node: web::Data<DevnetNode>) -> HttpResponse {
 }
 
 async fn rest_unknown(req: HttpRequest) -> HttpResponse {
+    rest_unknown_path(req.path())
+}
+
+fn rest_unknown_path(path: &str) -> HttpResponse {
     rest_error(
         actix_web::http::StatusCode::NOT_IMPLEMENTED,
         12,
-        &format!("Not Implemented: {}", req.path()),
+        &format!("Not Implemented: {path}"),
     )
 }
 
 /// Where the devnet node listens.
 pub struct Listen {
-    pub rpc: SocketAddr,
-    pub rest: SocketAddr,
+    pub rpc: Option<SocketAddr>,
+    pub rest: Option<SocketAddr>,
     /// The EVM JSON-RPC listener (served on EVM chains only).
-    pub json_rpc: SocketAddr,
+    pub json_rpc: Option<SocketAddr>,
     /// Whether the JSON-RPC listener serves `debug_*` (the callTracer).
     pub debug_namespace: bool,
 }
 
 /// The bound addresses (`json_rpc`: none on a chain without an EVM).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct Bound {
-    pub rpc: SocketAddr,
-    pub rest: SocketAddr,
+    pub rpc: Option<SocketAddr>,
+    pub rest: Option<SocketAddr>,
     pub json_rpc: Option<SocketAddr>,
 }
 
@@ -407,6 +422,7 @@ pub struct Bound {
 /// returns the servers and their bound addresses.
 pub fn bind(
     devnet: Arc<Devnet>,
+    network: Option<Arc<Network>>,
     faults: Faults,
     listen: Listen,
 ) -> anyhow::Result<(Vec<actix_web::dev::Server>, Bound)> {
@@ -417,10 +433,11 @@ pub fn bind(
         debug_namespace,
     } = listen;
     let evm = weaver_actors::chain::devnet::evm::DevnetEvm::new(devnet.clone());
-    let node = web::Data::new(DevnetNode::new(devnet, faults));
+    let chain_id = devnet.spec().chain_id.clone();
+    let node = web::Data::new(DevnetNode::new(devnet, network, faults));
     let mut servers = vec![];
-    let mut json_rpc_bound = None;
-    if let Some(evm) = evm {
+    let mut bound = Bound::default();
+    if let (Some(evm), Some(json_rpc)) = (evm, json_rpc) {
         let evm_node = web::Data::new(evm_rpc::EvmNode::new(node.clone(), evm, debug_namespace));
         let server = HttpServer::new(move || {
             actix_web::App::new()
@@ -431,22 +448,30 @@ pub fn bind(
         .workers(1)
         .disable_signals()
         .bind(json_rpc)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {json_rpc} (devnet EVM JSON-RPC): {e}"))?;
-        json_rpc_bound = Some(server.addrs()[0]);
+        .map_err(|e| {
+            anyhow::anyhow!("cannot listen on {json_rpc} ({chain_id} devnet EVM JSON-RPC): {e}")
+        })?;
+        bound.json_rpc = Some(server.addrs()[0]);
         servers.push(server.run());
     }
-    let rpc_node = node.clone();
-    let rpc_server = HttpServer::new(move || {
-        actix_web::App::new()
-            .app_data(rpc_node.clone())
-            .route("/", web::post().to(rpc_post))
-            .route("/{method}", web::get().to(rpc_get))
-    })
-    .workers(1)
-    .disable_signals()
-    .bind(rpc)
-    .map_err(|e| anyhow::anyhow!("cannot listen on {rpc} (devnet RPC): {e}"))?;
-    let rpc_bound = rpc_server.addrs()[0];
+    if let Some(rpc) = rpc {
+        let rpc_node = node.clone();
+        let rpc_server = HttpServer::new(move || {
+            actix_web::App::new()
+                .app_data(rpc_node.clone())
+                .route("/", web::post().to(rpc_post))
+                .route("/{method}", web::get().to(rpc_get))
+        })
+        .workers(1)
+        .disable_signals()
+        .bind(rpc)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {rpc} ({chain_id} devnet RPC): {e}"))?;
+        bound.rpc = Some(rpc_server.addrs()[0]);
+        servers.push(rpc_server.run());
+    }
+    let Some(rest) = rest else {
+        return Ok((servers, bound));
+    };
     let rest_server = HttpServer::new(move || {
         actix_web::App::new()
             .app_data(node.clone())
@@ -484,20 +509,54 @@ pub fn bind(
                 "/cosmwasm/wasm/v1/contract/{address}/smart/{data:.*}",
                 web::get().to(queries::wasm_smart),
             )
+            .route(
+                "/cosmos/auth/v1beta1/accounts/{address}",
+                web::get().to(transact::account),
+            )
+            .route(
+                "/cosmos/bank/v1beta1/balances/{address}",
+                web::get().to(transact::balances),
+            )
+            .route(
+                "/cosmos/bank/v1beta1/balances/{address}/by_denom",
+                web::get().to(transact::balance_by_denom),
+            )
+            .route(
+                "/initia/tx/v1/gas_prices/{denom:.*}",
+                web::get().to(transact::gas_price),
+            )
+            .route(
+                "/opinit/opchild/v1/params",
+                web::get().to(transact::opchild_params),
+            )
+            .route(
+                "/opinit/opchild/v1/bridge_info",
+                web::get().to(transact::bridge_info),
+            )
+            .route(
+                "/cosmos/tx/v1beta1/simulate",
+                web::post().to(transact::simulate),
+            )
+            .route(
+                "/cosmos/tx/v1beta1/txs",
+                web::post().to(transact::broadcast),
+            )
+            .route(
+                "/cosmos/tx/v1beta1/txs/{hash}",
+                web::get().to(transact::tx_by_hash),
+            )
+            .route(
+                "/weaver/devnet/v1/faults",
+                web::post().to(transact::inject_fault),
+            )
+            .route("/weaver/devnet/v1/faults", web::get().to(transact::faults))
             .default_service(web::to(rest_unknown))
     })
     .workers(1)
     .disable_signals()
     .bind(rest)
-    .map_err(|e| anyhow::anyhow!("cannot listen on {rest} (devnet REST): {e}"))?;
-    let rest_bound = rest_server.addrs()[0];
-    servers.extend([rpc_server.run(), rest_server.run()]);
-    Ok((
-        servers,
-        Bound {
-            rpc: rpc_bound,
-            rest: rest_bound,
-            json_rpc: json_rpc_bound,
-        },
-    ))
+    .map_err(|e| anyhow::anyhow!("cannot listen on {rest} ({chain_id} devnet REST): {e}"))?;
+    bound.rest = Some(rest_server.addrs()[0]);
+    servers.push(rest_server.run());
+    Ok((servers, bound))
 }

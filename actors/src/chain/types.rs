@@ -75,7 +75,7 @@ pub struct Proposer {
 }
 
 /// A whole block as the indexers consume it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct BlockBundle {
     pub chain_id: String,
     pub height: u64,
