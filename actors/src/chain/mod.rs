@@ -2,6 +2,7 @@
 //! real nodes ([`node::NodeClient`]) and the deterministic built-in [`devnet::Devnet`].
 
 pub mod address;
+pub mod amino;
 pub mod decode;
 pub mod devnet;
 pub mod evm_log;
