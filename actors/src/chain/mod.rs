@@ -14,6 +14,7 @@ pub mod proto;
 pub mod query;
 pub mod source;
 pub mod timefmt;
+pub mod tx_builder;
 pub mod types;
 pub mod wire;
 
