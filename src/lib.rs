@@ -4,6 +4,7 @@ pub mod boot;
 pub mod config;
 pub mod devnet_network;
 pub mod devnet_node;
+pub mod devnet_send;
 pub mod domains;
 pub mod http;
 pub mod memory;

@@ -55,6 +55,9 @@ enum DevnetCommand {
     /// EVM chains) on loopback; with `--network`, every devnet chain of the config as one
     /// transactable network on the node ports the config gives.
     Serve(Box<DevnetServe>),
+    /// Send a transfer through the router with a devnet test account: route, msgs, sign,
+    /// broadcast, wait for inclusion and for the destination balance.
+    Send(Box<weaver::devnet_send::SendArgs>),
 }
 
 #[derive(Subcommand)]
@@ -267,6 +270,31 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Devnet {
+            command: DevnetCommand::Send(args),
+        }) => {
+            let devnet_file = match (&args.devnet_file, &cli.data_dir) {
+                (Some(file), _) => file.clone(),
+                (None, Some(dir)) => dir.join("devnet.json"),
+                (None, None) => match Config::load(&cli.config) {
+                    Ok(config) => config.data_dir.join("devnet.json"),
+                    Err(e) => {
+                        eprintln!(
+                            "weaver devnet send: no data directory: the configuration {} does not load ({e}); pass --data-dir or --devnet-file",
+                            cli.config.display()
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                },
+            };
+            match weaver::devnet_send::run(args, &devnet_file, &mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("weaver devnet send: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! real nodes ([`node::NodeClient`]) and the deterministic built-in [`devnet::Devnet`].
 
 pub mod address;
+pub mod amino;
 pub mod decode;
 pub mod devnet;
 pub mod evm_log;
@@ -13,6 +14,7 @@ pub mod proto;
 pub mod query;
 pub mod source;
 pub mod timefmt;
+pub mod tx_builder;
 pub mod types;
 pub mod wire;
 
