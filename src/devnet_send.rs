@@ -895,6 +895,24 @@ fn fee_for(http: &Http, rest: &str, chain: &ChainInfo) -> anyhow::Result<Option<
             }
         }
     }
+    if price.is_none() {
+        // Any Cosmos SDK node: `minimum_gas_price` as DecCoins text ("0.015uusdc,0.1uatom").
+        let reply = http.get(&format!("{rest}/cosmos/base/node/v1beta1/config"))?;
+        if reply.status == 200 {
+            if let Ok(body) = &reply.body {
+                let text = body
+                    .get("minimum_gas_price")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                price = text.split(',').find_map(|coin| {
+                    let split = coin.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+                    let (amount, denom) = coin.split_at(split);
+                    (fee_denom.is_none() || fee_denom.as_deref() == Some(denom))
+                        .then(|| (denom.to_string(), amount.to_string()))
+                });
+            }
+        }
+    }
     let Some((denom, price)) = price else {
         return Ok(None);
     };

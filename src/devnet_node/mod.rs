@@ -530,6 +530,10 @@ pub fn bind(
                 web::get().to(transact::opchild_params),
             )
             .route(
+                "/cosmos/base/node/v1beta1/config",
+                web::get().to(transact::node_config),
+            )
+            .route(
                 "/opinit/opchild/v1/bridge_info",
                 web::get().to(transact::bridge_info),
             )

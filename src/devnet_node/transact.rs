@@ -208,6 +208,23 @@ pub async fn opchild_params(node: web::Data<DevnetNode>) -> HttpResponse {
     }))
 }
 
+/// `GET /cosmos/base/node/v1beta1/config`: the node's minimum gas price (every chain).
+pub async fn node_config(node: web::Data<DevnetNode>) -> HttpResponse {
+    let (network, chain_id) = try_answer!(network_of(&node));
+    let price = gas_price_text(network.spec().relay.gas_price_thousandths);
+    let minimum_gas_price = fee_denoms(network, chain_id)
+        .iter()
+        .map(|d| format!("{price}{d}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    HttpResponse::Ok().json(json!({
+        "minimum_gas_price": minimum_gas_price,
+        "pruning_keep_recent": "0",
+        "pruning_interval": "0",
+        "halt_height": "0"
+    }))
+}
+
 /// `GET /opinit/opchild/v1/bridge_info` of a rollup.
 pub async fn bridge_info(node: web::Data<DevnetNode>) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
