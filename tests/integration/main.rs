@@ -4,6 +4,7 @@
 mod api;
 mod cli;
 mod crash;
+mod devnet_network;
 mod domains;
 mod evm;
 mod evm_rpc;

@@ -1,0 +1,629 @@
+//! Issue #12 end to end: the router's `/v2/fungible/msgs` output, signed by the real
+//! `@initia/initia.js` (tests/msgs_sdk/broadcast.mjs) with a devnet test account's printed
+//! mnemonic and broadcast to the devnet network's REST endpoint, moves exactly what the route
+//! said: the destination balance rises by `amount_out` and the source falls by `amount_in`
+//! plus the fee the wallet paid; a timed-out packet and an error acknowledgement refund the
+//! source, so it ends at its start minus the fee only.
+//!
+//! One daemon on the default config (config/weaver.toml, read at test time) with loopback
+//! ports 0, fast blocks and a short challenge period; the cases run one after another (the
+//! faults are network-wide), each with its own test account, and every wait is bounded.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use weaver_actors::chain::address::{decode_bech32, to_bech32};
+
+use crate::harness::Daemon;
+
+const L1: &str = "weaver-l1-1";
+const NOBLE: &str = "noble-devnet-1";
+const MOVE_ROLLUP: &str = "minimove-1";
+const EVM_ROLLUP: &str = "minievm-1";
+/// Noble's uusdc on the L1 (`transfer/channel-0/uusdc`).
+const USDC_L1: &str = "ibc/8E27BA2D5493AF5636760E354E46004562C46AB7EC0CC4C1CA14E9E20E2545B5";
+/// ...and on minimove-1 (and minievm-1: both rollups' L1 channel is channel-0) through the L1 (`transfer/channel-0/transfer/channel-0/uusdc`).
+const USDC_MOVE: &str = "ibc/BEA3F792843398AD687C6490BAEE4C87958A78F61747F9081E8D6D28F787129A";
+/// Noble's uusdc on minimove-1 over its direct channel (`transfer/channel-1/uusdc`).
+const USDC_DIRECT_MOVE: &str =
+    "ibc/65D0BEC6DAD96C7F5043D1E54E54B6BB5D5B3AEC3FF6CEBB75B9E059F3580EA3";
+/// The L1's uinit on minimove-1 over OPinit bridge 1.
+const INIT_MOVE: &str = "l2/771d639f30fbe45e3fbca954ffbe2fcc26f915f5513c67a4a2d0bc1d635bdefd";
+
+/// How long a case may wait for its balances to settle.
+const SETTLE: Duration = Duration::from_secs(60);
+const BLOCK_INTERVAL_MS: i64 = 200;
+const FINALIZATION_PERIOD_MS: i64 = 2_000;
+const TEST_ACCOUNTS: i64 = 8;
+
+/// config/weaver.toml as it is in the repo, with every loopback port 0, fast blocks, a short
+/// history and challenge period, and enough test accounts for one per case.
+fn network_config() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/weaver.toml");
+    let mut config: toml::Table = std::fs::read_to_string(&path)
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    fn adjust(value: &mut toml::Value) {
+        match value {
+            toml::Value::String(s) if s.starts_with("127.0.0.1:") => *s = "127.0.0.1:0".into(),
+            toml::Value::Array(items) => items.iter_mut().for_each(adjust),
+            toml::Value::Table(table) => {
+                for (key, value) in table.iter_mut() {
+                    if key == "block_interval_ms" {
+                        *value = toml::Value::Integer(BLOCK_INTERVAL_MS);
+                    } else {
+                        adjust(value);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (_, value) in config.iter_mut() {
+        adjust(value);
+    }
+    let devnet = config
+        .entry("devnet")
+        .or_insert_with(|| toml::Value::Table(Default::default()))
+        .as_table_mut()
+        .unwrap();
+    devnet.insert("history_blocks".into(), toml::Value::Integer(20));
+    let network = devnet
+        .entry("network")
+        .or_insert_with(|| toml::Value::Table(Default::default()))
+        .as_table_mut()
+        .unwrap();
+    network.insert("relay_delay_blocks".into(), toml::Value::Integer(2));
+    network.insert(
+        "finalization_period_ms".into(),
+        toml::Value::Integer(FINALIZATION_PERIOD_MS),
+    );
+    network.insert("test_accounts".into(), toml::Value::Integer(TEST_ACCOUNTS));
+    config.insert("cache_mb".into(), toml::Value::Integer(32));
+    toml::to_string(&config).unwrap()
+}
+
+/// Polls `probe` every 100 ms until it answers, for at most `within`.
+fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum KeyKind {
+    Eth,
+    Classic,
+}
+
+struct Network {
+    daemon: Daemon,
+    router: String,
+    /// devnet.json: chain endpoints and test accounts.
+    devnet: Value,
+    sdk: std::path::PathBuf,
+}
+
+impl Network {
+    fn start() -> Network {
+        let sdk = crate::skip_client::npm_dir("msgs_sdk", "@initia/initia.js");
+        let daemon = Daemon::start(&network_config());
+        let file = daemon.dir.as_ref().unwrap().path().join("data/devnet.json");
+        let devnet = wait_for("devnet.json", Duration::from_secs(30), || {
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&file).ok()?).ok()
+        });
+        let router = format!("http://{}", daemon.listeners["router"].as_str().unwrap());
+        Network {
+            daemon,
+            router,
+            devnet,
+            sdk,
+        }
+    }
+
+    fn rest(&self, chain: &str) -> String {
+        self.devnet["chains"][chain]["rest"]
+            .as_str()
+            .unwrap_or_else(|| panic!("devnet.json has no REST endpoint for {chain}"))
+            .to_string()
+    }
+
+    fn account(&self, index: usize) -> &Value {
+        let account = &self.devnet["accounts"][index];
+        assert_eq!(account["index"], index, "devnet.json accounts");
+        account
+    }
+
+    fn mnemonic(&self, index: usize) -> String {
+        self.account(index)["mnemonic"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// The signing key a chain takes: classic only on Noble, eth_secp256k1 on Initia chains.
+    fn key_for(chain: &str) -> KeyKind {
+        if chain == NOBLE {
+            KeyKind::Classic
+        } else {
+            KeyKind::Eth
+        }
+    }
+
+    /// Account `index`'s address on `chain` (its key kind, the chain's prefix).
+    fn address(&self, index: usize, chain: &str) -> String {
+        let field = match Self::key_for(chain) {
+            KeyKind::Eth => "eth_address",
+            KeyKind::Classic => "classic_address",
+        };
+        let (_, bytes) = decode_bech32(self.account(index)[field].as_str().unwrap()).unwrap();
+        to_bech32(if chain == NOBLE { "noble" } else { "init" }, &bytes)
+    }
+
+    fn balances(&self, chain: &str, address: &str) -> BTreeMap<String, u128> {
+        let url = format!(
+            "{}/cosmos/bank/v1beta1/balances/{address}?pagination.limit=1000",
+            self.rest(chain)
+        );
+        let body = self.daemon.ok(&url);
+        body["balances"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{url}: {body}"))
+            .iter()
+            .map(|c| {
+                (
+                    c["denom"].as_str().unwrap().to_string(),
+                    c["amount"].as_str().unwrap().parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn balance(&self, chain: &str, address: &str, denom: &str) -> u128 {
+        self.balances(chain, address)
+            .get(denom)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn post(&self, url: &str, body: &Value) -> (u16, Value) {
+        let response = self.daemon.http.post(url).json(body).send().unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn route(&self, case: &Case) -> Value {
+        let mut body = json!({
+            "amount_in": case.amount.to_string(),
+            "source_asset_chain_id": case.from.0, "source_asset_denom": case.from.1,
+            "dest_asset_chain_id": case.to.0, "dest_asset_denom": case.to.1,
+            "allow_multi_tx": false,
+            "cumulative_affiliate_fee_bps": "0"
+        });
+        if case.withdraw {
+            body["is_op_withdraw"] = json!(true);
+        }
+        let (status, answer) = self.post(&format!("{}/v2/fungible/route", self.router), &body);
+        assert_eq!(status, 200, "route {body}: {answer}");
+        answer
+    }
+
+    fn msgs(&self, route: &Value, addresses: &[String]) -> Value {
+        let body = json!({
+            "amount_in": route["amount_in"], "amount_out": route["amount_out"],
+            "source_asset_chain_id": route["source_asset_chain_id"],
+            "source_asset_denom": route["source_asset_denom"],
+            "dest_asset_chain_id": route["dest_asset_chain_id"],
+            "dest_asset_denom": route["dest_asset_denom"],
+            "address_list": addresses, "operations": route["operations"],
+            "slippage_tolerance_percent": "1", "chain_ids_to_affiliates": {}
+        });
+        let (status, answer) = self.post(&format!("{}/v2/fungible/msgs", self.router), &body);
+        assert_eq!(status, 200, "msgs {body}: {answer}");
+        answer
+    }
+
+    /// Signs and broadcasts `cosmos_tx` with account `index` through broadcast.mjs; returns
+    /// its report and the fee coins the wallet chose.
+    fn broadcast(&self, index: usize, cosmos_tx: &Value) -> (Value, BTreeMap<String, u128>) {
+        let chain = cosmos_tx["chain_id"].as_str().unwrap();
+        let mut input = json!({
+            "rest": self.rest(chain),
+            "chain_id": chain,
+            "mnemonic": self.mnemonic(index),
+            "key": match Self::key_for(chain) { KeyKind::Eth => "eth", KeyKind::Classic => "classic" },
+            "msgs": cosmos_tx["msgs"],
+        });
+        // initia.js finds an Initia chain's gas price itself (opchild params on a rollup, the
+        // L1's gas_prices endpoint); a Noble wallet is told, as Keplr is by the chain registry.
+        if chain == NOBLE {
+            input["gas_prices"] = json!("0.015uusdc");
+        }
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), serde_json::to_vec(&input).unwrap()).unwrap();
+        let out = Command::new("node")
+            .arg(self.sdk.join("broadcast.mjs"))
+            .arg(file.path())
+            .current_dir(&self.sdk)
+            .output()
+            .expect("node is needed");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "broadcast.mjs failed on {chain}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        assert_eq!(report["code"], 0, "{chain} refused the tx: {report}");
+        assert!(report["height"].as_u64().unwrap() > 0, "{report}");
+        let mut fee = BTreeMap::new();
+        for coin in report["fee"].as_array().unwrap() {
+            *fee.entry(coin["denom"].as_str().unwrap().to_string())
+                .or_default() += coin["amount"].as_str().unwrap().parse::<u128>().unwrap();
+        }
+        assert!(!fee.is_empty(), "the wallet paid no fee: {report}");
+        (report, fee)
+    }
+
+    /// Injects `fault` on `chain`'s listener; it holds network-wide (as the L1's listener
+    /// then says).
+    fn inject(&self, chain: &str, fault: &Value) {
+        let url = format!("{}/weaver/devnet/v1/faults", self.rest(chain));
+        let (status, answer) = self.post(&url, fault);
+        assert!(
+            (200..300).contains(&status),
+            "{url} {fault}: {status} {answer}"
+        );
+        let kind = fault["kind"].as_str().unwrap();
+        assert_eq!(self.faults()[kind], fault["count"], "{kind} after {url}");
+    }
+
+    fn faults(&self) -> Value {
+        self.daemon
+            .ok(&format!("{}/weaver/devnet/v1/faults", self.rest(L1)))
+    }
+}
+
+/// What must happen to the destination.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// It receives exactly the route's `amount_out`.
+    Arrives,
+    /// Nothing arrives; the source is refunded (all but the fee).
+    Refunded,
+}
+
+struct Case {
+    name: &'static str,
+    account: usize,
+    from: (&'static str, &'static str),
+    to: (&'static str, &'static str),
+    amount: u128,
+    withdraw: bool,
+    fault: Option<Value>,
+    expect: Expect,
+    /// The route's operations, by variant key.
+    operations: &'static [&'static str],
+}
+
+struct Outcome {
+    name: &'static str,
+    route_seconds: f64,
+    broadcast_seconds: f64,
+    settle_seconds: f64,
+    detail: String,
+}
+
+fn run(net: &Network, case: &Case) -> Outcome {
+    let started = Instant::now();
+    let (from_chain, from_denom) = case.from;
+    let (to_chain, to_denom) = case.to;
+    let source = net.address(case.account, from_chain);
+    let dest = net.address(case.account, to_chain);
+    let source_before = net.balances(from_chain, &source);
+    let dest_before = net.balance(to_chain, &dest, to_denom);
+    assert!(
+        source_before.get(from_denom).copied().unwrap_or(0) >= case.amount,
+        "account {} is not funded with {from_denom} on {from_chain}: {source_before:?}",
+        case.account
+    );
+
+    let route = net.route(case);
+    let kinds: Vec<String> = route["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|op| {
+            op.as_object()
+                .unwrap()
+                .keys()
+                .find(|k| !["tx_index", "amount_in", "amount_out"].contains(&k.as_str()))
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    assert_eq!(kinds, case.operations, "{}: route {route}", case.name);
+    assert_eq!(route["txs_required"], 1, "{route}");
+    let amount_out: u128 = route["amount_out"].as_str().unwrap().parse().unwrap();
+    let addresses: Vec<String> = route["required_chain_addresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| net.address(case.account, c.as_str().unwrap()))
+        .collect();
+    let answer = net.msgs(&route, &addresses);
+    let txs = answer["txs"].as_array().unwrap();
+    assert_eq!(txs.len(), 1, "{answer}");
+    let cosmos_tx = &txs[0]["cosmos_tx"];
+    assert_eq!(cosmos_tx["chain_id"], from_chain, "{answer}");
+    assert_eq!(cosmos_tx["signer_address"], source.as_str(), "{answer}");
+    // Intermediate chains (the PFM hop on the L1): whatever passes through must not stay.
+    let middles: Vec<(String, String, BTreeMap<String, u128>)> = addresses
+        .iter()
+        .zip(route["required_chain_addresses"].as_array().unwrap())
+        .map(|(a, c)| (c.as_str().unwrap().to_string(), a.clone()))
+        .filter(|(c, _)| c != from_chain && c != to_chain)
+        .map(|(c, a)| {
+            let held = net.balances(&c, &a);
+            (c, a, held)
+        })
+        .collect();
+    let route_seconds = started.elapsed().as_secs_f64();
+
+    if let Some(fault) = &case.fault {
+        net.inject(from_chain, fault);
+    }
+    let sent = Instant::now();
+    let (report, fee) = net.broadcast(case.account, cosmos_tx);
+    let broadcast_seconds = sent.elapsed().as_secs_f64();
+
+    let settled = Instant::now();
+    let fee_in = |denom: &str| fee.get(denom).copied().unwrap_or(0);
+    let start = |denom: &str| source_before.get(denom).copied().unwrap_or(0);
+    match case.expect {
+        Expect::Arrives => {
+            let want = dest_before + amount_out;
+            wait_for(
+                &format!(
+                    "{}: {to_denom} of {dest} on {to_chain} to rise by amount_out {amount_out} to {want}",
+                    case.name
+                ),
+                SETTLE,
+                || {
+                    let now = net.balance(to_chain, &dest, to_denom);
+                    assert!(
+                        now <= want,
+                        "{}: {dest} on {to_chain} got {} {to_denom}, more than amount_out {amount_out} (tx {report})",
+                        case.name,
+                        now - dest_before
+                    );
+                    (now == want).then_some(())
+                },
+            );
+        }
+        Expect::Refunded => {
+            let want = start(from_denom) - fee_in(from_denom);
+            wait_for(
+                &format!(
+                    "{}: {from_denom} of {source} on {from_chain} to be refunded to start minus fee, {want}",
+                    case.name
+                ),
+                SETTLE,
+                || {
+                    assert_eq!(
+                        net.balance(to_chain, &dest, to_denom),
+                        dest_before,
+                        "{}: something arrived on {to_chain} despite the fault (tx {report})",
+                        case.name
+                    );
+                    (net.balance(from_chain, &source, from_denom) == want).then_some(())
+                },
+            );
+            assert_eq!(
+                net.balance(to_chain, &dest, to_denom),
+                dest_before,
+                "{}: something arrived on {to_chain} despite the fault (tx {report})",
+                case.name
+            );
+        }
+    }
+    let settle_seconds = settled.elapsed().as_secs_f64();
+
+    // The source: the amount (unless refunded) and the fee, exactly, in each denom touched.
+    let source_after = net.balances(from_chain, &source);
+    let mut denoms: Vec<&str> = fee.keys().map(String::as_str).collect();
+    denoms.push(from_denom);
+    denoms.sort_unstable();
+    denoms.dedup();
+    for denom in denoms {
+        let mut want = start(denom) - fee_in(denom);
+        if denom == from_denom && case.expect == Expect::Arrives {
+            want -= case.amount;
+        }
+        if from_chain == to_chain && denom == to_denom && case.expect == Expect::Arrives {
+            want += amount_out;
+        }
+        assert_eq!(
+            source_after.get(denom).copied().unwrap_or(0),
+            want,
+            "{}: {denom} of {source} on {from_chain}: start {}, amount {}, fee {fee:?} (tx {report})",
+            case.name,
+            start(denom),
+            case.amount
+        );
+    }
+    for (chain, address, held) in middles {
+        assert_eq!(
+            net.balances(&chain, &address),
+            held,
+            "{}: the hop through {chain} left funds with {address}",
+            case.name
+        );
+    }
+    if case.fault.is_some() {
+        let faults = net.faults();
+        assert!(
+            faults["timeout_packets"] == 0 && faults["error_acks"] == 0,
+            "{}: the fault was not used up: {faults}",
+            case.name
+        );
+    }
+    Outcome {
+        name: case.name,
+        route_seconds,
+        broadcast_seconds,
+        settle_seconds,
+        detail: format!(
+            "amount_in {} amount_out {amount_out} fee {fee:?} height {}",
+            case.amount, report["height"]
+        ),
+    }
+}
+
+#[test]
+fn router_msgs_signed_by_initia_js_settle_on_the_devnet_network() {
+    let boot = Instant::now();
+    let net = Network::start();
+    let boot_seconds = boot.elapsed().as_secs_f64();
+    let cases = [
+        Case {
+            name: "ibc_one_hop",
+            account: 0,
+            from: (L1, USDC_L1),
+            to: (NOBLE, "uusdc"),
+            amount: 1_250_000,
+            withdraw: false,
+            fault: None,
+            expect: Expect::Arrives,
+            operations: &["transfer"],
+        },
+        Case {
+            name: "pfm_two_hops",
+            account: 1,
+            from: (NOBLE, "uusdc"),
+            to: (MOVE_ROLLUP, USDC_MOVE),
+            amount: 2_000_000,
+            withdraw: false,
+            fault: None,
+            expect: Expect::Arrives,
+            operations: &["transfer", "transfer"],
+        },
+        Case {
+            // Unwind to the L1, unwind to Noble, out to the Move rollup on Noble's direct
+            // channel: the longest route of the registry.
+            name: "pfm_three_hops",
+            account: 6,
+            from: (EVM_ROLLUP, USDC_MOVE),
+            to: (MOVE_ROLLUP, USDC_DIRECT_MOVE),
+            amount: 1_500_000,
+            withdraw: false,
+            fault: None,
+            expect: Expect::Arrives,
+            operations: &["transfer", "transfer", "transfer"],
+        },
+        Case {
+            name: "opinit_deposit",
+            account: 2,
+            from: (L1, "uinit"),
+            to: (MOVE_ROLLUP, INIT_MOVE),
+            amount: 3_000_000,
+            withdraw: false,
+            fault: None,
+            expect: Expect::Arrives,
+            operations: &["op_init_transfer"],
+        },
+        Case {
+            name: "opinit_withdrawal",
+            account: 2,
+            from: (MOVE_ROLLUP, INIT_MOVE),
+            to: (L1, "uinit"),
+            amount: 3_000_000,
+            withdraw: true,
+            fault: None,
+            expect: Expect::Arrives,
+            operations: &["op_init_transfer"],
+        },
+        Case {
+            name: "swap_on_l1",
+            account: 3,
+            from: (L1, "uinit"),
+            to: (L1, USDC_L1),
+            amount: 1_000_000,
+            withdraw: false,
+            fault: None,
+            expect: Expect::Arrives,
+            operations: &["swap"],
+        },
+        Case {
+            name: "timeout_refund",
+            account: 4,
+            from: (L1, USDC_L1),
+            to: (NOBLE, "uusdc"),
+            amount: 700_000,
+            withdraw: false,
+            fault: Some(json!({"kind": "timeout_packets", "count": 1})),
+            expect: Expect::Refunded,
+            operations: &["transfer"],
+        },
+        Case {
+            name: "error_ack_refund",
+            account: 5,
+            from: (NOBLE, "uusdc"),
+            to: (L1, USDC_L1),
+            amount: 900_000,
+            withdraw: false,
+            fault: Some(json!({"kind": "error_acks", "count": 1})),
+            expect: Expect::Refunded,
+            operations: &["transfer"],
+        },
+    ];
+    let mut failures = Vec::new();
+    let mut summary = format!("boot {boot_seconds:.1}s\n");
+    for case in &cases {
+        let started = Instant::now();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&net, case))) {
+            Ok(o) => summary.push_str(&format!(
+                "ok   {:<18} {:5.1}s (route {:.1}s, sign+broadcast {:.1}s, settle {:.1}s) {}\n",
+                o.name,
+                started.elapsed().as_secs_f64(),
+                o.route_seconds,
+                o.broadcast_seconds,
+                o.settle_seconds,
+                o.detail
+            )),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                summary.push_str(&format!(
+                    "FAIL {:<18} {:5.1}s\n",
+                    case.name,
+                    started.elapsed().as_secs_f64()
+                ));
+                failures.push(format!("{}: {message}", case.name));
+            }
+        }
+    }
+    eprintln!("{summary}");
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}\n{summary}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
