@@ -549,10 +549,21 @@ pub fn run(args: &SendArgs, devnet_file: &Path, out: &mut dyn Write) -> anyhow::
         None => find_dest_denom(&http, router, args)?,
     };
 
-    let route_body = route_request(args, &dest_denom);
-    let route_json = http
-        .post(&format!("{router}/v2/fungible/route"), &route_body)?
-        .ok("router /v2/fungible/route")?;
+    let mut route_body = route_request(args, &dest_denom);
+    let mut reply = http.post(&format!("{router}/v2/fungible/route"), &route_body)?;
+    // The router takes an OPinit withdrawal only when asked to (it waits out a challenge
+    // period); a withdrawal is what this transfer needs when the router says so.
+    if reply.status == 400
+        && reply
+            .body
+            .as_ref()
+            .is_ok_and(|b| b.to_string().contains("is_op_withdraw"))
+    {
+        say("route: only an OPinit withdrawal reaches the destination; asking for one".into());
+        route_body["is_op_withdraw"] = Value::Bool(true);
+        reply = http.post(&format!("{router}/v2/fungible/route"), &route_body)?;
+    }
+    let route_json = reply.ok("router /v2/fungible/route")?;
     let route: Route = serde_json::from_value(route_json.clone())
         .context("router /v2/fungible/route: unexpected answer")?;
     say(format!(
