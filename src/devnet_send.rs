@@ -559,7 +559,7 @@ pub fn run(args: &SendArgs, devnet_file: &Path, out: &mut dyn Write) -> anyhow::
             .as_ref()
             .is_ok_and(|b| b.to_string().contains("is_op_withdraw"))
     {
-        say("route: only an OPinit withdrawal reaches the destination; asking for one".into());
+        say("route: only an OPinit withdrawal reaches the destination; asking for one".into())?;
         route_body["is_op_withdraw"] = Value::Bool(true);
         reply = http.post(&format!("{router}/v2/fungible/route"), &route_body)?;
     }
