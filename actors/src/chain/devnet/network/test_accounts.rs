@@ -47,3 +47,30 @@ pub fn test_account(index: usize) -> TestAccount {
 pub fn test_accounts(count: usize) -> Vec<TestAccount> {
     (0..count).map(test_account).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README lists these: a change here must change it too.
+    #[test]
+    fn the_first_test_account_is_the_documented_one() {
+        let account = test_account(0);
+        assert_eq!(
+            account.mnemonic,
+            "radio broom lonely unfold hello weasel east letter garlic improve knock crunch decade fan buddy kiss endless finish chicken put assume slush reunion shift"
+        );
+        assert_eq!(
+            account.eth.bech32("init"),
+            "init17hw69wl8flfn2z3zm8anlq35z9yw8vf8pqwuug"
+        );
+        assert_eq!(
+            account.classic.bech32("init"),
+            "init13643pdlqk4x6y0w45rp9e2rt83jvgtygaaf9qd"
+        );
+        assert_eq!(
+            test_account(4).eth.bech32("init"),
+            "init1uks5xgh9y2nwq5m4hzwef6tuuezsn9lght5p0f"
+        );
+    }
+}

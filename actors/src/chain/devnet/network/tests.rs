@@ -627,3 +627,35 @@ fn without_transactions_blocks_are_the_generated_ones() {
         assert_eq!(chains[0].block(height), alone.block(height));
     }
 }
+
+#[test]
+fn a_forward_that_cannot_leave_the_middle_chain_is_refunded_to_the_sender() {
+    let (network, _) = network(fast());
+    let user = network.test_accounts()[0].classic.clone();
+    let before = balance(&network, NOBLE, &user.address(), "uusdc");
+    // channel-7 does not exist on the L1: the forward fails there.
+    let memo = serde_json::json!({"forward": {"receiver": user.bech32("init"), "port": "transfer", "channel": "channel-7"}}).to_string();
+    let s = signed_for(&network, NOBLE, &user);
+    let tx = sign(
+        &user,
+        &s,
+        vec![transfer(
+            &user,
+            "noble",
+            "channel-0",
+            "uusdc",
+            9_000,
+            &user.bech32("init"),
+            &memo,
+        )],
+        "uusdc",
+    );
+    assert_eq!(network.broadcast(NOBLE, &tx).code, 0);
+    wait_for("the refund on noble", || {
+        balance(&network, NOBLE, &user.address(), "uusdc") == before - 3_000
+    });
+    assert!(has_event(&network, NOBLE, "acknowledge_packet", 0));
+    // Nothing stayed on the L1: the forwarding account holds no voucher.
+    let forwarder = packet::forward_account("channel-0", &user.bech32("noble"));
+    assert_eq!(balance(&network, L1, &forwarder, &usdc_on_l1()), 0);
+}
