@@ -44,6 +44,9 @@ pub const TEST_ACCOUNT_FUNDS: u128 = 1_000_000_000_000;
 /// What every escrow and bridge account holds at genesis, so vouchers and bridged tokens
 /// the registry says exist can go home.
 const MODULE_FUNDS: u128 = 1_000_000_000_000_000_000;
+/// Txs a chain's mempool holds at most; beyond it broadcasts are refused (code 20) until a
+/// block takes them.
+pub const MEMPOOL_CAP: usize = 10_000;
 
 /// A fault asked for from config or the admin route.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -334,6 +337,13 @@ impl Network {
                 )
             }
         };
+        let code = outcome.as_ref().map(|_| 0).unwrap_or_else(|e| e.code);
+        metrics::counter!(
+            "weaver_devnet_broadcasts_total",
+            "chain_id" => chain_id.to_string(),
+            "code" => code.to_string()
+        )
+        .increment(1);
         match outcome {
             Ok(()) => BroadcastOutcome {
                 txhash,

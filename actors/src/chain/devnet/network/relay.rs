@@ -37,6 +37,20 @@ pub enum Work {
     },
 }
 
+impl Work {
+    /// What the relayer or executor does, as a metric label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Work::Recv(_) => "recv_packet",
+            Work::Ack(..) => "acknowledge_packet",
+            Work::Timeout(_) => "timeout_packet",
+            Work::FinalizeDeposit(_) => "finalize_token_deposit",
+            Work::ProposeOutput { .. } => "propose_output",
+            Work::FinalizeWithdrawal { .. } => "finalize_token_withdrawal",
+        }
+    }
+}
+
 /// Work for a chain, not before a time (finalization periods).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scheduled {
@@ -147,6 +161,12 @@ fn produce(spec: &NetworkSpec, state: &mut State, id: &str, height: u64) -> Vec<
             });
             continue;
         }
+        metrics::counter!(
+            "weaver_devnet_relayed_total",
+            "chain_id" => id.to_string(),
+            "kind" => item.kind()
+        )
+        .increment(1);
         let (messages, more) = perform(spec, chain, &mut state.faults, height, time_ns, item);
         started.extend(more);
         if !messages.is_empty() {
