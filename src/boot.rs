@@ -50,6 +50,20 @@ const DEVNET_GENESIS_KEY: &str = "devnet_genesis_ns";
 /// or chosen at first boot (`history_blocks` intervals of the slowest devnet chain ago) and
 /// kept in the store's metadata, so restarts see the same world.
 pub fn devnet_world(config: &Config, store: &Store) -> anyhow::Result<DevnetWorld> {
+    let genesis_time_ns = match config.devnet.genesis_unix_ms {
+        Some(ms) => ms * 1_000_000,
+        None => store.meta()?.get_or_init_u64(DEVNET_GENESIS_KEY, || {
+            fresh_devnet_genesis_ns(config) as u64
+        })? as i64,
+    };
+    Ok(DevnetWorld {
+        seed: config.devnet.seed,
+        genesis_time_ns,
+    })
+}
+
+/// A genesis `history_blocks` intervals of the slowest devnet chain ago.
+pub fn fresh_devnet_genesis_ns(config: &Config) -> i64 {
     let slowest_ms = config
         .chains
         .iter()
@@ -59,17 +73,7 @@ pub fn devnet_world(config: &Config, store: &Store) -> anyhow::Result<DevnetWorl
         })
         .max()
         .unwrap_or(0);
-    let genesis_time_ns = match config.devnet.genesis_unix_ms {
-        Some(ms) => ms * 1_000_000,
-        None => store.meta()?.get_or_init_u64(DEVNET_GENESIS_KEY, || {
-            (now_ns() - (config.devnet.history_blocks as i64) * (slowest_ms as i64) * 1_000_000)
-                as u64
-        })? as i64,
-    };
-    Ok(DevnetWorld {
-        seed: config.devnet.seed,
-        genesis_time_ns,
-    })
+    now_ns() - (config.devnet.history_blocks as i64) * (slowest_ms as i64) * 1_000_000
 }
 
 /// The devnet chain `chain` of the world, when its source is the devnet.

@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use serde_json::json;
 use weaver_actors::chain::devnet::network::{
-    Bridge, Channel, Network, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace,
+    Network, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace,
 };
-use weaver_actors::chain::devnet::{ChainParams, Devnet, DevnetWorld};
+use weaver_actors::chain::devnet::{Devnet, DevnetWorld};
 use weaver_actors::chain::keys::KeyKind;
 
-use crate::config::{ChainConfig, Config, SourceConfig};
+use crate::config::{Config, SourceConfig};
 use crate::devnet_node::{self, faults::Faults, Bound, Listen};
 
 /// The network and the devnet of each of its chains (the ones every source, EVM view and
@@ -22,20 +22,6 @@ use crate::devnet_node::{self, faults::Faults, Bound, Listen};
 pub struct DevnetNetwork {
     pub network: Arc<Network>,
     pub devnets: BTreeMap<String, Arc<Devnet>>,
-}
-
-fn devnet_of(chain: &ChainConfig, world: DevnetWorld) -> Option<Arc<Devnet>> {
-    let SourceConfig::Devnet(d) = &chain.source else {
-        return None;
-    };
-    Some(Arc::new(world.chain(ChainParams {
-        chain_id: chain.chain_id.clone(),
-        vm: chain.vm,
-        bech32_prefix: chain.bech32_prefix.clone(),
-        block_interval_ms: d.block_interval_ms,
-        txs_per_block: d.txs_per_block,
-        fee_denom: d.fee_denom.clone(),
-    })))
 }
 
 /// The network's topology: the config's devnet chains, joined as the router registry says.
@@ -81,28 +67,8 @@ pub fn network_spec(config: &Config) -> NetworkSpec {
     let network = &config.devnet.network;
     NetworkSpec {
         chains,
-        channels: router
-            .ibc_channels
-            .iter()
-            .map(|c| Channel {
-                chain_a: c.chain_a.clone(),
-                port_a: c.port_a.clone(),
-                channel_a: c.channel_a.clone(),
-                chain_b: c.chain_b.clone(),
-                port_b: c.port_b.clone(),
-                channel_b: c.channel_b.clone(),
-            })
-            .collect(),
-        bridges: router
-            .op_bridges
-            .iter()
-            .map(|b| Bridge {
-                bridge_id: b.bridge_id,
-                l1_chain_id: b.l1_chain_id.clone(),
-                l2_chain_id: b.l2_chain_id.clone(),
-                denoms: b.denoms.clone(),
-            })
-            .collect(),
+        channels: router.ibc_channels.clone(),
+        bridges: router.op_bridges.clone(),
         traces: router
             .assets
             .iter()
@@ -143,7 +109,12 @@ pub fn start(config: &Config, world: DevnetWorld) -> Option<DevnetNetwork> {
     let devnets: BTreeMap<String, Arc<Devnet>> = config
         .chains
         .iter()
-        .filter_map(|chain| Some((chain.chain_id.clone(), devnet_of(chain, world)?)))
+        .filter_map(|chain| {
+            Some((
+                chain.chain_id.clone(),
+                crate::boot::embedded_devnet(chain, world)?,
+            ))
+        })
         .collect();
     if devnets.is_empty() {
         return None;

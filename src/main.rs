@@ -348,32 +348,16 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
             )?,
         )?;
     }
-    let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
-    for server in servers {
-        actix::spawn(server);
-    }
-    weaver::boot::wait_for_signal().await;
-    for handle in handles {
-        handle.stop(true).await;
-    }
+    weaver::devnet_node::serve_until_signal(servers).await;
     Ok(())
 }
 
 /// `weaver devnet serve --network`: the config's devnet chains as one network, served on
 /// their node ports until a signal.
 async fn serve_network(config: Config, args: &DevnetServe) -> anyhow::Result<()> {
-    let interval_ms = config
-        .chains
-        .iter()
-        .filter_map(|c| match &c.source {
-            weaver::config::SourceConfig::Devnet(d) => Some(d.block_interval_ms),
-            weaver::config::SourceConfig::Node(_) => None,
-        })
-        .max()
-        .unwrap_or(500);
     let genesis_time_ns = match (args.genesis_unix_ms, config.devnet.genesis_unix_ms) {
         (Some(ms), _) | (None, Some(ms)) => ms * 1_000_000,
-        (None, None) => now_ns() - (config.devnet.history_blocks * interval_ms) as i64 * 1_000_000,
+        (None, None) => weaver::boot::fresh_devnet_genesis_ns(&config),
     };
     let world = DevnetWorld {
         seed: config.devnet.seed,
@@ -397,13 +381,6 @@ async fn serve_network(config: Config, args: &DevnetServe) -> anyhow::Result<()>
     weaver::devnet_network::write_devnet_file(&path, &network.network, &bound)?;
     weaver::devnet_network::announce_accounts(&network.network);
     tracing::info!(file = %path.display(), "devnet network serving");
-    let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
-    for server in servers {
-        actix::spawn(server);
-    }
-    weaver::boot::wait_for_signal().await;
-    for handle in handles {
-        handle.stop(true).await;
-    }
+    weaver::devnet_node::serve_until_signal(servers).await;
     Ok(())
 }

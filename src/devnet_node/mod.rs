@@ -400,6 +400,18 @@ fn rest_unknown_path(path: &str) -> HttpResponse {
     )
 }
 
+/// Runs `servers` until SIGINT/SIGTERM, then stops them gracefully.
+pub async fn serve_until_signal(servers: Vec<actix_web::dev::Server>) {
+    let handles: Vec<_> = servers.iter().map(|s| s.handle()).collect();
+    for server in servers {
+        actix::spawn(server);
+    }
+    crate::boot::wait_for_signal().await;
+    for handle in handles {
+        handle.stop(true).await;
+    }
+}
+
 /// Where the devnet node listens.
 pub struct Listen {
     pub rpc: Option<SocketAddr>,

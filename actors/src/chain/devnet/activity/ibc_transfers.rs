@@ -7,11 +7,11 @@
 use prost::Message as _;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::{Activity, Lane, Slot, TxPlan};
 use crate::chain::address;
 use crate::chain::devnet::message::{amount, Message};
+use crate::chain::devnet::network::packet::escrow_address;
 use crate::chain::devnet::DevnetSpec;
 use crate::chain::proto::{Any, Coin, Height, MsgTransfer};
 use crate::chain::types::Event;
@@ -25,16 +25,6 @@ const CONNECTION: &str = "connection-9";
 const TIMEOUT_BASE_NS: i64 = 24 * 3600 * 1_000_000_000;
 
 pub struct IbcTransfers;
-
-/// The ICS-20 escrow account of a channel (`GetEscrowAddress` of ibc-go).
-pub fn escrow_address(port: &str, channel: &str) -> Vec<u8> {
-    Sha256::new()
-        .chain_update(b"ics20-1")
-        .chain_update([0u8])
-        .chain_update(format!("{port}/{channel}").as_bytes())
-        .finalize()[..20]
-        .to_vec()
-}
 
 impl Activity for IbcTransfers {
     fn name(&self) -> &'static str {

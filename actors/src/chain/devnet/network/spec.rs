@@ -16,25 +16,8 @@ pub struct NetworkChain {
     pub funded_denoms: Vec<String>,
 }
 
-/// Both ends of an ICS-20 channel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Channel {
-    pub chain_a: String,
-    pub port_a: String,
-    pub channel_a: String,
-    pub chain_b: String,
-    pub port_b: String,
-    pub channel_b: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bridge {
-    pub bridge_id: u64,
-    pub l1_chain_id: String,
-    pub l2_chain_id: String,
-    /// L1 denoms the bridge carries.
-    pub denoms: Vec<String>,
-}
+/// Both ends of an ICS-20 channel, and an OPinit bridge, as the router registry has them.
+pub use crate::planner::registry::{IbcChannel as Channel, OpBridge as Bridge};
 
 /// An IBC voucher the registry knows: `denom` (`ibc/…`) on `chain_id` is `path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +64,7 @@ impl Default for RelaySettings {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct NetworkSpec {
     pub chains: Vec<NetworkChain>,
     pub channels: Vec<Channel>,

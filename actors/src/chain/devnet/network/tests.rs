@@ -10,6 +10,7 @@ use super::*;
 use crate::chain::devnet::{ChainParams, DevnetWorld, Vm};
 use crate::chain::keys::{Key, KeyKind};
 use crate::chain::proto::*;
+use crate::chain::tx_builder::{sign_tx, TxRequest};
 use crate::planner::denom::{ibc_denom, l2_denom};
 
 const L1: &str = "l1-1";
@@ -66,6 +67,8 @@ fn network(relay: RelaySettings) -> (Arc<Network>, Vec<Arc<Devnet>>) {
                 chain_b: NOBLE.into(),
                 port_b: "transfer".into(),
                 channel_b: "channel-0".into(),
+                active: true,
+                note: None,
             },
             Channel {
                 chain_a: L1.into(),
@@ -74,6 +77,8 @@ fn network(relay: RelaySettings) -> (Arc<Network>, Vec<Arc<Devnet>>) {
                 chain_b: L2.into(),
                 port_b: "transfer".into(),
                 channel_b: "channel-0".into(),
+                active: true,
+                note: None,
             },
         ],
         bridges: vec![Bridge {
@@ -81,6 +86,7 @@ fn network(relay: RelaySettings) -> (Arc<Network>, Vec<Arc<Devnet>>) {
             l1_chain_id: L1.into(),
             l2_chain_id: L2.into(),
             denoms: vec!["uinit".into()],
+            finalization_period_seconds: 0,
         }],
         traces: vec![Trace {
             chain_id: L1.into(),
@@ -118,50 +124,16 @@ struct Signed {
 }
 
 fn sign(key: &Key, s: &Signed, messages: Vec<Any>, fee_denom: &str) -> Vec<u8> {
-    let body = TxBody {
+    let request = TxRequest {
         messages,
         memo: String::new(),
-        timeout_height: 0,
-        extension_options: vec![],
-        non_critical_extension_options: vec![],
-    }
-    .encode_to_vec();
-    let auth = AuthInfo {
-        signer_infos: vec![SignerInfo {
-            public_key: Some(Any {
-                type_url: key.kind().pubkey_type_url().into(),
-                value: PubKey { key: key.pubkey() }.encode_to_vec(),
-            }),
-            mode_info: Some(ModeInfo {
-                single: Some(ModeInfoSingle {
-                    mode: SIGN_MODE_DIRECT,
-                }),
-            }),
-            sequence: s.sequence,
+        fee: vec![Coin {
+            denom: fee_denom.into(),
+            amount: s.fee.to_string(),
         }],
-        fee: Some(Fee {
-            amount: vec![Coin {
-                denom: fee_denom.into(),
-                amount: s.fee.to_string(),
-            }],
-            gas_limit: 200_000,
-            payer: String::new(),
-            granter: String::new(),
-        }),
-    }
-    .encode_to_vec();
-    let doc = SignDoc {
-        body_bytes: body.clone(),
-        auth_info_bytes: auth.clone(),
-        chain_id: s.chain_id.clone(),
-        account_number: s.account_number,
+        gas_limit: 200_000,
     };
-    TxRaw {
-        body_bytes: body,
-        auth_info_bytes: auth,
-        signatures: vec![key.sign(&doc.encode_to_vec()).to_vec()],
-    }
-    .encode_to_vec()
+    sign_tx(&request, key, &s.chain_id, s.account_number, s.sequence)
 }
 
 fn signed_for(network: &Network, chain_id: &str, key: &Key) -> Signed {
