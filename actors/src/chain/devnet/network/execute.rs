@@ -118,36 +118,19 @@ impl Exec<'_> {
         self.ledger
             .transfer(from, to, denom, amount)
             .map_err(|e| ("sdk", 5, e.log()))?;
-        let (from, to) = (self.bech32(from), self.bech32(to));
-        let coins = format!("{amount}{denom}");
-        Ok(vec![
-            event(
-                "coin_spent",
-                vec![("spender", from.clone()), ("amount", coins.clone())],
-            ),
-            event(
-                "coin_received",
-                vec![("receiver", to.clone()), ("amount", coins.clone())],
-            ),
-            event(
-                "transfer",
-                vec![
-                    ("recipient", to),
-                    ("sender", from.clone()),
-                    ("amount", coins),
-                ],
-            ),
-            event("message", vec![("sender", from)]),
-        ])
+        Ok(transfer_events(
+            &self.bech32(from),
+            &self.bech32(to),
+            &format!("{amount}{denom}"),
+        ))
     }
 
     /// Mints to `to` through `module`, with the bank's events.
     pub fn mint(&mut self, module: &str, to: &[u8], denom: &str, amount: u128) -> Vec<Event> {
         let minter = self.bech32(&module_address(module));
         self.ledger.credit(to, denom, amount);
-        let to = self.bech32(to);
         let coins = format!("{amount}{denom}");
-        vec![
+        let mut events = vec![
             event(
                 "coin_received",
                 vec![("receiver", minter.clone()), ("amount", coins.clone())],
@@ -156,24 +139,9 @@ impl Exec<'_> {
                 "coinbase",
                 vec![("minter", minter.clone()), ("amount", coins.clone())],
             ),
-            event(
-                "coin_spent",
-                vec![("spender", minter.clone()), ("amount", coins.clone())],
-            ),
-            event(
-                "coin_received",
-                vec![("receiver", to.clone()), ("amount", coins.clone())],
-            ),
-            event(
-                "transfer",
-                vec![
-                    ("recipient", to),
-                    ("sender", minter.clone()),
-                    ("amount", coins),
-                ],
-            ),
-            event("message", vec![("sender", minter)]),
-        ]
+        ];
+        events.extend(transfer_events(&minter, &self.bech32(to), &coins));
+        events
     }
 
     /// Burns from `from` through `module`, with the bank's events.
@@ -188,32 +156,16 @@ impl Exec<'_> {
             .debit(from, denom, amount)
             .map_err(|e| ("sdk", 5, e.log()))?;
         let burner = self.bech32(&module_address(module));
-        let from = self.bech32(from);
         let coins = format!("{amount}{denom}");
-        Ok(vec![
-            event(
-                "coin_spent",
-                vec![("spender", from.clone()), ("amount", coins.clone())],
-            ),
-            event(
-                "coin_received",
-                vec![("receiver", burner.clone()), ("amount", coins.clone())],
-            ),
-            event(
-                "transfer",
-                vec![
-                    ("recipient", burner.clone()),
-                    ("sender", from.clone()),
-                    ("amount", coins.clone()),
-                ],
-            ),
-            event("message", vec![("sender", from)]),
+        let mut events = transfer_events(&self.bech32(from), &burner, &coins);
+        events.extend([
             event(
                 "coin_spent",
                 vec![("spender", burner.clone()), ("amount", coins.clone())],
             ),
             event("burn", vec![("burner", burner), ("amount", coins)]),
-        ])
+        ]);
+        Ok(events)
     }
 
     /// Sends an ICS-20 packet from `sender`: escrows or burns, takes the next sequence,
@@ -317,6 +269,29 @@ impl Exec<'_> {
             self.mint("transfer", &refund.address, &refund.denom, refund.amount)
         }
     }
+}
+
+/// The bank's events of a transfer of `coins` (`"5uinit"`).
+fn transfer_events(from: &str, to: &str, coins: &str) -> Vec<Event> {
+    vec![
+        event(
+            "coin_spent",
+            vec![("spender", from.into()), ("amount", coins.into())],
+        ),
+        event(
+            "coin_received",
+            vec![("receiver", to.into()), ("amount", coins.into())],
+        ),
+        event(
+            "transfer",
+            vec![
+                ("recipient", to.into()),
+                ("sender", from.into()),
+                ("amount", coins.into()),
+            ],
+        ),
+        event("message", vec![("sender", from.into())]),
+    ]
 }
 
 fn coin_of(coin: &Option<Coin>) -> Result<(String, u128), Failure> {

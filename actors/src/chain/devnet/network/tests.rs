@@ -247,46 +247,44 @@ fn check_tx_refuses_what_a_node_refuses() {
     let bob = network.test_accounts()[1].eth.address();
     let good = signed_for(&network, L1, &alice);
     let msg = || vec![send(&alice, &bob, "uinit", 5)];
-    let wrong_chain = Signed {
-        chain_id: "other-1".into(),
-        ..signed_for(&network, L1, &alice)
-    };
-    assert_eq!(
-        network
-            .broadcast(L1, &sign(&alice, &wrong_chain, msg(), "uinit"))
-            .code,
-        4
-    );
-    let wrong_number = Signed {
-        account_number: 1,
-        ..signed_for(&network, L1, &alice)
-    };
-    assert_eq!(
-        network
-            .broadcast(L1, &sign(&alice, &wrong_number, msg(), "uinit"))
-            .code,
-        4
-    );
-    let wrong_sequence = Signed {
-        sequence: 7,
-        ..signed_for(&network, L1, &alice)
-    };
-    assert_eq!(
-        network
-            .broadcast(L1, &sign(&alice, &wrong_sequence, msg(), "uinit"))
-            .code,
-        32
-    );
-    let low_fee = Signed {
-        fee: 1,
-        ..signed_for(&network, L1, &alice)
-    };
-    assert_eq!(
-        network
-            .broadcast(L1, &sign(&alice, &low_fee, msg(), "uinit"))
-            .code,
-        13
-    );
+    let refusals: [(&str, Signed, u32); 4] = [
+        (
+            "wrong chain id",
+            Signed {
+                chain_id: "other-1".into(),
+                ..signed_for(&network, L1, &alice)
+            },
+            4,
+        ),
+        (
+            "wrong account number",
+            Signed {
+                account_number: 1,
+                ..signed_for(&network, L1, &alice)
+            },
+            4,
+        ),
+        (
+            "wrong sequence",
+            Signed {
+                sequence: 7,
+                ..signed_for(&network, L1, &alice)
+            },
+            32,
+        ),
+        (
+            "fee below the minimum",
+            Signed {
+                fee: 1,
+                ..signed_for(&network, L1, &alice)
+            },
+            13,
+        ),
+    ];
+    for (what, signed, code) in refusals {
+        let answer = network.broadcast(L1, &sign(&alice, &signed, msg(), "uinit"));
+        assert_eq!(answer.code, code, "{what}: {answer:?}");
+    }
     let unknown = vec![Any {
         type_url: "/cosmos.gov.v1.MsgVote".into(),
         value: vec![],
