@@ -15,7 +15,7 @@ use weaver_actors::chain::address;
 use weaver_actors::chain::devnet::network::{IncludedTx, Network, NetworkFault};
 use weaver_actors::chain::devnet::render;
 use weaver_actors::chain::types::BlockBundle;
-use weaver_actors::indexers::records::tx_record;
+use weaver_actors::chain::ChainQuery;
 
 use super::DevnetNode;
 
@@ -351,16 +351,6 @@ async fn included(node: &web::Data<DevnetNode>, hash: [u8; 32]) -> Option<Includ
         .flatten()
 }
 
-fn tx_response(node: &DevnetNode, found: &IncludedTx, hash: &[u8; 32]) -> Value {
-    let block = BlockBundle {
-        chain_id: node.devnet.spec().chain_id.clone(),
-        height: found.height,
-        time_ns: found.time_ns,
-        ..Default::default()
-    };
-    serde_json::from_slice(&tx_record(&block, &found.tx, hash)).unwrap_or(Value::Null)
-}
-
 pub async fn tx_by_hash(node: web::Data<DevnetNode>, path: web::Path<String>) -> HttpResponse {
     try_answer!(network_of(&node));
     let Some(hash) = parse_hash(&path) else {
@@ -373,19 +363,14 @@ pub async fn tx_by_hash(node: web::Data<DevnetNode>, path: web::Path<String>) ->
             ),
         );
     };
-    match included(&node, hash).await {
-        Some(found) => {
-            let response = tx_response(&node, &found, &hash);
-            HttpResponse::Ok().json(json!({"tx": found.tx.json, "tx_response": response}))
-        }
-        None => rest_error(
-            StatusCode::NOT_FOUND,
-            5,
-            &format!(
-                "rpc error: code = NotFound desc = tx not found: {}: key not found",
-                hex::encode_upper(hash)
-            ),
-        ),
+    let devnet = node.devnet.clone();
+    let query = ChainQuery::TxByHash {
+        hash: hex::encode_upper(hash),
+    };
+    match web::block(move || devnet.query(&query, 0)).await {
+        Ok(Ok(found)) => HttpResponse::Ok().json(found),
+        Ok(Err(rejection)) => rest_error(StatusCode::NOT_FOUND, rejection.code, &rejection.message),
+        Err(e) => rest_error(StatusCode::INTERNAL_SERVER_ERROR, 13, &e.to_string()),
     }
 }
 

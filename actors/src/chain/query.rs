@@ -27,6 +27,9 @@ pub enum ChainQuery {
     /// EVM JSON-RPC `debug_traceBlockByNumber` of the height with the `callTracer`: the
     /// array of `{"txHash", "result" | "error"}`.
     EvmTraceBlock,
+    /// `GET /cosmos/tx/v1beta1/txs/{hash}` (latest state; `hash` upper-case hex):
+    /// `{"tx", "tx_response"}`, or a rejection with code 5 while the chain has not shown it.
+    TxByHash { hash: String },
 }
 
 /// The sender of read-only EVM calls (the zero-ish module address real indexers use).
@@ -110,6 +113,7 @@ impl ChainQuery {
             ChainQuery::EvmContractByDenom { .. } => "evm_contract_by_denom",
             ChainQuery::EvmBlockReceipts => "evm_block_receipts",
             ChainQuery::EvmTraceBlock => "evm_trace_block",
+            ChainQuery::TxByHash { .. } => "tx_by_hash",
         }
     }
 }

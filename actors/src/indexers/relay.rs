@@ -94,6 +94,7 @@ impl DomainIndexer for RelayIndexer {
                 chain_id: bundle.chain_id.clone(),
                 sequence,
                 height: bundle.height,
+                time_ns: bundle.time_ns,
                 tx_hash: hash.map(hex::encode_upper),
                 event: kind,
             };

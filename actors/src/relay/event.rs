@@ -213,6 +213,10 @@ pub struct RelayEvent {
     pub chain_id: String,
     pub sequence: u64,
     pub height: u64,
+    /// Time of the block, nanoseconds since the epoch (0 in events stored before it was
+    /// recorded).
+    #[serde(default)]
+    pub time_ns: i64,
     /// Upper-case hex hash of the tx that emitted it; `None` for block-level events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_hash: Option<String>,

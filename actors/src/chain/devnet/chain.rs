@@ -219,11 +219,44 @@ impl Devnet {
     /// Answers a chain-state read at `height` (the state after that block) the way the
     /// chain's REST API would: a pure function of the world, like the blocks.
     pub fn query(&self, query: &ChainQuery, height: u64) -> QueryAnswer {
+        if let ChainQuery::TxByHash { hash } = query {
+            return self.tx_by_hash(hash);
+        }
         let lanes = state_query::Lanes {
             nfts: self.lane(activity::nfts::NAME),
             tokens: self.lane(activity::evm_contracts::NAME),
         };
         state_query::answer(&self.spec, lanes, query, height)
+    }
+
+    /// A tx the network included, as REST's `GET /cosmos/tx/v1beta1/txs/{hash}` shows it.
+    /// Only the network's txs are indexed by hash (generated ones are not looked for).
+    fn tx_by_hash(&self, hash: &str) -> QueryAnswer {
+        let not_found = || crate::chain::QueryRejection {
+            code: 5,
+            message: format!(
+                "rpc error: code = NotFound desc = tx not found: {hash}: key not found"
+            ),
+        };
+        let bytes: [u8; 32] = hex::decode(hash)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(not_found)?;
+        let network = self.network().ok_or_else(not_found)?;
+        let found = network
+            .tx(&self.spec.chain_id, &bytes, 0)
+            .ok_or_else(not_found)?;
+        let block = BlockBundle {
+            chain_id: self.spec.chain_id.clone(),
+            height: found.height,
+            time_ns: found.time_ns,
+            ..Default::default()
+        };
+        let response: serde_json::Value = serde_json::from_slice(
+            &crate::indexers::records::tx_record(&block, &found.tx, &bytes),
+        )
+        .unwrap_or_default();
+        Ok(serde_json::json!({"tx": found.tx.json, "tx_response": response}))
     }
 
     /// The lane of the activity called `name`, if the chain carries it.

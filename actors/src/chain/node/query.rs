@@ -48,6 +48,7 @@ fn route(query: &ChainQuery) -> (String, Option<Value>) {
         ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock => {
             unreachable!("EVM JSON-RPC reads are not REST routes")
         }
+        ChainQuery::TxByHash { hash } => (format!("/cosmos/tx/v1beta1/txs/{hash}"), None),
         ChainQuery::EvmContractByDenom { denom } => (
             format!(
                 "/minievm/evm/v1/contracts/by_denom?denom={}",
