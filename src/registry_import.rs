@@ -89,6 +89,7 @@ fn reg_chain(chain: &Value, chain_type: &str, fee_denoms: Vec<String>) -> RegCha
         rpc: first_address(&chain["apis"], "rpc"),
         rest: first_address(&chain["apis"], "rest"),
         logo_uri: None,
+        explorer_tx_url: None,
     }
 }
 

@@ -8,3 +8,4 @@ pub mod planner;
 pub mod relay;
 pub mod store;
 pub mod system;
+pub mod tracker;

@@ -60,6 +60,11 @@ pub struct RegChain {
     pub rest: Option<String>,
     #[serde(default)]
     pub logo_uri: Option<String>,
+    /// The chain explorer's page of a tx: `{tx_hash}` (upper-case hex) and `{chain_id}` are
+    /// filled in (transfer tracking's `explorer_link`). Default:
+    /// `https://scan.initia.xyz/{chain_id}/txs/{tx_hash}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explorer_tx_url: Option<String>,
 }
 
 fn default_chain_type() -> String {

@@ -43,6 +43,7 @@ pub(crate) fn chain(id: &str, pfm: bool, is_l1: bool) -> RegChain {
         rpc: None,
         rest: None,
         logo_uri: None,
+        explorer_tx_url: None,
     }
 }
 

@@ -12,6 +12,7 @@ pub mod nft;
 pub mod pager;
 pub mod relay;
 pub mod richlist;
+pub mod tracker;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -101,6 +102,11 @@ impl Store {
     /// The rich-list domain of an EVM chain.
     pub fn rich_list(&self, chain_id: &str) -> Result<RichListStore, StoreError> {
         Ok(RichListStore::new(self.domain(chain_id, richlist::DOMAIN)?))
+    }
+
+    /// The transfer trackers' records.
+    pub fn trackers(&self) -> Result<tracker::TrackerStore, StoreError> {
+        Ok(tracker::TrackerStore::new(self.db.open_tree("tracker")?))
     }
 
     /// Process-level metadata (the devnet world's genesis and the like).

@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prost::Message as _;
-
 use super::*;
 use crate::chain::devnet::{ChainParams, DevnetWorld, Vm};
 use crate::chain::keys::{Key, KeyKind};

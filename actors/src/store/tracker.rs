@@ -1,0 +1,54 @@
+//! The tracker tree (`tracker`): one record per registered tx, written on every transition,
+//! so a restart resumes every transfer where it was.
+//!
+//! `t` chain-id-len chain-id tx-hash(32) → the tracked tx as JSON.
+
+use super::{corrupt, StoreError};
+use crate::tracker::{TrackKey, Tracked};
+
+const RECORD: u8 = b't';
+
+#[derive(Clone)]
+pub struct TrackerStore {
+    tree: sled::Tree,
+}
+
+fn key_of(key: &TrackKey) -> Vec<u8> {
+    let mut bytes = vec![RECORD, key.chain_id.len().min(255) as u8];
+    bytes.extend_from_slice(&key.chain_id.as_bytes()[..key.chain_id.len().min(255)]);
+    bytes.extend_from_slice(key.tx_hash.as_bytes());
+    bytes
+}
+
+impl TrackerStore {
+    pub fn new(tree: sled::Tree) -> Self {
+        TrackerStore { tree }
+    }
+
+    pub fn put(&self, tracked: &Tracked) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(tracked)
+            .map_err(|e| corrupt(&key_of(&tracked.key), &e.to_string()))?;
+        self.tree.insert(key_of(&tracked.key), json)?;
+        Ok(())
+    }
+
+    pub fn remove(&self, key: &TrackKey) -> Result<(), StoreError> {
+        self.tree.remove(key_of(key))?;
+        Ok(())
+    }
+
+    /// Every record; one that does not parse is skipped with a warning (and kept on disk).
+    pub fn load(&self) -> Result<Vec<Tracked>, StoreError> {
+        let mut all = vec![];
+        for item in self.tree.scan_prefix([RECORD]) {
+            let (key, value) = item?;
+            match serde_json::from_slice::<Tracked>(&value) {
+                Ok(tracked) => all.push(tracked),
+                Err(e) => {
+                    tracing::warn!(key = %hex::encode(&key), error = %e, "unreadable tracker record skipped")
+                }
+            }
+        }
+        Ok(all)
+    }
+}
