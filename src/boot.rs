@@ -292,6 +292,8 @@ pub async fn run_with(
     // an IO error in-process).
     let restart = RestartRequest::default();
     let mut ingestions = Vec::new();
+    let mut relay_stores = std::collections::HashMap::new();
+    let mut chain_sources = std::collections::HashMap::new();
     for chain in &config.chains {
         let blocks = if chain.indexes(Domain::Blocks) {
             Some(store.blocks(
@@ -307,6 +309,7 @@ pub async fn run_with(
         let relay = if chain.indexes(Domain::Relay) {
             let relay = store.relay(&chain.chain_id)?;
             bus.register(relay.clone())?;
+            relay_stores.insert(chain.chain_id.clone(), relay.clone());
             Some(relay)
         } else {
             None
@@ -361,6 +364,7 @@ pub async fn run_with(
             evm_source_for(chain, devnet_of(chain))?,
         ));
         let api_source = source.clone();
+        chain_sources.insert(chain.chain_id.clone(), source.clone());
         let settings = FollowerSettings {
             in_flight: chain.follower.in_flight,
             batch_blocks: chain.follower.batch_blocks,
@@ -488,6 +492,14 @@ pub async fn run_with(
     if let Some(path) = config_path {
         spawn_registry_reload(path, planner);
     }
+    let tracking = web::Data::new(start_tracking(
+        &config,
+        &store,
+        &supervision,
+        relay_stores,
+        chain_sources,
+        &bus,
+    )?);
     let snapshot = web::Data::new(snapshot);
     let limits = http::ListenerLimits::new("router", &config.limits);
     let app_limits = limits.clone();
@@ -497,7 +509,12 @@ pub async fn run_with(
         config.http_workers,
         limits,
         move || {
-            http::app("router", app_limits.clone(), http::router::routes).app_data(snapshot.clone())
+            http::app("router", app_limits.clone(), |cfg| {
+                http::router::routes(cfg);
+                http::tracking::routes(cfg);
+            })
+            .app_data(snapshot.clone())
+            .app_data(tracking.clone())
         },
     )?;
     tracing::info!(listen = %bound, "router API listening");
@@ -575,6 +592,45 @@ pub async fn run_with(
         Err(e) => return Err(e.into()),
     }
     Ok(())
+}
+
+/// The `TrackerHub` over every followed chain's relay log and source, and what the tracking
+/// routes share.
+fn start_tracking(
+    config: &Config,
+    store: &Store,
+    supervision: &Supervision,
+    relay_stores: std::collections::HashMap<String, weaver_actors::store::relay::RelayStore>,
+    sources: std::collections::HashMap<String, Arc<ChainAccess>>,
+    bus: &RelayBus,
+) -> anyhow::Result<http::tracking::TrackingApi> {
+    use weaver_actors::tracker::{HubDeps, Topology, TrackerHub, TrackerSettings, TrackerView};
+    let settings = &config.tracker;
+    let view = TrackerView::new(Arc::new(Topology::new(&config.router.registry())));
+    let deps = HubDeps {
+        view: view.clone(),
+        store: store.trackers()?,
+        relay_stores,
+        sources,
+        bus: bus.clone(),
+        settings: TrackerSettings {
+            abandon_unseen: Duration::from_secs(settings.abandon_unseen_secs),
+            abandon_stalled: Duration::from_secs(settings.abandon_stalled_secs),
+            retention: Duration::from_secs(settings.retention_secs),
+            max_trackers: settings.max_trackers,
+            ..Default::default()
+        },
+    };
+    let hub = supervision.start("tracker_hub", move || TrackerHub::new(deps.clone()));
+    Ok(http::tracking::TrackingApi {
+        view,
+        hub,
+        streams: http::tracking::StreamLimits::new(
+            settings.max_streams,
+            settings.max_streams_per_ip,
+            Duration::from_secs(settings.max_stream_secs),
+        ),
+    })
 }
 
 /// On SIGHUP, re-reads the config file and hands its router registry to the planner, which

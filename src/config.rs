@@ -60,6 +60,9 @@ pub struct Config {
     /// HTTP listener.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Transfer tracking (`POST /v2/tx/track`, `GET /v2/tx/status[/stream]`).
+    #[serde(default)]
+    pub tracker: TrackerConfig,
     /// The devnet world every `kind = "devnet"` chain is generated from.
     #[serde(default)]
     pub devnet: DevnetWorldConfig,
@@ -94,6 +97,40 @@ impl Default for DevnetWorldConfig {
             history_blocks: default_history_blocks(),
             genesis_unix_ms: None,
             network: DevnetNetworkConfig::default(),
+        }
+    }
+}
+
+/// Transfer tracking timings and bounds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrackerConfig {
+    /// A registered tx the chain has not shown after this is `STATE_ABANDONED`.
+    pub abandon_unseen_secs: u64,
+    /// A transfer without progress this long is `STATE_ABANDONED` (an OPinit withdrawal
+    /// also gets its bridge's finalization period).
+    pub abandon_stalled_secs: u64,
+    /// Terminal transfers stay queryable this long.
+    pub retention_secs: u64,
+    /// Tracked txs at most (registrations beyond: 503).
+    pub max_trackers: usize,
+    /// Open `/v2/tx/status/stream` streams at most, in total and per client IP.
+    pub max_streams: usize,
+    pub max_streams_per_ip: usize,
+    /// A stream closes after this even if its transfer is not done.
+    pub max_stream_secs: u64,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        TrackerConfig {
+            abandon_unseen_secs: 300,
+            abandon_stalled_secs: 1800,
+            retention_secs: 7 * 24 * 3600,
+            max_trackers: 2_000_000,
+            max_streams: 1000,
+            max_streams_per_ip: 8,
+            max_stream_secs: 3600,
         }
     }
 }

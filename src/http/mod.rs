@@ -10,6 +10,7 @@ pub mod nft;
 pub mod query;
 pub mod richlist;
 pub mod router;
+pub mod tracking;
 
 use std::sync::Arc;
 use std::time::Instant;

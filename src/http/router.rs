@@ -24,7 +24,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/v2/fungible/assets", assets);
 }
 
-fn post<F, Args>(cfg: &mut web::ServiceConfig, path: &str, handler: F)
+pub(crate) fn post<F, Args>(cfg: &mut web::ServiceConfig, path: &str, handler: F)
 where
     F: actix_web::Handler<Args>,
     Args: actix_web::FromRequest + 'static,
@@ -78,7 +78,7 @@ impl From<RouteError> for ApiError {
 }
 
 /// Parses a JSON object body; a field of the wrong JSON type is a 400 that names it.
-fn parse_body<T: DeserializeOwned>(
+pub(crate) fn parse_body<T: DeserializeOwned>(
     body: &[u8],
     string_fields: &[&str],
     bool_fields: &[&str],

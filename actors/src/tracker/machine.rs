@@ -149,7 +149,7 @@ fn starting_hop(event: &RelayEvent, topology: &Topology) -> Option<Hop> {
 }
 
 /// Where a receipt continues: the (channel, receiver) of a packet-forward memo.
-fn forward_of(memo: &str) -> Option<(String, String)> {
+pub(crate) fn forward_memo(memo: &str) -> Option<(String, String)> {
     let value: Value = serde_json::from_str(memo).ok()?;
     let forward = value.get("forward")?;
     Some((
@@ -252,7 +252,7 @@ impl Tracked {
                             RelayKind::RecvPacket(_) if ours(true) && hop.receive.is_none() => {
                                 hop.receive = Some(leg(event));
                                 changed = true;
-                                forward_of(&hop.carried.memo).is_some()
+                                forward_memo(&hop.carried.memo).is_some()
                             }
                             RelayKind::WriteAcknowledgement { ack, .. }
                                 if ours(true) && hop.ack.is_none() =>
@@ -343,7 +343,7 @@ impl Tracked {
             let sent = carried(p);
             match last {
                 Hop::Ibc(hop) => {
-                    forward_of(&hop.carried.memo).is_some_and(|(channel, receiver)| {
+                    forward_memo(&hop.carried.memo).is_some_and(|(channel, receiver)| {
                         p.src_channel == channel && sent.receiver == receiver
                     })
                 }

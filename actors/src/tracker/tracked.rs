@@ -206,6 +206,13 @@ impl Hop {
         }
     }
 
+    /// An IBC hop whose memo asks the destination to forward: the transfer goes on with a
+    /// hop not linked yet (even if this one's acknowledgement, written when the next hop
+    /// completes, is already seen: the next hop's receipt may be indexed later).
+    pub fn forwards(&self) -> bool {
+        matches!(self, Hop::Ibc(hop) if super::machine::forward_memo(&hop.carried.memo).is_some())
+    }
+
     fn to_chain(&self) -> &str {
         match self {
             Hop::Ibc(hop) => &hop.to_chain,
@@ -249,7 +256,8 @@ fn transfer_state(hops: &[Hop]) -> TxState {
             TxState::PendingError
         };
     }
-    if hops.iter().all(|h| h.state() == HopState::Success) {
+    let forwards_on = hops.last().is_some_and(Hop::forwards);
+    if hops.iter().all(|h| h.state() == HopState::Success) && !forwards_on {
         TxState::CompletedSuccess
     } else {
         TxState::Pending

@@ -1,0 +1,277 @@
+//! Transfer tracking on the router listener: `POST /v2/tx/track`, `GET /v2/tx/status` and
+//! `GET /v2/tx/status/stream` (server-sent events). Registration is the only write (a
+//! message to the `TrackerHub`); status reads the hub's published view.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::json;
+use weaver_actors::planner::actor::SnapshotHandle;
+use weaver_actors::system::Supervised;
+use weaver_actors::tracker::{Register, TrackError, TrackKey, TrackerHub, TrackerView};
+
+use super::error::{ApiError, ApiResult};
+
+/// What the tracking routes share.
+pub struct TrackingApi {
+    pub view: Arc<TrackerView>,
+    pub hub: Supervised<TrackerHub>,
+    pub streams: StreamLimits,
+}
+
+/// Open SSE streams, in total and per client.
+pub struct StreamLimits {
+    total: AtomicUsize,
+    per_ip: Mutex<HashMap<IpAddr, usize>>,
+    pub max_total: usize,
+    pub max_per_ip: usize,
+    /// A stream ends after this even if the transfer has not.
+    pub max_duration: Duration,
+}
+
+impl StreamLimits {
+    pub fn new(max_total: usize, max_per_ip: usize, max_duration: Duration) -> Self {
+        StreamLimits {
+            total: AtomicUsize::new(0),
+            per_ip: Mutex::new(HashMap::new()),
+            max_total,
+            max_per_ip,
+            max_duration,
+        }
+    }
+}
+
+/// One open stream, counted until dropped.
+struct StreamSlot {
+    api: web::Data<TrackingApi>,
+    ip: IpAddr,
+}
+
+impl StreamSlot {
+    fn open(api: &web::Data<TrackingApi>, ip: IpAddr) -> Result<StreamSlot, ApiError> {
+        let limits = &api.streams;
+        let mut per_ip = limits.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = per_ip.entry(ip).or_default();
+        if *mine >= limits.max_per_ip {
+            return Err(ApiError::too_many_requests(
+                format!("at most {} status streams per client", limits.max_per_ip),
+                5,
+            ));
+        }
+        if limits.total.load(Ordering::SeqCst) >= limits.max_total {
+            return Err(ApiError::unavailable(
+                format!(
+                    "at most {} status streams are open at once",
+                    limits.max_total
+                ),
+                5,
+            ));
+        }
+        *mine += 1;
+        limits.total.fetch_add(1, Ordering::SeqCst);
+        metrics::gauge!("weaver_tracker_streams").increment(1.0);
+        Ok(StreamSlot {
+            api: api.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let limits = &self.api.streams;
+        limits.total.fetch_sub(1, Ordering::SeqCst);
+        let mut per_ip = limits.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = per_ip.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                per_ip.remove(&self.ip);
+            }
+        }
+        metrics::gauge!("weaver_tracker_streams").decrement(1.0);
+    }
+}
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    super::router::post(cfg, "/v2/tx/track", track);
+    super::get(cfg, "/v2/tx/status", status);
+    super::get(cfg, "/v2/tx/status/stream", stream);
+}
+
+#[derive(Deserialize)]
+struct TrackRequest {
+    tx_hash: Option<String>,
+    chain_id: Option<String>,
+}
+
+/// An upper-case 64-digit hex hash (`0x` allowed), or a 400 naming the field.
+fn parse_hash(text: &str) -> Result<String, ApiError> {
+    let hex = text.strip_prefix("0x").unwrap_or(text);
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ApiError::invalid_value(
+            "tx_hash",
+            text,
+            "a tx hash is 64 hex digits",
+        ));
+    }
+    Ok(hex.to_ascii_uppercase())
+}
+
+fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, ApiError> {
+    value
+        .as_deref()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| ApiError::bad_request(format!("{field} is required")))
+}
+
+/// The tracked key of a request, if its chain is one the router knows.
+fn track_key(
+    snapshot: &SnapshotHandle,
+    tx_hash: &Option<String>,
+    chain_id: &Option<String>,
+) -> Result<TrackKey, ApiError> {
+    let tx_hash = parse_hash(required(tx_hash, "tx_hash")?)?;
+    let chain_id = required(chain_id, "chain_id")?;
+    if snapshot.load().graph.chain(chain_id).is_none() {
+        return Err(ApiError::not_found(format!(
+            "chain ID not supported: {chain_id}"
+        )));
+    }
+    Ok(TrackKey {
+        chain_id: chain_id.to_string(),
+        tx_hash,
+    })
+}
+
+async fn track(
+    api: web::Data<TrackingApi>,
+    snapshot: web::Data<SnapshotHandle>,
+    body: web::Bytes,
+) -> ApiResult {
+    let request: TrackRequest = super::router::parse_body(&body, &["tx_hash", "chain_id"], &[])?;
+    let key = track_key(&snapshot, &request.tx_hash, &request.chain_id)?;
+    let answer = api
+        .hub
+        .addr()
+        .send(Register(key.clone()))
+        .await
+        .map_err(|e| ApiError::unavailable(format!("the tracker is restarting: {e}"), 1))?;
+    match answer {
+        Ok(()) => {}
+        Err(e @ TrackError::Full(_)) => return Err(ApiError::unavailable(e.to_string(), 30)),
+        Err(e) => return Err(ApiError::internal(e)),
+    }
+    let explorer_link = api.view.topology.explorer_link(&key.chain_id, &key.tx_hash);
+    Ok(HttpResponse::Ok().json(json!({"tx_hash": key.tx_hash, "explorer_link": explorer_link})))
+}
+
+#[derive(Deserialize)]
+struct StatusQuery {
+    tx_hash: Option<String>,
+    chain_id: Option<String>,
+}
+
+fn status_query(req: &HttpRequest) -> Result<StatusQuery, ApiError> {
+    web::Query::<StatusQuery>::from_query(req.query_string())
+        .map(|q| q.into_inner())
+        .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))
+}
+
+fn not_tracked(key: &TrackKey) -> ApiError {
+    ApiError::not_found(format!(
+        "tx not found: {} on {} was never registered with POST /v2/tx/track",
+        key.tx_hash, key.chain_id
+    ))
+}
+
+async fn status(
+    api: web::Data<TrackingApi>,
+    snapshot: web::Data<SnapshotHandle>,
+    req: HttpRequest,
+) -> ApiResult {
+    let query = status_query(&req)?;
+    let key = track_key(&snapshot, &query.tx_hash, &query.chain_id)?;
+    let (body, _) = api.view.status(&key).ok_or_else(|| not_tracked(&key))?;
+    Ok(HttpResponse::Ok().json(body))
+}
+
+fn event_bytes(body: &serde_json::Value) -> Bytes {
+    Bytes::from(format!("event: status\ndata: {body}\n\n"))
+}
+
+/// One `status` event per state change (the current one first), closed after the terminal
+/// one, with a comment every 15 s to keep proxies from closing an idle stream.
+async fn stream(
+    api: web::Data<TrackingApi>,
+    snapshot: web::Data<SnapshotHandle>,
+    req: HttpRequest,
+) -> ApiResult {
+    let query = status_query(&req)?;
+    let key = track_key(&snapshot, &query.tx_hash, &query.chain_id)?;
+    let (first, first_state) = api.view.status(&key).ok_or_else(|| not_tracked(&key))?;
+    let ip = req
+        .peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let slot = StreamSlot::open(&api, ip)?;
+    let updates = api.view.updates.subscribe();
+    let deadline = tokio::time::Instant::now() + api.streams.max_duration;
+    struct State {
+        slot: StreamSlot,
+        key: TrackKey,
+        updates: tokio::sync::broadcast::Receiver<TrackKey>,
+        last: serde_json::Value,
+        done: bool,
+        deadline: tokio::time::Instant,
+    }
+    let state = State {
+        slot,
+        key,
+        updates,
+        last: first.clone(),
+        done: first_state.is_terminal(),
+        deadline,
+    };
+    let opening =
+        futures_util::stream::once(async move { Ok::<_, actix_web::Error>(event_bytes(&first)) });
+    let rest = futures_util::stream::unfold(state, |mut s| async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            if s.done || tokio::time::Instant::now() >= s.deadline {
+                return None;
+            }
+            let wait = tokio::time::timeout(Duration::from_secs(15), s.updates.recv()).await;
+            let changed = match wait {
+                Err(_) => return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s)),
+                Ok(Ok(key)) => key == s.key,
+                // Missed some changes: the current state says where things are.
+                Ok(Err(RecvError::Lagged(_))) => true,
+                Ok(Err(RecvError::Closed)) => return None,
+            };
+            if !changed {
+                continue;
+            }
+            let Some((body, state)) = s.slot.api.view.status(&s.key) else {
+                return None;
+            };
+            if body == s.last {
+                continue;
+            }
+            s.done = state.is_terminal();
+            s.last = body.clone();
+            return Some((Ok(event_bytes(&body)), s));
+        }
+    });
+    use futures_util::StreamExt;
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .insert_header(("x-accel-buffering", "no"))
+        .streaming(opening.chain(rest)))
+}
