@@ -257,9 +257,7 @@ async fn stream(
             if !changed {
                 continue;
             }
-            let Some((body, state)) = s.slot.api.view.status(&s.key) else {
-                return None;
-            };
+            let (body, state) = s.slot.api.view.status(&s.key)?;
             if body == s.last {
                 continue;
             }
