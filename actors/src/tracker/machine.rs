@@ -336,7 +336,21 @@ impl Tracked {
         let Some(last) = hops.last() else {
             return false;
         };
-        let next = events.iter().find(|e| {
+        // A relayer delivers many packets in one tx: a forward is sent after its receipt
+        // (ibc-go emits recv_packet before the application's callback sends on).
+        let after = match last {
+            Hop::Ibc(hop) => events
+                .iter()
+                .position(|e| {
+                    matches!(&e.event, RelayKind::RecvPacket(p)
+                        if p.dst_port == hop.dst_port
+                            && p.dst_channel == hop.dst_channel
+                            && p.sequence == hop.sequence)
+                })
+                .map_or(0, |i| i + 1),
+            Hop::OpInit(_) => 0,
+        };
+        let next = events[after..].iter().find(|e| {
             let RelayKind::SendPacket(p) = &e.event else {
                 return false;
             };

@@ -16,3 +16,6 @@ pub use hub::{HubDeps, Register, TrackError, TrackerHub, TrackerSettings, Tracke
 pub use machine::WatchKey;
 pub use topology::Topology;
 pub use tracked::{Hop, TrackKey, Tracked, TxState};
+
+#[cfg(test)]
+mod tests;

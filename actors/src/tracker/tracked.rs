@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::topology::Topology;
 use crate::chain::timefmt::rfc3339_seconds;
 use crate::planner::denom::ibc_denom;
+use crate::planner::graph::denom_of_path;
 
 /// A registration: the tx and the chain it was broadcast to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -226,20 +227,15 @@ impl IbcHop {
     pub fn received_denom(&self) -> String {
         let path = &self.carried.denom;
         match path.strip_prefix(&format!("{}/{}/", self.src_port, self.src_channel)) {
-            Some(rest) if rest.contains('/') && !rest.starts_with("l2/") => ibc_denom(rest),
-            Some(rest) => rest.to_string(),
+            Some(rest) => denom_of_path(rest),
             None => ibc_denom(&format!("{}/{}/{}", self.dst_port, self.dst_channel, path)),
         }
     }
 
-    /// The denom the tokens left the source as.
+    /// The denom the tokens left the source as. A base denom may contain '/' (`move/…`,
+    /// `evm/…`, `factory/…`, `l2/…`): only a `transfer/channel-N/` prefix is a trace.
     pub fn sent_denom(&self) -> String {
-        let path = &self.carried.denom;
-        if path.contains('/') && !path.starts_with("l2/") {
-            ibc_denom(path)
-        } else {
-            path.clone()
-        }
+        denom_of_path(&self.carried.denom)
     }
 }
 
