@@ -583,16 +583,72 @@ pub fn run(args: &SendArgs, devnet_file: &Path, out: &mut dyn Write) -> anyhow::
             warning.kind, warning.message
         ))?;
     }
-    if route.required_op_hook {
-        bail!("this route continues after an OPinit deposit and needs a signed op hook, which `weaver devnet send` does not build");
-    }
-
     let addresses = address_list(&route.required_chain_addresses, &chains, &account)?;
+    let mut msgs_body = msgs_request(&route_json, &addresses);
+    if route.required_op_hook {
+        // The route goes on from the rollup the deposit lands on: the user pre-signs that
+        // part for the rollup (an op hook), and the deposit carries it.
+        let on = |chain_id: &str| -> anyhow::Result<String> {
+            let prefix = &chain(&chains, chain_id)?.bech32_prefix;
+            address::try_to_bech32(prefix, &account)
+                .ok_or_else(|| anyhow!("chain {chain_id}: bad bech32 prefix"))
+        };
+        let hook_request = json!({
+            "source_address": on(&args.source)?,
+            "source_asset_chain_id": args.source,
+            "source_asset_denom": args.denom,
+            "dest_address": on(&args.dest)?,
+            "dest_asset_chain_id": args.dest,
+            "dest_asset_denom": dest_denom,
+            "amount_in": args.amount,
+        });
+        let hook = http
+            .post(&format!("{router}/op-hook"), &hook_request)?
+            .ok("router /op-hook")?;
+        let hook_chain = hook["chain_id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("router /op-hook: no chain_id"))?
+            .to_string();
+        let messages = hook["hook"]
+            .as_array()
+            .ok_or_else(|| anyhow!("router /op-hook: no hook"))?
+            .iter()
+            .map(|m| {
+                any_from_amino(
+                    m["msg_type_url"].as_str().unwrap_or_default(),
+                    m["msg"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .context("router /op-hook: a hook message")?;
+        let signer = on(&hook_chain)?;
+        let hook_rest = nodes.rest(&hook_chain)?;
+        let account_json = http
+            .get(&format!(
+                "{hook_rest}/cosmos/auth/v1beta1/accounts/{signer}"
+            ))?
+            .ok(&format!("op hook: account {signer} on {hook_chain}"))?;
+        let (account_number, mut sequence) = account_numbers(&account_json)
+            .with_context(|| format!("op hook: account {signer} on {hook_chain}"))?;
+        if hook_chain == args.source {
+            // The deposit tx itself uses the sequences before the hook's.
+            sequence += 2;
+        }
+        let request = TxRequest {
+            messages,
+            memo: String::new(),
+            fee: vec![],
+            gas_limit: 1,
+        };
+        let hook_tx = sign_tx(&request, &key, &hook_chain, account_number, sequence);
+        say(format!(
+            "op hook: {} msg(s) signed for {hook_chain} as {signer} (sequence {sequence})",
+            request.messages.len()
+        ))?;
+        msgs_body["signed_op_hook"] = json!({"signer": signer, "hook": B64.encode(hook_tx)});
+    }
     let msgs_json = http
-        .post(
-            &format!("{router}/v2/fungible/msgs"),
-            &msgs_request(&route_json, &addresses),
-        )?
+        .post(&format!("{router}/v2/fungible/msgs"), &msgs_body)?
         .ok("router /v2/fungible/msgs")?;
     let msgs: MsgsAnswer =
         serde_json::from_value(msgs_json).context("router /v2/fungible/msgs: unexpected answer")?;

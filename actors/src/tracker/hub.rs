@@ -113,6 +113,8 @@ pub struct TrackerHub {
     index: HashMap<WatchKey, Vec<TrackKey>>,
     /// Registered txs whose transfers are not linked yet, by (chain, hash).
     unlinked: HashSet<TrackKey>,
+    /// Txs not in a terminal state (the abandonment sweep looks at these only).
+    open: HashSet<TrackKey>,
     lookups: usize,
     ticks: u64,
 }
@@ -142,6 +144,7 @@ impl TrackerHub {
             deps,
             index: HashMap::new(),
             unlinked: HashSet::new(),
+            open: HashSet::new(),
             lookups: 0,
             ticks: 0,
         }
@@ -173,7 +176,10 @@ impl TrackerHub {
             }
             Self::count_state(state, 1.0);
         }
-        if !state.is_terminal() {
+        if state.is_terminal() {
+            self.open.remove(&tracked.key);
+        } else {
+            self.open.insert(tracked.key.clone());
             for watch in tracked.watches() {
                 let keys = self.index.entry(watch).or_default();
                 if !keys.contains(&tracked.key) {
@@ -414,24 +420,15 @@ impl TrackerHub {
         }
     }
 
-    /// Abandons what waited too long; forgets terminal txs past their retention.
-    fn sweep(&mut self) {
+    /// Abandons open txs that waited too long.
+    fn sweep_open(&mut self) {
         let now = now_ns();
         let settings = self.deps.settings.clone();
         let mut abandoned = vec![];
-        let mut expired = vec![];
-        for entry in self.deps.view.entries.iter() {
-            let tracked = entry.value();
-            let state = tracked.state();
-            if state.is_terminal() {
-                if tracked
-                    .terminal_ns
-                    .is_some_and(|t| now - t > settings.retention.as_nanos() as i64)
-                {
-                    expired.push(tracked.key.clone());
-                }
+        for key in &self.open {
+            let Some(tracked) = self.deps.view.entries.get(key).map(|t| t.clone()) else {
                 continue;
-            }
+            };
             let reason = match &tracked.source {
                 Source::Unseen
                     if now - tracked.registered_ns > settings.abandon_unseen.as_nanos() as i64 =>
@@ -475,7 +472,7 @@ impl TrackerHub {
                 }
             };
             if let Some(reason) = reason {
-                abandoned.push((tracked.key.clone(), reason));
+                abandoned.push((key.clone(), reason));
             }
         }
         for (key, reason) in abandoned {
@@ -486,6 +483,22 @@ impl TrackerHub {
                 self.commit(tracked, Some(before));
             }
         }
+    }
+
+    /// Forgets terminal txs past their retention.
+    fn sweep_expired(&mut self) {
+        let now = now_ns();
+        let retention = self.deps.settings.retention.as_nanos() as i64;
+        let expired: Vec<TrackKey> = self
+            .deps
+            .view
+            .entries
+            .iter()
+            .filter(|t| {
+                t.state().is_terminal() && t.terminal_ns.is_some_and(|at| now - at > retention)
+            })
+            .map(|t| t.key.clone())
+            .collect();
         for key in expired {
             if let Some((_, tracked)) = self.deps.view.entries.remove(&key) {
                 Self::count_state(tracked.state(), -1.0);
@@ -559,7 +572,10 @@ impl Actor for TrackerHub {
             }
             hub.look_up(ctx);
             if hub.ticks % 4 == 0 {
-                hub.sweep();
+                hub.sweep_open();
+            }
+            if hub.ticks % 120 == 0 {
+                hub.sweep_expired();
             }
         });
     }

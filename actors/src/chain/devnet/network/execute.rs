@@ -599,7 +599,7 @@ fn swap(exec: &mut Exec, signer: &[u8], msg: &MsgExecute) -> Result<Vec<Event>, 
 
 /// Runs every message, all or nothing: on failure the ledger and the chain's counters are
 /// as before and no effect is kept.
-fn run_all(exec: &mut Exec, checked: &Checked) -> Result<Vec<Message>, Failure> {
+pub fn run_all(exec: &mut Exec, checked: &Checked) -> Result<Vec<Message>, Failure> {
     let saved = (
         exec.ledger.clone(),
         exec.traces.clone(),

@@ -533,6 +533,12 @@ fn perform(
                 attributes.push(("reason", format!("invalid recipient address {:?}", d.to)));
             }
             events.push(event("finalize_token_deposit", attributes));
+            let mut started = vec![];
+            if success && !d.data.is_empty() {
+                let (hook_events, hook_started) = run_hook(spec, chain, height, time_ns, &d);
+                events.extend(hook_events);
+                started = hook_started;
+            }
             let msg = MsgFinalizeTokenDeposit {
                 sender: signer.clone(),
                 from: d.from.clone(),
@@ -556,7 +562,7 @@ fn perform(
                     "opchild",
                     events,
                 )],
-                vec![],
+                started,
             )
         }
         Work::ProposeOutput {
@@ -670,6 +676,54 @@ fn perform(
                 vec![],
             )
         }
+    }
+}
+
+/// A deposit's hook: the tx its recipient pre-signed for this chain (`data`), run right
+/// after the deposit lands — signature and sequence checked as for any tx, no fee — so a
+/// route goes on from the rollup (an IBC transfer onward) in the deposit's finalize tx.
+/// A hook that fails leaves the deposit done and says why (`deposit_hook` event).
+fn run_hook(
+    spec: &NetworkSpec,
+    chain: &mut ChainState,
+    height: u64,
+    time_ns: i64,
+    deposit: &Deposit,
+) -> (Vec<Event>, Vec<Scheduled>) {
+    let refused = |reason: String| {
+        (
+            vec![event(
+                "deposit_hook",
+                vec![("success", "false".into()), ("reason", reason)],
+            )],
+            vec![],
+        )
+    };
+    let checked = match super::ante::check(chain, &deposit.data, true, 0) {
+        Ok(checked) => checked,
+        Err(error) => return refused(error.log),
+    };
+    if checked.signer_bech32 != deposit.to {
+        return refused(format!(
+            "the hook is signed by {}, not by the deposit's recipient {}",
+            checked.signer_bech32, deposit.to
+        ));
+    }
+    let mut exec = exec_on(spec, chain, height, time_ns);
+    let account = exec.ledger.ensure_account(&checked.signer);
+    account.sequence = checked.sequence + 1;
+    account.pubkey = Some(checked.pubkey.clone());
+    match execute::run_all(&mut exec, &checked) {
+        Ok(messages) => {
+            let started = std::mem::take(&mut exec.effects)
+                .into_iter()
+                .map(|e| effect_work(spec, e, time_ns))
+                .collect();
+            let mut events: Vec<Event> = messages.into_iter().flat_map(|m| m.events).collect();
+            events.push(event("deposit_hook", vec![("success", "true".into())]));
+            (events, started)
+        }
+        Err((_, _, reason)) => refused(reason),
     }
 }
 

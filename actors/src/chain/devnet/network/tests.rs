@@ -627,3 +627,102 @@ fn a_forward_that_cannot_leave_the_middle_chain_is_refunded_to_the_sender() {
     let forwarder = packet::forward_account("channel-0", &user.bech32("noble"));
     assert_eq!(balance(&network, L1, &forwarder, &usdc_on_l1()), 0);
 }
+
+#[test]
+fn a_deposit_hook_runs_on_the_rollup_and_continues_by_ibc() {
+    let (network, _) = network(fast());
+    let alice = network.test_accounts()[0].eth.clone();
+    let l2_init = l2_denom(1, "uinit");
+    // Back to the L1 over IBC from the rollup, signed for the rollup beforehand.
+    let hook = sign(
+        &alice,
+        &signed_for(&network, L2, &alice),
+        vec![transfer(
+            &alice,
+            "init",
+            "channel-0",
+            &l2_init,
+            30_000,
+            &alice.bech32("init"),
+            "",
+        )],
+        "umin",
+    );
+    let deposit = any(
+        "/opinit.ophost.v1.MsgInitiateTokenDeposit",
+        MsgInitiateTokenDeposit {
+            sender: alice.bech32("init"),
+            bridge_id: 1,
+            to: alice.bech32("init"),
+            amount: Some(Coin {
+                denom: "uinit".into(),
+                amount: "50000".into(),
+            }),
+            data: hook,
+        },
+    );
+    let s = signed_for(&network, L1, &alice);
+    assert_eq!(
+        network
+            .broadcast(L1, &sign(&alice, &s, vec![deposit], "uinit"))
+            .code,
+        0
+    );
+    let back = ibc_denom(&format!("transfer/channel-1/{l2_init}"));
+    wait_for("the hook's transfer on the L1", || {
+        balance(&network, L1, &alice.address(), &back) == 30_000
+    });
+    assert_eq!(balance(&network, L2, &alice.address(), &l2_init), 20_000);
+    assert_eq!(
+        network.account(L2, &alice.address()).unwrap().sequence,
+        1,
+        "the hook used the rollup sequence"
+    );
+}
+
+#[test]
+fn a_hook_signed_by_someone_else_does_not_run() {
+    let (network, _) = network(fast());
+    let alice = network.test_accounts()[0].eth.clone();
+    let mallory = network.test_accounts()[1].eth.clone();
+    let l2_init = l2_denom(1, "uinit");
+    let hook = sign(
+        &mallory,
+        &signed_for(&network, L2, &mallory),
+        vec![transfer(
+            &mallory,
+            "init",
+            "channel-0",
+            &l2_init,
+            1,
+            &mallory.bech32("init"),
+            "",
+        )],
+        "umin",
+    );
+    let deposit = any(
+        "/opinit.ophost.v1.MsgInitiateTokenDeposit",
+        MsgInitiateTokenDeposit {
+            sender: alice.bech32("init"),
+            bridge_id: 1,
+            to: alice.bech32("init"),
+            amount: Some(Coin {
+                denom: "uinit".into(),
+                amount: "50000".into(),
+            }),
+            data: hook,
+        },
+    );
+    let s = signed_for(&network, L1, &alice);
+    assert_eq!(
+        network
+            .broadcast(L1, &sign(&alice, &s, vec![deposit], "uinit"))
+            .code,
+        0
+    );
+    wait_for("the deposit", || {
+        balance(&network, L2, &alice.address(), &l2_init) == 50_000
+    });
+    assert!(has_event(&network, L2, "deposit_hook", 0));
+    assert_eq!(network.account(L2, &mallory.address()).unwrap().sequence, 0);
+}
