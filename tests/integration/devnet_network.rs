@@ -5,9 +5,16 @@
 //! plus the fee the wallet paid; a timed-out packet and an error acknowledgement refund the
 //! source, so it ends at its start minus the fee only.
 //!
-//! One daemon on the default config (config/weaver.toml, read at test time) with loopback
-//! ports 0, fast blocks and a short challenge period; the cases run one after another (the
-//! faults are network-wide), each with its own test account, and every wait is bounded.
+//! Two modes share the cases. Embedded: one daemon on the default config (config/weaver.toml,
+//! read at test time) with loopback ports 0, fast blocks and a short challenge period, whose
+//! devnet chains form the network. Served: `weaver devnet serve --network` serves that same
+//! network (same config, a genesis both sides agree on) as a child process, and the daemon
+//! follows it through its real node client (`kind = "node"` chains on the served RPC, REST
+//! and JSON-RPC URLs, the same listeners, domains and router registry); the wallet
+//! broadcasts to the served REST, and the daemon's rollup indexers must index the broadcast
+//! tx (a rollup source) and the relayed tx that delivers (a rollup destination). In both,
+//! the cases run one after another (the faults are network-wide), each with its own test
+//! account, and every wait is bounded.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use weaver_actors::chain::address::{decode_bech32, to_bech32};
 
-use crate::harness::Daemon;
+use crate::harness::{genesis_ms_for_history, Daemon, ServedNetwork};
 
 const L1: &str = "weaver-l1-1";
 const NOBLE: &str = "noble-devnet-1";
@@ -38,10 +45,14 @@ const SETTLE: Duration = Duration::from_secs(60);
 const BLOCK_INTERVAL_MS: i64 = 200;
 const FINALIZATION_PERIOD_MS: i64 = 2_000;
 const TEST_ACCOUNTS: i64 = 8;
+const HISTORY_BLOCKS: i64 = 20;
+/// How long the daemon's indexer may take to index a tx the served node already included,
+/// and to catch up with the served network after boot.
+const INDEXED: Duration = Duration::from_secs(60);
 
 /// config/weaver.toml as it is in the repo, with every loopback port 0, fast blocks, a short
 /// history and challenge period, and enough test accounts for one per case.
-fn network_config() -> String {
+fn network_config() -> toml::Table {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/weaver.toml");
     let mut config: toml::Table = std::fs::read_to_string(&path)
         .unwrap()
@@ -71,7 +82,10 @@ fn network_config() -> String {
         .or_insert_with(|| toml::Value::Table(Default::default()))
         .as_table_mut()
         .unwrap();
-    devnet.insert("history_blocks".into(), toml::Value::Integer(20));
+    devnet.insert(
+        "history_blocks".into(),
+        toml::Value::Integer(HISTORY_BLOCKS),
+    );
     let network = devnet
         .entry("network")
         .or_insert_with(|| toml::Value::Table(Default::default()))
@@ -84,7 +98,49 @@ fn network_config() -> String {
     );
     network.insert("test_accounts".into(), toml::Value::Integer(TEST_ACCOUNTS));
     config.insert("cache_mb".into(), toml::Value::Integer(32));
+    config
+}
+
+/// The daemon's config of the served mode: `network`'s chains (same ids, VMs, domains,
+/// listeners) as `kind = "node"` sources on the URLs `served` (the served network's
+/// devnet.json) gives, the same router registry. Its `[devnet]` section stays as it is:
+/// node chains do not use it.
+fn node_config(network: &toml::Table, served: &Value) -> String {
+    let mut config = network.clone();
+    let chains = config
+        .get_mut("chains")
+        .and_then(toml::Value::as_array_mut)
+        .expect("the config has [[chains]]");
+    for chain in chains {
+        let chain = chain.as_table_mut().unwrap();
+        let id = chain["chain_id"].as_str().unwrap().to_string();
+        let urls = &served["chains"][&id];
+        let url = |kind: &str| {
+            urls[kind]
+                .as_str()
+                .unwrap_or_else(|| {
+                    panic!("the served network has no {kind} URL for {id}: {served}")
+                })
+                .to_string()
+        };
+        let mut source = toml::Table::new();
+        source.insert("kind".into(), "node".into());
+        source.insert("rpc".into(), vec![url("rpc")].into());
+        source.insert("rest".into(), vec![url("rest")].into());
+        if chain["vm"].as_str() == Some("evm") {
+            source.insert("json_rpc".into(), vec![url("json_rpc")].into());
+        }
+        chain.insert("source".into(), toml::Value::Table(source));
+    }
     toml::to_string(&config).unwrap()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// The daemon's own devnet network.
+    Embedded,
+    /// `weaver devnet serve --network`, followed by the daemon's node client.
+    Served,
 }
 
 /// Polls `probe` every 100 ms until it answers, for at most `within`.
@@ -107,6 +163,8 @@ enum KeyKind {
 
 struct Network {
     daemon: Daemon,
+    /// The network process of the served mode (dropped, so killed, after the daemon).
+    served: Option<ServedNetwork>,
     router: String,
     /// devnet.json: chain endpoints and test accounts.
     devnet: Value,
@@ -114,20 +172,170 @@ struct Network {
 }
 
 impl Network {
-    fn start() -> Network {
+    fn start(mode: Mode) -> Network {
         let sdk = crate::skip_client::npm_dir("msgs_sdk", "@initia/initia.js");
-        let daemon = Daemon::start(&network_config());
-        let file = daemon.dir.as_ref().unwrap().path().join("data/devnet.json");
-        let devnet = wait_for("devnet.json", Duration::from_secs(30), || {
-            serde_json::from_str::<Value>(&std::fs::read_to_string(&file).ok()?).ok()
-        });
+        let mut config = network_config();
+        let (daemon, served, devnet) = match mode {
+            Mode::Embedded => {
+                let daemon = Daemon::start(&toml::to_string(&config).unwrap());
+                let file = daemon.dir.as_ref().unwrap().path().join("data/devnet.json");
+                let devnet = wait_for("devnet.json", Duration::from_secs(30), || {
+                    serde_json::from_str::<Value>(&std::fs::read_to_string(&file).ok()?).ok()
+                });
+                (daemon, None, devnet)
+            }
+            Mode::Served => {
+                // One genesis on both sides: given to serve, and written in the config's
+                // world (which the node chains of the daemon then ignore).
+                let genesis =
+                    genesis_ms_for_history(HISTORY_BLOCKS as u64, BLOCK_INTERVAL_MS as u64);
+                config["devnet"]
+                    .as_table_mut()
+                    .unwrap()
+                    .insert("genesis_unix_ms".into(), toml::Value::Integer(genesis));
+                let served = ServedNetwork::start(&toml::to_string(&config).unwrap(), genesis);
+                let devnet = served.devnet.clone();
+                for (id, urls) in devnet["chains"].as_object().unwrap() {
+                    for kind in ["rpc", "rest", "json_rpc"] {
+                        if let Some(url) = urls[kind].as_str() {
+                            assert!(
+                                url.starts_with("http://127.0.0.1:"),
+                                "{id} {kind} is not on loopback: {url}"
+                            );
+                        }
+                    }
+                }
+                let daemon = Daemon::start(&node_config(&config, &devnet));
+                (daemon, Some(served), devnet)
+            }
+        };
         let router = format!("http://{}", daemon.listeners["router"].as_str().unwrap());
         Network {
             daemon,
+            served,
             router,
             devnet,
             sdk,
         }
+    }
+
+    fn mode(&self) -> Mode {
+        if self.served.is_some() {
+            Mode::Served
+        } else {
+            Mode::Embedded
+        }
+    }
+
+    /// The daemon's indexer API of `chain` (rollups; the L1 and Noble have none).
+    fn indexer(&self, chain: &str) -> Option<String> {
+        self.daemon.listeners["chains"][chain]
+            .as_str()
+            .map(|addr| format!("http://{addr}"))
+    }
+
+    /// Served mode: waits (bounded) until the daemon's indexers have caught up with the
+    /// served chains' tips of now (boot replays the history through the node client).
+    fn wait_caught_up(&self) {
+        let chains: Vec<String> = self.daemon.listeners["chains"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        for chain in chains {
+            let tip = self.node_height(&chain);
+            let status = format!("{}/status", self.indexer(&chain).unwrap());
+            wait_for(
+                &format!("the {chain} indexer to reach the served tip {tip}"),
+                INDEXED,
+                || (self.daemon.ok(&status)["height"].as_u64()? >= tip).then_some(()),
+            );
+        }
+    }
+
+    /// The served chain's latest height (its REST).
+    fn node_height(&self, chain: &str) -> u64 {
+        let url = format!(
+            "{}/cosmos/base/tendermint/v1beta1/blocks/latest",
+            self.rest(chain)
+        );
+        let body = self.daemon.ok(&url);
+        body["block"]["header"]["height"]
+            .as_str()
+            .and_then(|h| h.parse().ok())
+            .unwrap_or_else(|| panic!("{url}: {body}"))
+    }
+
+    /// The node's own record of tx `hash` on `chain` (its REST).
+    fn node_tx(&self, chain: &str, hash: &str) -> Value {
+        self.daemon.ok(&format!(
+            "{}/cosmos/tx/v1beta1/txs/{hash}",
+            self.rest(chain)
+        ))["tx_response"]
+            .clone()
+    }
+
+    /// Waits (bounded) until the daemon's indexer of `chain` serves tx `hash`, then checks it
+    /// against the node's record; returns the indexed tx.
+    fn indexed_tx(&self, chain: &str, hash: &str) -> Value {
+        let indexer = self.indexer(chain).unwrap();
+        let url = format!("{indexer}/indexer/tx/v1/txs/{hash}");
+        let tx = wait_for(
+            &format!("the {chain} indexer to serve tx {hash} ({url})"),
+            INDEXED,
+            || {
+                let (status, _, body) = self.daemon.get(&url);
+                match status {
+                    200 => Some(body["tx"].clone()),
+                    404 => None,
+                    _ => panic!("{url}: {status} {body}"),
+                }
+            },
+        );
+        assert_eq!(tx["txhash"], hash, "{url}: {tx}");
+        let node = self.node_tx(chain, hash);
+        assert_eq!(node["txhash"], hash, "{chain} node: {node}");
+        assert_eq!(
+            tx["height"], node["height"],
+            "{chain}: the indexer and the node disagree on the height of {hash}"
+        );
+        assert_eq!(tx["code"], node["code"], "{chain} {hash}");
+        tx
+    }
+
+    /// Waits (bounded) until the daemon's indexer of `chain` lists, for `account`, a tx at
+    /// or above `from_height` carrying a `msg_type` message (the relayed tx that delivered);
+    /// returns its hash, checked against the node's record.
+    fn indexed_delivery(
+        &self,
+        chain: &str,
+        account: &str,
+        from_height: u64,
+        msg_type: &str,
+    ) -> String {
+        let indexer = self.indexer(chain).unwrap();
+        let url = format!("{indexer}/indexer/tx/v1/txs/by_account/{account}?pagination.limit=50");
+        let hash = wait_for(
+            &format!(
+                "the {chain} indexer to list a {msg_type} tx of {account} from height {from_height}"
+            ),
+            INDEXED,
+            || {
+                let body = self.daemon.ok(&url);
+                body["txs"].as_array()?.iter().find_map(|tx| {
+                    let height: u64 = tx["height"].as_str()?.parse().ok()?;
+                    let carries = tx["tx"]["body"]["messages"]
+                        .as_array()?
+                        .iter()
+                        .any(|m| m["@type"] == msg_type);
+                    (height >= from_height && carries)
+                        .then(|| tx["txhash"].as_str().unwrap().to_string())
+                })
+            },
+        );
+        self.indexed_tx(chain, &hash);
+        hash
     }
 
     fn rest(&self, chain: &str) -> String {
@@ -382,6 +590,20 @@ fn run(net: &Network, case: &Case) -> Outcome {
         .collect();
     let route_seconds = started.elapsed().as_secs_f64();
 
+    // Served mode: the rollup destination's relayed delivery must be indexed, from the
+    // destination height before the broadcast on.
+    let delivery = (net.mode() == Mode::Served
+        && case.expect == Expect::Arrives
+        && to_chain != from_chain
+        && net.indexer(to_chain).is_some())
+    .then(|| {
+        let msg_type = match kinds.last().map(String::as_str) {
+            Some("op_init_transfer") => "/opinit.opchild.v1.MsgFinalizeTokenDeposit",
+            _ => "/ibc.core.channel.v1.MsgRecvPacket",
+        };
+        (net.node_height(to_chain), msg_type)
+    });
+
     if let Some(fault) = &case.fault {
         net.inject(from_chain, fault);
     }
@@ -472,6 +694,24 @@ fn run(net: &Network, case: &Case) -> Outcome {
             case.name
         );
     }
+    let mut indexed = String::new();
+    if net.mode() == Mode::Served {
+        let hash = report["txhash"].as_str().unwrap();
+        if net.indexer(from_chain).is_some() {
+            let tx = net.indexed_tx(from_chain, hash);
+            assert_eq!(
+                tx["height"].as_str(),
+                Some(report["height"].to_string().as_str()),
+                "{}: indexed {tx}",
+                case.name
+            );
+            indexed.push_str(&format!(" indexed on {from_chain}: {hash}"));
+        }
+        if let Some((from_height, msg_type)) = delivery {
+            let hash = net.indexed_delivery(to_chain, &dest, from_height, msg_type);
+            indexed.push_str(&format!(" delivery indexed on {to_chain}: {hash}"));
+        }
+    }
     if case.fault.is_some() {
         let faults = net.faults();
         assert!(
@@ -486,7 +726,7 @@ fn run(net: &Network, case: &Case) -> Outcome {
         broadcast_seconds,
         settle_seconds,
         detail: format!(
-            "amount_in {} amount_out {amount_out} fee {fee:?} height {}",
+            "amount_in {} amount_out {amount_out} fee {fee:?} height {}{indexed}",
             case.amount, report["height"]
         ),
     }
@@ -494,8 +734,28 @@ fn run(net: &Network, case: &Case) -> Outcome {
 
 #[test]
 fn router_msgs_signed_by_initia_js_settle_on_the_devnet_network() {
+    run_cases(Mode::Embedded);
+}
+
+/// Issue #12: the same cases against `weaver devnet serve --network`, the daemon following
+/// it through its node client.
+#[test]
+fn router_msgs_settle_on_the_served_network_followed_through_the_node_client() {
+    run_cases(Mode::Served);
+}
+
+/// One network at a time: each mode alone keeps both cores of a small box busy (blocks every
+/// 200 ms on five chains, a debug build, node for each wallet), and two at once starve
+/// each other's followers.
+static ONE_NETWORK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run_cases(mode: Mode) {
+    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
     let boot = Instant::now();
-    let net = Network::start();
+    let mut net = Network::start(mode);
+    if mode == Mode::Served {
+        net.wait_caught_up();
+    }
     let boot_seconds = boot.elapsed().as_secs_f64();
     let cases = [
         Case {
@@ -590,7 +850,14 @@ fn router_msgs_signed_by_initia_js_settle_on_the_devnet_network() {
         },
     ];
     let mut failures = Vec::new();
-    let mut summary = format!("boot {boot_seconds:.1}s\n");
+    let mut summary = format!(
+        "{mode:?}: boot {boot_seconds:.1}s{}\n",
+        if mode == Mode::Served {
+            " (serve, daemon, caught up with the served tips)"
+        } else {
+            ""
+        }
+    );
     for case in &cases {
         let started = Instant::now();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&net, case))) {
@@ -616,6 +883,28 @@ fn router_msgs_signed_by_initia_js_settle_on_the_devnet_network() {
                 ));
                 failures.push(format!("{}: {message}", case.name));
             }
+        }
+    }
+    // Both processes must still be up (a case failing on a refused connection says why).
+    if let Ok(Some(status)) = net.daemon.child.try_wait() {
+        failures.push(format!("the daemon exited: {status}"));
+    }
+    if let Some(served) = &mut net.served {
+        if let Some(status) = served.exited() {
+            failures.push(format!("weaver devnet serve --network exited: {status}"));
+        }
+        let own = net
+            .daemon
+            .dir
+            .as_ref()
+            .unwrap()
+            .path()
+            .join("data/devnet.json");
+        if own.exists() {
+            failures.push(format!(
+                "the daemon of node chains ran a devnet network of its own ({})",
+                own.display()
+            ));
         }
     }
     eprintln!("{summary}");

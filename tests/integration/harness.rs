@@ -436,3 +436,56 @@ impl Daemon {
         )
     }
 }
+
+/// `weaver devnet serve --network` on a config: every devnet chain of it served as one
+/// transactable network on the node ports the config gives (port 0: a free one). Killed on
+/// drop.
+pub struct ServedNetwork {
+    child: Child,
+    /// The listeners file, in the devnet.json format: `{"chains": {id: {"rpc", "rest",
+    /// "json_rpc"}}, "accounts": [...]}`.
+    pub devnet: Value,
+    _dir: tempfile::TempDir,
+}
+
+impl ServedNetwork {
+    /// Serves the network of `config_text` from genesis `genesis_ms`.
+    pub fn start(config_text: &str, genesis_ms: i64) -> ServedNetwork {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("network.toml");
+        std::fs::write(&config, config_text).unwrap();
+        let file = dir.path().join("devnet.json");
+        let mut child = Command::new(BIN)
+            .arg("--config")
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["devnet", "serve", "--network", "--genesis-unix-ms"])
+            .arg(genesis_ms.to_string())
+            .arg("--listeners-file")
+            .arg(&file)
+            .env("WEAVER_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let devnet = wait_for_file(&file, &mut child, "weaver devnet serve --network");
+        ServedNetwork {
+            child,
+            devnet,
+            _dir: dir,
+        }
+    }
+
+    /// How the process ended, if it has (it must not, by itself).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for ServedNetwork {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
