@@ -359,6 +359,19 @@ fn a_voucher_going_home_is_released_as_the_base_denom() {
     );
     step(
         &mut tracked,
+        &ev(
+            ALPHA,
+            2,
+            "recv",
+            RelayKind::WriteAcknowledgement {
+                packet: p.clone(),
+                ack: ok_ack(),
+            },
+        ),
+        &topology,
+    );
+    step(
+        &mut tracked,
         &ev(HUB, 3, "ack", RelayKind::AcknowledgePacket(p.clone())),
         &topology,
     );
@@ -407,6 +420,19 @@ fn native_denoms_with_a_slash_are_not_ibc_traces() {
     step(
         &mut tracked,
         &ev(HUB, 2, "recv", RelayKind::RecvPacket(home.clone())),
+        &topology,
+    );
+    step(
+        &mut tracked,
+        &ev(
+            HUB,
+            2,
+            "recv",
+            RelayKind::WriteAcknowledgement {
+                packet: home.clone(),
+                ack: ok_ack(),
+            },
+        ),
         &topology,
     );
     step(
@@ -574,16 +600,21 @@ fn three_forwarded_hops_stay_pending_until_the_last_is_linked_and_done() {
         json!({"transfer_sequence_index": 1})
     );
 
-    // Hop 2's acknowledgement on the hub arrives before beta's receipt of it.
+    // Hop 2's acknowledgement on the hub arrives before beta's receipt of it: received (an
+    // acknowledgement proves it), not a success until beta's own acknowledgement says so.
     step(&mut tracked, &f.hub_ack[0], &topology);
+    assert_eq!(tracked.state(), TxState::Pending);
+    assert_eq!(
+        hop_state(&tracked.status_body(&topology), 1),
+        "TRANSFER_RECEIVED"
+    );
+    // beta writes hop 2's acknowledgement (after gamma's) — also seen early.
+    step(&mut tracked, &f.beta_ack[1], &topology);
     assert_eq!(tracked.state(), TxState::Pending);
     assert_eq!(
         hop_state(&tracked.status_body(&topology), 1),
         "TRANSFER_SUCCESS"
     );
-    // beta writes hop 2's acknowledgement (after gamma's) — also seen early.
-    step(&mut tracked, &f.beta_ack[1], &topology);
-    assert_eq!(tracked.state(), TxState::Pending);
 
     // beta's receipt of hop 2 continues with hop 3.
     let continuations = step(&mut tracked, &f.beta_recv[0], &topology);
@@ -980,6 +1011,19 @@ fn a_deposit_whose_hook_sends_a_packet_continues_with_that_hop() {
     );
     step(
         &mut tracked,
+        &ev(
+            HUB,
+            30,
+            "r",
+            RelayKind::WriteAcknowledgement {
+                packet: hook.clone(),
+                ack: ok_ack(),
+            },
+        ),
+        &topology,
+    );
+    step(
+        &mut tracked,
         &ev(ROLLUP, 40, "a", RelayKind::AcknowledgePacket(hook)),
         &topology,
     );
@@ -1180,6 +1224,19 @@ fn two_transfers_of_one_tx_are_tracked_independently() {
     assert_eq!(tracked.state(), TxState::Pending);
     step(
         &mut tracked,
+        &ev(
+            HUB,
+            2,
+            "w",
+            RelayKind::WriteAcknowledgement {
+                packet: a.clone(),
+                ack: ok_ack(),
+            },
+        ),
+        &topology,
+    );
+    step(
+        &mut tracked,
         &ev(ALPHA, 3, "k", RelayKind::AcknowledgePacket(a)),
         &topology,
     );
@@ -1367,5 +1424,76 @@ fn a_forward_is_linked_from_its_own_receipt_in_a_relayer_batch() {
             }
             other => panic!("{other:?}"),
         }
+    }
+}
+
+#[test]
+fn an_acknowledgement_seen_on_the_source_first_waits_for_the_destination() {
+    // The source's relay log may be indexed ahead of the destination's: its
+    // acknowledge_packet alone does not say whether the destination wrote a success or an
+    // error acknowledgement, nor which tx received the packet.
+    let topology = topology();
+    for success in [true, false] {
+        let mut tracked = registered(ALPHA, "src");
+        let p = packet(
+            "channel-0",
+            "channel-1",
+            5,
+            Some(data("ualpha", "1000", "init1hub", "")),
+        );
+        tracked.link_source(
+            &[ev(ALPHA, 10, "src", RelayKind::SendPacket(p.clone()))],
+            &topology,
+        );
+        step(
+            &mut tracked,
+            &ev(ALPHA, 30, "ack", RelayKind::AcknowledgePacket(p.clone())),
+            &topology,
+        );
+        assert_eq!(tracked.state(), TxState::Pending);
+        let body = assert_consistent(&tracked, &topology);
+        assert_eq!(hop_state(&body, 0), "TRANSFER_RECEIVED");
+        assert!(body["transfer_asset_release"].is_null(), "{body}");
+        // The destination is still watched.
+        assert_eq!(tracked.watches().len(), 1);
+
+        step(
+            &mut tracked,
+            &ev(HUB, 20, "recv", RelayKind::RecvPacket(p.clone())),
+            &topology,
+        );
+        assert_eq!(tracked.state(), TxState::Pending);
+        let ack = if success {
+            ok_ack()
+        } else {
+            error_ack("refused")
+        };
+        step(
+            &mut tracked,
+            &ev(
+                HUB,
+                20,
+                "recv",
+                RelayKind::WriteAcknowledgement {
+                    packet: p.clone(),
+                    ack,
+                },
+            ),
+            &topology,
+        );
+        let body = assert_consistent(&tracked, &topology);
+        if success {
+            assert_eq!(tracked.state(), TxState::CompletedSuccess);
+            assert_eq!(hop_state(&body, 0), "TRANSFER_SUCCESS");
+            assert_eq!(body["transfer_asset_release"]["chain_id"], HUB);
+        } else {
+            assert_eq!(tracked.state(), TxState::CompletedError);
+            assert_eq!(hop_state(&body, 0), "TRANSFER_FAILURE");
+            assert_eq!(body["transfer_asset_release"]["chain_id"], ALPHA);
+            assert_eq!(body["transfer_asset_release"]["released"], true);
+        }
+        let txs = &body["transfer_sequence"][0]["ibc_transfer"]["packet_txs"];
+        assert_leg(&txs["receive_tx"], HUB, "recv", 20, &topology);
+        assert_leg(&txs["acknowledge_tx"], ALPHA, "ack", 30, &topology);
     }
 }

@@ -182,9 +182,12 @@ impl Hop {
             Hop::Ibc(hop) => {
                 if hop.timeout.is_some() || matches!(hop.ack, Some(Err(_))) {
                     HopState::Failure
-                } else if hop.acknowledge.is_some() {
+                } else if hop.acknowledge.is_some() && hop.ack == Some(Ok(())) {
+                    // The source's acknowledge_packet does not say which acknowledgement it
+                    // carried (and the destination's relay log may be indexed later): a
+                    // success needs the destination's own, successful one.
                     HopState::Success
-                } else if hop.receive.is_some() {
+                } else if hop.receive.is_some() || hop.acknowledge.is_some() {
                     HopState::Received
                 } else {
                     HopState::Pending
