@@ -26,33 +26,36 @@ use weaver_actors::chain::address::{decode_bech32, to_bech32};
 
 use crate::harness::{genesis_ms_for_history, Daemon, ServedNetwork};
 
-const L1: &str = "weaver-l1-1";
-const NOBLE: &str = "noble-devnet-1";
-const MOVE_ROLLUP: &str = "minimove-1";
-const EVM_ROLLUP: &str = "minievm-1";
+pub(crate) const L1: &str = "weaver-l1-1";
+pub(crate) const NOBLE: &str = "noble-devnet-1";
+pub(crate) const MOVE_ROLLUP: &str = "minimove-1";
+pub(crate) const EVM_ROLLUP: &str = "minievm-1";
 /// Noble's uusdc on the L1 (`transfer/channel-0/uusdc`).
-const USDC_L1: &str = "ibc/8E27BA2D5493AF5636760E354E46004562C46AB7EC0CC4C1CA14E9E20E2545B5";
+pub(crate) const USDC_L1: &str =
+    "ibc/8E27BA2D5493AF5636760E354E46004562C46AB7EC0CC4C1CA14E9E20E2545B5";
 /// ...and on minimove-1 (and minievm-1: both rollups' L1 channel is channel-0) through the L1 (`transfer/channel-0/transfer/channel-0/uusdc`).
-const USDC_MOVE: &str = "ibc/BEA3F792843398AD687C6490BAEE4C87958A78F61747F9081E8D6D28F787129A";
+pub(crate) const USDC_MOVE: &str =
+    "ibc/BEA3F792843398AD687C6490BAEE4C87958A78F61747F9081E8D6D28F787129A";
 /// Noble's uusdc on minimove-1 over its direct channel (`transfer/channel-1/uusdc`).
-const USDC_DIRECT_MOVE: &str =
+pub(crate) const USDC_DIRECT_MOVE: &str =
     "ibc/65D0BEC6DAD96C7F5043D1E54E54B6BB5D5B3AEC3FF6CEBB75B9E059F3580EA3";
 /// The L1's uinit on minimove-1 over OPinit bridge 1.
-const INIT_MOVE: &str = "l2/771d639f30fbe45e3fbca954ffbe2fcc26f915f5513c67a4a2d0bc1d635bdefd";
+pub(crate) const INIT_MOVE: &str =
+    "l2/771d639f30fbe45e3fbca954ffbe2fcc26f915f5513c67a4a2d0bc1d635bdefd";
 
 /// How long a case may wait for its balances to settle.
 const SETTLE: Duration = Duration::from_secs(60);
-const BLOCK_INTERVAL_MS: i64 = 200;
+pub(crate) const BLOCK_INTERVAL_MS: i64 = 200;
 const FINALIZATION_PERIOD_MS: i64 = 2_000;
 const TEST_ACCOUNTS: i64 = 8;
-const HISTORY_BLOCKS: i64 = 20;
+pub(crate) const HISTORY_BLOCKS: i64 = 20;
 /// How long the daemon's indexer may take to index a tx the served node already included,
 /// and to catch up with the served network after boot.
 const INDEXED: Duration = Duration::from_secs(60);
 
 /// config/weaver.toml as it is in the repo, with every loopback port 0, fast blocks, a short
 /// history and challenge period, and enough test accounts for one per case.
-fn network_config() -> toml::Table {
+pub(crate) fn network_config() -> toml::Table {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/weaver.toml");
     let mut config: toml::Table = std::fs::read_to_string(&path)
         .unwrap()
@@ -105,7 +108,7 @@ fn network_config() -> toml::Table {
 /// listeners) as `kind = "node"` sources on the URLs `served` (the served network's
 /// devnet.json) gives, the same router registry. Its `[devnet]` section stays as it is:
 /// node chains do not use it.
-fn node_config(network: &toml::Table, served: &Value) -> String {
+pub(crate) fn node_config(network: &toml::Table, served: &Value) -> String {
     let mut config = network.clone();
     let chains = config
         .get_mut("chains")
@@ -136,7 +139,7 @@ fn node_config(network: &toml::Table, served: &Value) -> String {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
+pub(crate) enum Mode {
     /// The daemon's own devnet network.
     Embedded,
     /// `weaver devnet serve --network`, followed by the daemon's node client.
@@ -144,7 +147,7 @@ enum Mode {
 }
 
 /// Polls `probe` every 100 ms until it answers, for at most `within`.
-fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + within;
     loop {
         if let Some(found) = probe() {
@@ -161,20 +164,24 @@ enum KeyKind {
     Classic,
 }
 
-struct Network {
-    daemon: Daemon,
+pub(crate) struct Network {
+    pub(crate) daemon: Daemon,
     /// The network process of the served mode (dropped, so killed, after the daemon).
-    served: Option<ServedNetwork>,
-    router: String,
+    pub(crate) served: Option<ServedNetwork>,
+    pub(crate) router: String,
     /// devnet.json: chain endpoints and test accounts.
-    devnet: Value,
+    pub(crate) devnet: Value,
     sdk: std::path::PathBuf,
 }
 
 impl Network {
     fn start(mode: Mode) -> Network {
+        Self::start_with(mode, network_config())
+    }
+
+    /// [`Network::start`] on `config` (a [`network_config`] with changes).
+    pub(crate) fn start_with(mode: Mode, mut config: toml::Table) -> Network {
         let sdk = crate::skip_client::npm_dir("msgs_sdk", "@initia/initia.js");
-        let mut config = network_config();
         let (daemon, served, devnet) = match mode {
             Mode::Embedded => {
                 let daemon = Daemon::start(&toml::to_string(&config).unwrap());
@@ -236,7 +243,7 @@ impl Network {
 
     /// Served mode: waits (bounded) until the daemon's indexers have caught up with the
     /// served chains' tips of now (boot replays the history through the node client).
-    fn wait_caught_up(&self) {
+    pub(crate) fn wait_caught_up(&self) {
         let chains: Vec<String> = self.daemon.listeners["chains"]
             .as_object()
             .unwrap()
@@ -255,7 +262,7 @@ impl Network {
     }
 
     /// The served chain's latest height (its REST).
-    fn node_height(&self, chain: &str) -> u64 {
+    pub(crate) fn node_height(&self, chain: &str) -> u64 {
         let url = format!(
             "{}/cosmos/base/tendermint/v1beta1/blocks/latest",
             self.rest(chain)
@@ -338,7 +345,7 @@ impl Network {
         hash
     }
 
-    fn rest(&self, chain: &str) -> String {
+    pub(crate) fn rest(&self, chain: &str) -> String {
         self.devnet["chains"][chain]["rest"]
             .as_str()
             .unwrap_or_else(|| panic!("devnet.json has no REST endpoint for {chain}"))
@@ -368,7 +375,7 @@ impl Network {
     }
 
     /// Account `index`'s address on `chain` (its key kind, the chain's prefix).
-    fn address(&self, index: usize, chain: &str) -> String {
+    pub(crate) fn address(&self, index: usize, chain: &str) -> String {
         let field = match Self::key_for(chain) {
             KeyKind::Eth => "eth_address",
             KeyKind::Classic => "classic_address",
@@ -403,7 +410,7 @@ impl Network {
             .unwrap_or(0)
     }
 
-    fn post(&self, url: &str, body: &Value) -> (u16, Value) {
+    pub(crate) fn post(&self, url: &str, body: &Value) -> (u16, Value) {
         let response = self.daemon.http.post(url).json(body).send().unwrap();
         let status = response.status().as_u16();
         let text = response.text().unwrap();
@@ -412,14 +419,25 @@ impl Network {
     }
 
     fn route(&self, case: &Case) -> Value {
+        self.route_of(case.amount, case.from, case.to, case.withdraw)
+    }
+
+    /// `/v2/fungible/route` for `amount` of `from` (chain, denom) to `to`.
+    pub(crate) fn route_of(
+        &self,
+        amount: u128,
+        from: (&str, &str),
+        to: (&str, &str),
+        withdraw: bool,
+    ) -> Value {
         let mut body = json!({
-            "amount_in": case.amount.to_string(),
-            "source_asset_chain_id": case.from.0, "source_asset_denom": case.from.1,
-            "dest_asset_chain_id": case.to.0, "dest_asset_denom": case.to.1,
+            "amount_in": amount.to_string(),
+            "source_asset_chain_id": from.0, "source_asset_denom": from.1,
+            "dest_asset_chain_id": to.0, "dest_asset_denom": to.1,
             "allow_multi_tx": false,
             "cumulative_affiliate_fee_bps": "0"
         });
-        if case.withdraw {
+        if withdraw {
             body["is_op_withdraw"] = json!(true);
         }
         let (status, answer) = self.post(&format!("{}/v2/fungible/route", self.router), &body);
@@ -427,7 +445,7 @@ impl Network {
         answer
     }
 
-    fn msgs(&self, route: &Value, addresses: &[String]) -> Value {
+    pub(crate) fn msgs(&self, route: &Value, addresses: &[String]) -> Value {
         let body = json!({
             "amount_in": route["amount_in"], "amount_out": route["amount_out"],
             "source_asset_chain_id": route["source_asset_chain_id"],
@@ -446,6 +464,27 @@ impl Network {
     /// its report and the fee coins the wallet chose.
     fn broadcast(&self, index: usize, cosmos_tx: &Value) -> (Value, BTreeMap<String, u128>) {
         let chain = cosmos_tx["chain_id"].as_str().unwrap();
+        let report = self.sign_and_broadcast(index, cosmos_tx, &json!({}));
+        assert_eq!(report["code"], 0, "{chain} refused the tx: {report}");
+        assert!(report["height"].as_u64().unwrap() > 0, "{report}");
+        let mut fee = BTreeMap::new();
+        for coin in report["fee"].as_array().unwrap() {
+            *fee.entry(coin["denom"].as_str().unwrap().to_string())
+                .or_default() += coin["amount"].as_str().unwrap().parse::<u128>().unwrap();
+        }
+        assert!(!fee.is_empty(), "the wallet paid no fee: {report}");
+        (report, fee)
+    }
+
+    /// Runs broadcast.mjs on `cosmos_tx` with account `index` and the script's `options`
+    /// (`sync`, `gas`); its report, whatever the chain answered.
+    pub(crate) fn sign_and_broadcast(
+        &self,
+        index: usize,
+        cosmos_tx: &Value,
+        options: &Value,
+    ) -> Value {
+        let chain = cosmos_tx["chain_id"].as_str().unwrap();
         let mut input = json!({
             "rest": self.rest(chain),
             "chain_id": chain,
@@ -457,6 +496,9 @@ impl Network {
         // L1's gas_prices endpoint); a Noble wallet is told, as Keplr is by the chain registry.
         if chain == NOBLE {
             input["gas_prices"] = json!("0.015uusdc");
+        }
+        for (key, value) in options.as_object().unwrap() {
+            input[key] = value.clone();
         }
         let file = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(file.path(), serde_json::to_vec(&input).unwrap()).unwrap();
@@ -472,22 +514,13 @@ impl Network {
             "broadcast.mjs failed on {chain}:\n{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-            .unwrap_or_else(|e| panic!("{e}: {stdout}"));
-        assert_eq!(report["code"], 0, "{chain} refused the tx: {report}");
-        assert!(report["height"].as_u64().unwrap() > 0, "{report}");
-        let mut fee = BTreeMap::new();
-        for coin in report["fee"].as_array().unwrap() {
-            *fee.entry(coin["denom"].as_str().unwrap().to_string())
-                .or_default() += coin["amount"].as_str().unwrap().parse::<u128>().unwrap();
-        }
-        assert!(!fee.is_empty(), "the wallet paid no fee: {report}");
-        (report, fee)
+        serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {stdout}"))
     }
 
     /// Injects `fault` on `chain`'s listener; it holds network-wide (as the L1's listener
     /// then says).
-    fn inject(&self, chain: &str, fault: &Value) {
+    pub(crate) fn inject(&self, chain: &str, fault: &Value) {
         let url = format!("{}/weaver/devnet/v1/faults", self.rest(chain));
         let (status, answer) = self.post(&url, fault);
         assert!(
@@ -498,7 +531,7 @@ impl Network {
         assert_eq!(self.faults()[kind], fault["count"], "{kind} after {url}");
     }
 
-    fn faults(&self) -> Value {
+    pub(crate) fn faults(&self) -> Value {
         self.daemon
             .ok(&format!("{}/weaver/devnet/v1/faults", self.rest(L1)))
     }
@@ -747,7 +780,7 @@ fn router_msgs_settle_on_the_served_network_followed_through_the_node_client() {
 /// One network at a time: each mode alone keeps both cores of a small box busy (blocks every
 /// 200 ms on five chains, a debug build, node for each wallet), and two at once starve
 /// each other's followers.
-static ONE_NETWORK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static ONE_NETWORK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn run_cases(mode: Mode) {
     let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());

@@ -212,6 +212,20 @@ impl Daemon {
         )
     }
 
+    /// SIGTERM, wait (bounded), run `while_down`, and boot again on the same data dir and
+    /// config (its loopback ports may change: read `listeners` again). The exit status of
+    /// the stop.
+    pub fn restart(&mut self, while_down: impl FnOnce()) -> std::process::ExitStatus {
+        unsafe_signal(&self.child, "TERM");
+        let status = wait_bounded(&mut self.child);
+        while_down();
+        let dir = self.dir.take().expect("data dir");
+        let fresh = Self::start_in(dir, self.config.clone());
+        // The old value's child has exited and been reaped: dropping it kills nothing.
+        drop(std::mem::replace(self, fresh));
+        status
+    }
+
     /// `kill -9`: no chance to flush.
     pub fn kill9(mut self) -> (tempfile::TempDir, PathBuf) {
         unsafe_signal(&self.child, "KILL");

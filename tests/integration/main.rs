@@ -25,3 +25,4 @@ mod router_input;
 mod skip_client;
 mod storage_faults;
 mod supervision;
+mod tracking;

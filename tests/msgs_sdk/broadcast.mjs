@@ -6,7 +6,11 @@
 //
 // usage: node broadcast.mjs FILE
 //   FILE: JSON {rest, chain_id, mnemonic, key: "eth"|"classic", msgs: [{msg_type_url, msg}],
-//               gas_prices (optional, e.g. "0.015uinit")}
+//               gas_prices (optional, e.g. "0.015uinit"),
+//               gas (optional: a fixed gas limit, no simulation — for a tx meant to fail in
+//                    DeliverTx, which a simulation would refuse),
+//               sync (optional: return once CheckTx accepted the tx, height 0, as a wallet
+//                     that tracks the tx itself does)}
 // prints one JSON line {txhash, code, height, raw_log, fee: [{denom, amount}]} and exits 0;
 // on an exception, the error on stderr and a non-zero exit.
 import { readFileSync } from 'node:fs';
@@ -54,12 +58,14 @@ async function main() {
   const wallet = rest.wallet(key);
   wallet.setAccountAddress(accountOn(key, JSON.parse(input.msgs[0].msg).sender));
 
-  const tx = await wallet.createAndSignTx({ msgs });
-  const result = await rest.tx.broadcast(tx);
+  const options = { msgs };
+  if (input.gas) options.gas = String(input.gas);
+  const tx = await wallet.createAndSignTx(options);
+  const result = input.sync ? await rest.tx.broadcastSync(tx) : await rest.tx.broadcast(tx);
   console.log(JSON.stringify({
     txhash: result.txhash,
     code: result.code ?? 0,
-    height: result.height,
+    height: result.height ?? 0,
     raw_log: result.raw_log,
     fee: tx.auth_info.fee.amount.toData(),
   }));
