@@ -41,14 +41,18 @@ const USDC_DIRECT_MOVE: &str =
 const INIT_MOVE: &str = "l2/771d639f30fbe45e3fbca954ffbe2fcc26f915f5513c67a4a2d0bc1d635bdefd";
 
 /// How long a case may wait for its balances to settle.
-const SETTLE: Duration = Duration::from_secs(60);
-const BLOCK_INTERVAL_MS: i64 = 200;
+const SETTLE: Duration = Duration::from_secs(90);
+/// Blocks a loaded 2-core CI machine can follow through the node client while the whole
+/// suite runs (200 ms blocks left the served daemon's indexer a minute behind there).
+const BLOCK_INTERVAL_MS: i64 = 400;
+/// Background traffic per block (the registry's chains carry 4 by default).
+const TXS_PER_BLOCK: i64 = 2;
 const FINALIZATION_PERIOD_MS: i64 = 2_000;
 const TEST_ACCOUNTS: i64 = 8;
 const HISTORY_BLOCKS: i64 = 20;
 /// How long the daemon's indexer may take to index a tx the served node already included,
 /// and to catch up with the served network after boot.
-const INDEXED: Duration = Duration::from_secs(60);
+const INDEXED: Duration = Duration::from_secs(180);
 
 /// config/weaver.toml as it is in the repo, with every loopback port 0, fast blocks, a short
 /// history and challenge period, and enough test accounts for one per case.
@@ -66,6 +70,8 @@ fn network_config() -> toml::Table {
                 for (key, value) in table.iter_mut() {
                     if key == "block_interval_ms" {
                         *value = toml::Value::Integer(BLOCK_INTERVAL_MS);
+                    } else if key == "txs_per_block" && value.as_integer().unwrap_or(0) > 0 {
+                        *value = toml::Value::Integer(TXS_PER_BLOCK);
                     } else {
                         adjust(value);
                     }
