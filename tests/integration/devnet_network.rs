@@ -44,14 +44,18 @@ pub(crate) const INIT_MOVE: &str =
     "l2/771d639f30fbe45e3fbca954ffbe2fcc26f915f5513c67a4a2d0bc1d635bdefd";
 
 /// How long a case may wait for its balances to settle.
-const SETTLE: Duration = Duration::from_secs(60);
-pub(crate) const BLOCK_INTERVAL_MS: i64 = 200;
+const SETTLE: Duration = Duration::from_secs(90);
+/// Blocks a loaded 2-core CI machine can follow through the node client while the whole
+/// suite runs (200 ms blocks left the served daemon's indexer a minute behind there).
+const BLOCK_INTERVAL_MS: i64 = 400;
+/// Background traffic per block (the registry's chains carry 4 by default).
+const TXS_PER_BLOCK: i64 = 2;
 const FINALIZATION_PERIOD_MS: i64 = 2_000;
 const TEST_ACCOUNTS: i64 = 8;
-pub(crate) const HISTORY_BLOCKS: i64 = 20;
+const HISTORY_BLOCKS: i64 = 20;
 /// How long the daemon's indexer may take to index a tx the served node already included,
 /// and to catch up with the served network after boot.
-const INDEXED: Duration = Duration::from_secs(60);
+const INDEXED: Duration = Duration::from_secs(180);
 
 /// config/weaver.toml as it is in the repo, with every loopback port 0, fast blocks, a short
 /// history and challenge period, and enough test accounts for one per case.
@@ -69,6 +73,8 @@ pub(crate) fn network_config() -> toml::Table {
                 for (key, value) in table.iter_mut() {
                     if key == "block_interval_ms" {
                         *value = toml::Value::Integer(BLOCK_INTERVAL_MS);
+                    } else if key == "txs_per_block" && value.as_integer().unwrap_or(0) > 0 {
+                        *value = toml::Value::Integer(TXS_PER_BLOCK);
                     } else {
                         adjust(value);
                     }
@@ -108,7 +114,7 @@ pub(crate) fn network_config() -> toml::Table {
 /// listeners) as `kind = "node"` sources on the URLs `served` (the served network's
 /// devnet.json) gives, the same router registry. Its `[devnet]` section stays as it is:
 /// node chains do not use it.
-pub(crate) fn node_config(network: &toml::Table, served: &Value) -> String {
+fn node_config(network: &toml::Table, served: &Value) -> String {
     let mut config = network.clone();
     let chains = config
         .get_mut("chains")
@@ -170,7 +176,7 @@ pub(crate) struct Network {
     pub(crate) served: Option<ServedNetwork>,
     pub(crate) router: String,
     /// devnet.json: chain endpoints and test accounts.
-    pub(crate) devnet: Value,
+    devnet: Value,
     sdk: std::path::PathBuf,
 }
 
@@ -262,7 +268,7 @@ impl Network {
     }
 
     /// The served chain's latest height (its REST).
-    pub(crate) fn node_height(&self, chain: &str) -> u64 {
+    fn node_height(&self, chain: &str) -> u64 {
         let url = format!(
             "{}/cosmos/base/tendermint/v1beta1/blocks/latest",
             self.rest(chain)
