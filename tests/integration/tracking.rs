@@ -967,7 +967,7 @@ fn a_tracked_transfer_survives_a_daemon_restart() {
         pending["next_blocking_transfer"],
         json!({"transfer_sequence_index": 0})
     );
-    // Ten blocks later, still waiting.
+    // Seconds later, still waiting.
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(status(&net, L1, &hash).1, pending);
 
