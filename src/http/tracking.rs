@@ -214,13 +214,14 @@ async fn stream(
 ) -> ApiResult {
     let query = status_query(&req)?;
     let key = track_key(&snapshot, &query.tx_hash, &query.chain_id)?;
+    // Subscribed before the first read: a change landing in between is not missed.
+    let updates = api.view.updates.subscribe();
     let (first, first_state) = api.view.status(&key).ok_or_else(|| not_tracked(&key))?;
     let ip = req
         .peer_addr()
         .map(|a| a.ip())
         .unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let slot = StreamSlot::open(&api, ip)?;
-    let updates = api.view.updates.subscribe();
     let deadline = tokio::time::Instant::now() + api.streams.max_duration;
     struct State {
         slot: StreamSlot,
@@ -248,7 +249,17 @@ async fn stream(
             }
             let wait = tokio::time::timeout(Duration::from_secs(15), s.updates.recv()).await;
             let changed = match wait {
-                Err(_) => return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s)),
+                // Quiet for a while: say so, and look again (nothing is lost either way).
+                Err(_) => {
+                    if let Some((body, state)) = s.slot.api.view.status(&s.key) {
+                        if body != s.last {
+                            s.done = state.is_terminal();
+                            s.last = body.clone();
+                            return Some((Ok(event_bytes(&body)), s));
+                        }
+                    }
+                    return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s));
+                }
                 Ok(Ok(key)) => key == s.key,
                 // Missed some changes: the current state says where things are.
                 Ok(Err(RecvError::Lagged(_))) => true,
