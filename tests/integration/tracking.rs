@@ -1014,3 +1014,97 @@ fn a_tracked_transfer_survives_a_daemon_restart() {
         states.join(" → ")
     );
 }
+
+/// The spec's whole flow with an op hook: route (required_op_hook) → `/op-hook` → the hook
+/// signed by initia.js for the rollup → `/v2/fungible/msgs` with `signed_op_hook` → the
+/// deposit signed and broadcast on the L1 → track → poll: the deposit, then the hook's IBC
+/// transfer back to the L1, both done.
+#[test]
+fn a_deposit_with_an_op_hook_is_tracked_through_its_hook() {
+    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let net = start(Mode::Embedded);
+    const INIT_MOVE_ON_L1: &str =
+        "ibc/CE2C64BB7F0067A8585269B28A9B3217D12BB2E20BCFB11E17C7281C52006AF5";
+    let account = 7;
+    let route = net.route_of(
+        1_000_000,
+        ("weaver-l1-1", "uinit"),
+        ("weaver-l1-1", INIT_MOVE_ON_L1),
+        false,
+    );
+    assert_eq!(route["required_op_hook"], true, "{route}");
+    let user = net.address(account, "weaver-l1-1");
+    let (status, hook) = net.post(
+        &format!("{}/op-hook", net.router),
+        &json!({
+            "source_address": user, "source_asset_chain_id": "weaver-l1-1", "source_asset_denom": "uinit",
+            "dest_address": user, "dest_asset_chain_id": "weaver-l1-1", "dest_asset_denom": INIT_MOVE_ON_L1,
+            "amount_in": "1000000"
+        }),
+    );
+    assert_eq!(status, 200, "{hook}");
+    let hook_chain = hook["chain_id"].as_str().unwrap().to_string();
+    assert_eq!(hook_chain, "minimove-1");
+    let signed = net.sign_and_broadcast(
+        account,
+        &json!({"chain_id": hook_chain, "msgs": hook["hook"]}),
+        &json!({"sign_only": true}),
+    );
+    let hook_tx = signed["tx_bytes"].as_str().unwrap().to_string();
+    let addresses: Vec<String> = route["required_chain_addresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| net.address(account, c.as_str().unwrap()))
+        .collect();
+    let body = json!({
+        "amount_in": route["amount_in"], "amount_out": route["amount_out"],
+        "source_asset_chain_id": "weaver-l1-1", "source_asset_denom": "uinit",
+        "dest_asset_chain_id": "weaver-l1-1", "dest_asset_denom": INIT_MOVE_ON_L1,
+        "address_list": addresses, "operations": route["operations"],
+        "slippage_tolerance_percent": "1",
+        "signed_op_hook": {"signer": net.address(account, &hook_chain), "hook": hook_tx}
+    });
+    let (status, msgs) = net.post(&format!("{}/v2/fungible/msgs", net.router), &body);
+    assert_eq!(status, 200, "{msgs}");
+    let cosmos_tx = msgs["txs"][0]["cosmos_tx"].clone();
+    let hash = broadcast_sync(&net, account, &cosmos_tx, None);
+    let (status, _) = track(&net, "weaver-l1-1", &hash);
+    assert_eq!(status, 200);
+    let (body, states) = poll_until_terminal(&net, "weaver-l1-1", &hash);
+    assert_eq!(
+        body["state"], "STATE_COMPLETED_SUCCESS",
+        "{body} after {states:?}"
+    );
+    let hops: Vec<(String, String)> = body["transfer_sequence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let (kind, hop) = h.as_object().unwrap().iter().next().unwrap();
+            (kind.clone(), hop["state"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            (
+                "op_init_transfer".to_string(),
+                "OPINIT_TRANSFER_RECEIVED".to_string()
+            ),
+            ("ibc_transfer".to_string(), "TRANSFER_SUCCESS".to_string())
+        ],
+        "{body}"
+    );
+    assert_eq!(body["transfer_asset_release"]["chain_id"], "weaver-l1-1");
+    assert_eq!(body["transfer_asset_release"]["denom"], INIT_MOVE_ON_L1);
+    assert_eq!(
+        body["transfer_asset_release"]["amount"],
+        route["amount_out"]
+    );
+    // The hook's transfer left from the deposit's finalize tx on the rollup.
+    let deposit = &body["transfer_sequence"][0]["op_init_transfer"]["txs"]["receive_tx"];
+    let onward = &body["transfer_sequence"][1]["ibc_transfer"]["packet_txs"]["send_tx"];
+    assert_eq!(deposit["tx_hash"], onward["tx_hash"], "{body}");
+    assert_eq!(onward["chain_id"], "minimove-1");
+}

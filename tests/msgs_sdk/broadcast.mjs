@@ -9,6 +9,8 @@
 //               gas_prices (optional, e.g. "0.015uinit"),
 //               gas (optional: a fixed gas limit, no simulation — for a tx meant to fail in
 //                    DeliverTx, which a simulation would refuse),
+//               sign_only (optional: sign as an op hook — fee {amount: [], gas: 1} — and
+//               print {tx_bytes} (base64) without broadcasting),
 //               sync (optional: return once CheckTx accepted the tx, height 0, as a wallet
 //                     that tracks the tx itself does)}
 // prints one JSON line {txhash, code, height, raw_log, fee: [{denom, amount}]} and exits 0;
@@ -60,6 +62,13 @@ async function main() {
 
   const options = { msgs };
   if (input.gas) options.gas = String(input.gas);
+  if (input.sign_only) {
+    // An op hook, as InterwovenKit signs it: fee {amount: [], gas: 1}, not broadcast.
+    options.fee = new sdk.Fee(1, []);
+    const hook = await wallet.createAndSignTx(options);
+    console.log(JSON.stringify({ tx_bytes: Buffer.from(hook.toBytes()).toString("base64") }));
+    return;
+  }
   const tx = await wallet.createAndSignTx(options);
   const result = input.sync ? await rest.tx.broadcastSync(tx) : await rest.tx.broadcast(tx);
   console.log(JSON.stringify({

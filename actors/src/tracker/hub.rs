@@ -521,13 +521,18 @@ impl TrackerHub {
         let count = stored.len();
         for mut tracked in stored {
             let state = tracked.state();
+            let unlinked = !state.is_terminal()
+                && matches!(tracked.source, Source::Unseen | Source::Included { .. });
             if !state.is_terminal() {
-                if matches!(tracked.source, Source::Unseen | Source::Included { .. }) {
-                    self.unlinked.insert(tracked.key.clone());
-                }
                 self.catch_up(&mut tracked);
             }
+            let key = tracked.key.clone();
             self.commit(tracked, None);
+            if unlinked {
+                // Its events may have been indexed while weaver was down.
+                self.unlinked.insert(key.clone());
+                self.try_link(&key);
+            }
         }
         if count > 0 {
             tracing::info!(trackers = count, "transfer trackers resumed from the store");
@@ -566,8 +571,23 @@ impl Actor for TrackerHub {
         self.resume();
         ctx.run_interval(self.deps.settings.tick, |hub, ctx| {
             hub.ticks += 1;
-            let unlinked: Vec<TrackKey> = hub.unlinked.iter().cloned().collect();
-            for key in unlinked {
+            // Only txs the chain has shown wait on the relay log here (for it to pass their
+            // height); unseen ones are linked when their events arrive on the bus, or found
+            // by the lookups — reading the relay log for each of them every tick would cost
+            // a store read per unseen tx per tick.
+            let included: Vec<TrackKey> = hub
+                .unlinked
+                .iter()
+                .filter(|k| {
+                    hub.deps
+                        .view
+                        .entries
+                        .get(*k)
+                        .is_some_and(|t| matches!(t.source, Source::Included { .. }))
+                })
+                .cloned()
+                .collect();
+            for key in included {
                 hub.try_link(&key);
             }
             hub.look_up(ctx);
