@@ -177,10 +177,12 @@ struct StatusQuery {
     chain_id: Option<String>,
 }
 
-fn status_query(req: &HttpRequest) -> Result<StatusQuery, ApiError> {
-    web::Query::<StatusQuery>::from_query(req.query_string())
+/// The tracked tx a status query names (400 / 404 as for track).
+fn queried_key(req: &HttpRequest, snapshot: &SnapshotHandle) -> Result<TrackKey, ApiError> {
+    let query = web::Query::<StatusQuery>::from_query(req.query_string())
         .map(|q| q.into_inner())
-        .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))
+        .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
+    track_key(snapshot, &query.tx_hash, &query.chain_id)
 }
 
 fn not_tracked(key: &TrackKey) -> ApiError {
@@ -195,8 +197,7 @@ async fn status(
     snapshot: web::Data<SnapshotHandle>,
     req: HttpRequest,
 ) -> ApiResult {
-    let query = status_query(&req)?;
-    let key = track_key(&snapshot, &query.tx_hash, &query.chain_id)?;
+    let key = queried_key(&req, &snapshot)?;
     let (body, _) = api.view.status(&key).ok_or_else(|| not_tracked(&key))?;
     Ok(HttpResponse::Ok().json(body))
 }
@@ -212,8 +213,7 @@ async fn stream(
     snapshot: web::Data<SnapshotHandle>,
     req: HttpRequest,
 ) -> ApiResult {
-    let query = status_query(&req)?;
-    let key = track_key(&snapshot, &query.tx_hash, &query.chain_id)?;
+    let key = queried_key(&req, &snapshot)?;
     // Subscribed before the first read: a change landing in between is not missed.
     let updates = api.view.updates.subscribe();
     let (first, first_state) = api.view.status(&key).ok_or_else(|| not_tracked(&key))?;
