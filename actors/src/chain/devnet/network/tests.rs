@@ -628,6 +628,23 @@ fn a_forward_that_cannot_leave_the_middle_chain_is_refunded_to_the_sender() {
     assert_eq!(balance(&network, L1, &forwarder, &usdc_on_l1()), 0);
 }
 
+/// `amount` uinit from `from` to itself on the L2 over bridge 1, carrying `data`.
+fn deposit_to_l2(from: &Key, amount: u128, data: Vec<u8>) -> Any {
+    any(
+        "/opinit.ophost.v1.MsgInitiateTokenDeposit",
+        MsgInitiateTokenDeposit {
+            sender: from.bech32("init"),
+            bridge_id: 1,
+            to: from.bech32("init"),
+            amount: Some(Coin {
+                denom: "uinit".into(),
+                amount: amount.to_string(),
+            }),
+            data,
+        },
+    )
+}
+
 #[test]
 fn a_deposit_hook_runs_on_the_rollup_and_continues_by_ibc() {
     let (network, _) = network(fast());
@@ -648,19 +665,7 @@ fn a_deposit_hook_runs_on_the_rollup_and_continues_by_ibc() {
         )],
         "umin",
     );
-    let deposit = any(
-        "/opinit.ophost.v1.MsgInitiateTokenDeposit",
-        MsgInitiateTokenDeposit {
-            sender: alice.bech32("init"),
-            bridge_id: 1,
-            to: alice.bech32("init"),
-            amount: Some(Coin {
-                denom: "uinit".into(),
-                amount: "50000".into(),
-            }),
-            data: hook,
-        },
-    );
+    let deposit = deposit_to_l2(&alice, 50_000, hook);
     let s = signed_for(&network, L1, &alice);
     assert_eq!(
         network
@@ -700,19 +705,7 @@ fn a_hook_signed_by_someone_else_does_not_run() {
         )],
         "umin",
     );
-    let deposit = any(
-        "/opinit.ophost.v1.MsgInitiateTokenDeposit",
-        MsgInitiateTokenDeposit {
-            sender: alice.bech32("init"),
-            bridge_id: 1,
-            to: alice.bech32("init"),
-            amount: Some(Coin {
-                denom: "uinit".into(),
-                amount: "50000".into(),
-            }),
-            data: hook,
-        },
-    );
+    let deposit = deposit_to_l2(&alice, 50_000, hook);
     let s = signed_for(&network, L1, &alice);
     assert_eq!(
         network
