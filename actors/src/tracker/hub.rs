@@ -348,13 +348,16 @@ impl TrackerHub {
                 continue;
             };
             let before = tracked.state();
-            if self.apply(&mut tracked, &event) {
+            let changed = self.apply(&mut tracked, &event);
+            if changed {
                 tracked.progressed_ns = now_ns();
                 self.catch_up(&mut tracked);
-                self.commit(tracked.clone(), Some(before));
             }
             if tracked.watches().contains(&watch) && !tracked.state().is_terminal() {
                 still_watching.push(key);
+            }
+            if changed {
+                self.commit(tracked, Some(before));
             }
         }
         if still_watching.is_empty() {

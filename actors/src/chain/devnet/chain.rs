@@ -145,6 +145,14 @@ impl Devnet {
             .collect()
     }
 
+    /// How many txs the activities put at `height` (nothing is signed).
+    pub fn activity_tx_count(&self, height: u64) -> usize {
+        self.activities
+            .iter()
+            .map(|(_, lane)| lane.slots(height).count())
+            .sum()
+    }
+
     /// Produces one block. Heights start at 1.
     pub fn block(&self, height: u64) -> BlockBundle {
         assert!(height >= 1, "devnet heights start at 1");

@@ -102,6 +102,16 @@ mod tests {
     }
 
     #[test]
+    fn counting_a_blocks_txs_matches_generating_them() {
+        for vm in [Vm::Move, Vm::Evm, Vm::Wasm] {
+            let d = Devnet::new(spec(vm));
+            for h in 1..30 {
+                assert_eq!(d.activity_tx_count(h), d.block(h).txs.len(), "{vm:?} {h}");
+            }
+        }
+    }
+
+    #[test]
     fn times_increase_and_tip_follows_the_clock() {
         let d = Devnet::new(spec(Vm::Evm));
         for h in 1..200 {

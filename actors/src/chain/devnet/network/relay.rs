@@ -176,11 +176,7 @@ fn produce(spec: &NetworkSpec, state: &mut State, id: &str, height: u64) -> Vec<
     let chain = state.chains.get_mut(id).expect("listed chain");
     chain.sealed = height;
     if !txs.is_empty() {
-        let background = devnet
-            .activity_txs(height)
-            .iter()
-            .map(|(_, t)| t.len())
-            .sum::<usize>();
+        let background = devnet.activity_tx_count(height);
         for (offset, tx) in txs.iter().enumerate() {
             chain.by_hash.insert(
                 crate::chain::decode::tx_hash(&tx.raw),
