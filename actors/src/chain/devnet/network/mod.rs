@@ -374,7 +374,9 @@ impl Network {
         };
         let heights: Vec<u64> = match found {
             Some((height, _)) => vec![height],
-            None => (tip.saturating_sub(scan).max(1)..=tip).rev().collect(),
+            None => ((tip + 1).saturating_sub(scan).max(1)..=tip)
+                .rev()
+                .collect(),
         };
         heights.into_iter().find_map(|height| {
             let block = devnet.block(height);
