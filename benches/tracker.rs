@@ -41,12 +41,13 @@ use sha2::{Digest, Sha256};
 use weaver_actors::chain::address::to_bech32;
 use weaver_actors::planner::registry::{IbcChannel, Registry};
 use weaver_actors::relay::{Acknowledgement, Packet, RelayBus, RelayEvent, RelayKind};
-use weaver_actors::store::relay::{bridge_prefix, packet_prefix, tx_prefix, EVENT, META_SEQUENCE};
+use weaver_actors::store::relay::{stage_event, META_SEQUENCE};
 use weaver_actors::store::{keys, Batch, RelayStore, Store};
+use weaver_actors::system::ArbiterPool;
 use weaver_actors::tracker::tracked::Source;
 use weaver_actors::tracker::{
     Hop, HubDeps, Register, Topology, TrackKey, Tracked, TrackerHub, TrackerSettings, TrackerView,
-    TxState, WatchKey,
+    Tracking, TxState, WatchKey,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -418,11 +419,16 @@ fn thread_cpu_ns() -> u64 {
 }
 
 /// CPU time of thread `tid` of this process, ns.
-fn task_cpu_ns(tid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+/// CPU time of the whole process (every arbiter, the hub, sled's threads).
+fn process_cpu_ns() -> u64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    ns(usage.ru_utime) + ns(usage.ru_stime)
 }
 
 struct Mark {
@@ -709,24 +715,11 @@ fn append(
     for mut event in events {
         *sequence += 1;
         event.sequence = *sequence;
-        let mut index_keys = vec![];
-        if let Some((packet, side)) = event.event.packet() {
-            index_keys.push(packet_prefix(side, &packet.local_key(side)));
-        }
-        if let Some((transfer, deposit)) = event.event.bridge_key() {
-            index_keys.push(bridge_prefix(&transfer, deposit));
-        }
-        if let Some(hash) = &event.tx_hash {
-            let hash: [u8; 32] = hex::decode(hash).unwrap().try_into().unwrap();
-            index_keys.push(tx_prefix(&hash));
-        }
-        for prefix in index_keys {
-            batch.insert(keys::with_sequence(&prefix, *sequence), &[]);
-        }
-        batch.insert(
-            &keys::by_u64(EVENT, *sequence),
-            serde_json::to_vec(&event).unwrap(),
-        );
+        let hash = event
+            .tx_hash
+            .as_ref()
+            .map(|h| <[u8; 32]>::try_from(hex::decode(h).unwrap()).unwrap());
+        stage_event(&mut batch, &event, hash.as_ref()).unwrap();
         out.push(Arc::new(event));
     }
     batch.insert(keys::meta(META_SEQUENCE), &sequence.to_be_bytes());
@@ -734,7 +727,13 @@ fn append(
     out
 }
 
-fn phase_hub(n: u64) {
+/// The real tracking engine: the supervised `TrackerHub` and one `Tracker` actor per
+/// transfer on a pool of arbiters, relay logs in sled, events on the `RelayBus`, every
+/// transition written to the tracker tree. Waves `..=prewritten` are in the relay logs
+/// before the transfers are registered (each tracker catches up from them when it starts);
+/// the later ones are published live. With `finish` false it stops once every transfer is in
+/// flight with all three hops linked (the peak of what a tracker holds).
+fn phase_hub(n: u64, prewritten: usize, finish: bool) {
     let dir = tempfile::tempdir().unwrap();
     // The daemon's default sled cache (`cache_mb`).
     let cache_mb = env_u64("TRACKER_HUB_CACHE_MB", 256);
@@ -764,100 +763,121 @@ fn phase_hub(n: u64) {
         }
         blocks
     };
-    // The source txs are in their chain's relay log when registered.
-    write_wave(0, &mut sequences);
+    for w in 0..=prewritten {
+        write_wave(w, &mut sequences);
+    }
     let view = TrackerView::new(Arc::new(topology()));
-    let deps = HubDeps {
-        view: view.clone(),
-        store: store.trackers().unwrap(),
-        relay_stores: relay_stores.clone(),
-        sources: HashMap::new(),
-        bus: bus.clone(),
-        settings: TrackerSettings::default(),
-    };
+    let tracking = Tracking::new(
+        view.clone(),
+        store.trackers().unwrap(),
+        relay_stores.clone(),
+        HashMap::new(),
+        TrackerSettings::default(),
+    );
+    let arbiters = std::thread::available_parallelism().map_or(2, |n| n.get());
     let (sender, receiver) = std::sync::mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let system = System::new();
-        system.block_on(async move {
-            let addr = TrackerHub::new(deps).start();
-            // SAFETY: gettid has no preconditions.
-            let tid = unsafe { libc::gettid() };
-            sender.send((addr, System::current(), tid)).unwrap();
-        });
-        system.run().unwrap();
-    });
-    // The hub's actor runs on this system's thread: its CPU time is the hub's.
-    let (hub, system, hub_tid) = receiver.recv().unwrap();
-    let wait_for = |i: u64, w: usize| {
-        let key = key_of(i);
-        loop {
-            if view.entries.get(&key).is_some_and(|t| wave_done(&t, w)) {
-                return;
+    let thread = {
+        let tracking = tracking.clone();
+        let bus = bus.clone();
+        std::thread::spawn(move || {
+            let system = System::new();
+            system.block_on(async move {
+                let deps = HubDeps {
+                    tracking,
+                    bus,
+                    pool: Arc::new(ArbiterPool::new(arbiters)),
+                };
+                let addr = TrackerHub::new(deps.clone()).start();
+                sender.send((addr, System::current(), deps.pool)).unwrap();
+            });
+            system.run().unwrap();
+        })
+    };
+    let (hub, system, pool) = receiver.recv().unwrap();
+    let wait_for = |w: usize| {
+        for i in 0..n {
+            let key = key_of(i);
+            while !view.entries.get(&key).is_some_and(|t| wave_done(&t, w)) {
+                std::thread::sleep(Duration::from_micros(500));
             }
-            std::thread::sleep(Duration::from_micros(500));
         }
     };
+    // Linked to the source's hop, then to one more per prewritten forwarding wave.
+    let linked_wave = prewritten.min(2);
 
+    let rss_before = rss_bytes();
     let start = Instant::now();
-    let cpu = task_cpu_ns(hub_tid);
+    let cpu = process_cpu_ns();
     for i in 0..n {
         hub.do_send(Register(key_of(i)));
     }
-    wait_for(n - 1, 0);
+    wait_for(linked_wave);
     let register_secs = start.elapsed().as_secs_f64();
     println!("register_per_sec={:.0}", n as f64 / register_secs);
     println!(
         "register_per_cpu_sec={:.0}",
-        n as f64 * 1e9 / (task_cpu_ns(hub_tid) - cpu) as f64
+        n as f64 * 1e9 / (process_cpu_ns() - cpu) as f64
     );
+    println!("live_trackers={}", tracking.live_trackers());
 
     let mut busy = Duration::ZERO;
     let mut cpu_ns = 0u64;
     let mut delivered = 0u64;
-    for (w, chain) in WAVE_CHAIN.iter().enumerate().skip(1) {
+    let last = if finish { WAVE_CHAIN.len() - 1 } else { 2 };
+    for (w, chain) in WAVE_CHAIN
+        .iter()
+        .enumerate()
+        .take(last + 1)
+        .skip(prewritten + 1)
+    {
         let blocks = write_wave(w, &mut sequences);
         let start = Instant::now();
-        let cpu = task_cpu_ns(hub_tid);
+        let cpu = process_cpu_ns();
         for block in &blocks {
             bus.publish(chain, block);
             delivered += block.len() as u64;
         }
-        wait_for(n - 1, w);
+        wait_for(w);
         busy += start.elapsed();
-        cpu_ns += task_cpu_ns(hub_tid) - cpu;
+        cpu_ns += process_cpu_ns() - cpu;
+        if w == 2 {
+            let rss = rss_bytes();
+            println!("rss_inflight_total={rss}");
+            println!("rss_inflight_per={}", (rss - rss_before) / n);
+        }
     }
-    let completed = view
-        .entries
-        .iter()
-        .filter(|e| e.value().state() == TxState::CompletedSuccess)
-        .count() as u64;
-    assert_eq!(completed, n, "every transfer completes");
-    println!("events={delivered}");
-    println!(
-        "events_per_sec={:.0}",
-        delivered as f64 / busy.as_secs_f64()
-    );
-    println!(
-        "events_per_cpu_sec={:.0}",
-        delivered as f64 * 1e9 / cpu_ns as f64
-    );
-    println!("rss_total={}", rss_bytes());
-
-    // What a 500 ms tick costs per registered tx the chain has not shown yet: its source
-    // looked up again in the relay log (a miss).
-    let relay = &relay_stores[A];
-    let misses = 20_000u64;
-    let start = Instant::now();
-    for i in 0..misses {
-        let hash = digest(i, 200);
-        assert!(relay.events_of_tx(&hash).unwrap().is_empty());
+    if prewritten >= 2 {
+        let rss = rss_bytes();
+        println!("rss_inflight_total={rss}");
+        println!("rss_inflight_per={}", (rss - rss_before) / n);
     }
-    println!(
-        "unseen_lookup_us={:.2}",
-        start.elapsed().as_secs_f64() * 1e6 / misses as f64
-    );
+    if finish {
+        let completed = view
+            .entries
+            .iter()
+            .filter(|e| e.value().state() == TxState::CompletedSuccess)
+            .count() as u64;
+        assert_eq!(completed, n, "every transfer completes");
+        // Trackers stop at a terminal state.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tracking.live_trackers() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        println!("live_trackers_after={}", tracking.live_trackers());
+        println!("events={delivered}");
+        println!(
+            "events_per_sec={:.0}",
+            delivered as f64 / busy.as_secs_f64()
+        );
+        println!(
+            "events_per_cpu_sec={:.0}",
+            delivered as f64 * 1e9 / cpu_ns as f64
+        );
+        println!("rss_total={}", rss_bytes());
+    }
     system.stop();
     thread.join().unwrap();
+    pool.stop();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -940,7 +960,8 @@ fn main() {
             "plain" => phase_plain(n, false),
             "plain_done" => phase_plain(n, true),
             "dispatch" => phase_dispatch(n, env_u64("TRACKER_READ_SECS", 3)),
-            "hub" => phase_hub(n),
+            "hub" => phase_hub(n, 0, true),
+            "hub_resident" => phase_hub(n, 2, false),
             other => panic!("unknown phase {other}"),
         }
         return;
@@ -960,6 +981,7 @@ fn main() {
     let done = child("plain_done", n);
     let dispatch = child("dispatch", n);
     let hub = child("hub", hub_n);
+    let hub_m = child("hub_resident", million);
     if std::env::var("TRACKER_ONLY").is_ok() {
         // A partial run: the raw figures of the phases that ran (also on stderr).
         for (phase, results) in [
@@ -971,6 +993,7 @@ fn main() {
             ("plain_done", &done),
             ("dispatch", &dispatch),
             ("hub", &hub),
+            ("hub_resident", &hub_m),
         ] {
             if !results.is_empty() {
                 println!("{phase}: {results:?}");
@@ -1046,12 +1069,23 @@ fn main() {
         grouped(num(&dispatch, "events_per_cpu_sec")),
     );
     println!(
-        "| `TrackerHub` actor end to end ({} transfers; relay logs in sled, `RelayBus`, `catch_up` reads, tracker-tree writes) | {} events/s ({} per CPU-second of the hub's thread), {} registrations/s ({} per CPU-second) | — |",
+        "| the engine: `TrackerHub` + one `Tracker` actor per transfer, in flight (3 hops linked, acks pending; sled cache {} MB included) | RSS {}/transfer ({} live actors) | measured: RSS {}/transfer, process {} ({} live actors) |",
+        env_u64("TRACKER_HUB_CACHE_MB", 256),
+        b(&hub, "rss_inflight_per"),
+        grouped(num(&hub, "live_trackers")),
+        b(&hub_m, "rss_inflight_per"),
+        size(num(&hub_m, "rss_inflight_total")),
+        grouped(num(&hub_m, "live_trackers")),
+    );
+    println!(
+        "| the engine end to end ({} transfers; relay logs in sled, `RelayBus`, hub dispatch, tracker catch-up reads, tracker-tree writes; {} trackers left after the last ack) | {} events/s ({} per CPU-second), {} registrations/s ({} per CPU-second) | {} registrations/s with 3 hops caught up from sled each |",
         grouped(hub_n as f64),
+        hub["live_trackers_after"],
         grouped(num(&hub, "events_per_sec")),
         grouped(num(&hub, "events_per_cpu_sec")),
         grouped(num(&hub, "register_per_sec")),
         grouped(num(&hub, "register_per_cpu_sec")),
+        grouped(num(&hub_m, "register_per_sec")),
     );
     println!(
         "| status reads (`TrackerView::status` + JSON encoding, {} B body), 2 threads, random keys | {} reads/s, p50 {} µs, p99 {} µs; {} µs of CPU per read | — |",
@@ -1060,11 +1094,6 @@ fn main() {
         dispatch["read_p50_us"],
         dispatch["read_p99_us"],
         dispatch["read_cpu_us"],
-    );
-    println!(
-        "| relay-log lookup of a registered tx not seen yet (the hub retries each one every 500 ms tick) | {} µs | {:.1} s per tick if all were unseen |",
-        hub["unseen_lookup_us"],
-        num(&hub, "unseen_lookup_us") * m / 1e6,
     );
     println!();
     println!("{sizes}");

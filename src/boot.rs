@@ -604,22 +604,27 @@ fn start_tracking(
     sources: std::collections::HashMap<String, Arc<ChainAccess>>,
     bus: &RelayBus,
 ) -> anyhow::Result<http::tracking::TrackingApi> {
-    use weaver_actors::tracker::{HubDeps, Topology, TrackerHub, TrackerSettings, TrackerView};
+    use weaver_actors::tracker::{
+        HubDeps, Topology, TrackerHub, TrackerSettings, TrackerView, Tracking,
+    };
     let settings = &config.tracker;
     let view = TrackerView::new(Arc::new(Topology::new(&config.router.registry())));
     let deps = HubDeps {
-        view: view.clone(),
-        store: store.trackers()?,
-        relay_stores,
-        sources,
+        tracking: Tracking::new(
+            view.clone(),
+            store.trackers()?,
+            relay_stores,
+            sources,
+            TrackerSettings {
+                abandon_unseen: Duration::from_secs(settings.abandon_unseen_secs),
+                abandon_stalled: Duration::from_secs(settings.abandon_stalled_secs),
+                retention: Duration::from_secs(settings.retention_secs),
+                max_trackers: settings.max_trackers,
+                ..Default::default()
+            },
+        ),
         bus: bus.clone(),
-        settings: TrackerSettings {
-            abandon_unseen: Duration::from_secs(settings.abandon_unseen_secs),
-            abandon_stalled: Duration::from_secs(settings.abandon_stalled_secs),
-            retention: Duration::from_secs(settings.retention_secs),
-            max_trackers: settings.max_trackers,
-            ..Default::default()
-        },
+        pool: supervision.pool().clone(),
     };
     let hub = supervision.start("tracker_hub", move || TrackerHub::new(deps.clone()));
     Ok(http::tracking::TrackingApi {

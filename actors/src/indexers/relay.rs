@@ -10,7 +10,7 @@ use crate::chain::decode::tx_hash;
 use crate::chain::types::{BlockBundle, Event};
 use crate::relay::decode::{decode_relay_event, RelayContext};
 use crate::relay::{RelayBus, RelayEvent, RelayKind};
-use crate::store::relay::{bridge_prefix, packet_prefix, tx_prefix, EVENT, META_SEQUENCE};
+use crate::store::relay::{stage_event, META_SEQUENCE};
 use crate::store::{keys, DomainTree, RelayStore};
 
 pub struct RelayIndexer {
@@ -77,19 +77,6 @@ impl DomainIndexer for RelayIndexer {
                 continue;
             };
             sequence += 1;
-            let mut index_keys = Vec::new();
-            if let Some((packet, side)) = kind.packet() {
-                index_keys.push(packet_prefix(side, &packet.local_key(side)));
-            }
-            if let Some((transfer, deposit)) = kind.bridge_key() {
-                index_keys.push(bridge_prefix(&transfer, deposit));
-            }
-            if let Some(hash) = &hash {
-                index_keys.push(tx_prefix(hash));
-            }
-            for prefix in index_keys {
-                batch.insert(keys::with_sequence(&prefix, sequence), &[]);
-            }
             let event = RelayEvent {
                 chain_id: bundle.chain_id.clone(),
                 sequence,
@@ -98,11 +85,10 @@ impl DomainIndexer for RelayIndexer {
                 tx_hash: hash.map(hex::encode_upper),
                 event: kind,
             };
-            let json = serde_json::to_vec(&event).map_err(|e| IndexError::Domain {
+            stage_event(batch, &event, hash.as_ref()).map_err(|e| IndexError::Domain {
                 domain: self.store.domain().domain().into(),
                 message: format!("cannot encode a relay event: {e}"),
             })?;
-            batch.insert(&keys::by_u64(EVENT, sequence), json);
             self.pending.push(Arc::new(event));
         }
         if sequence != self.sequence {

@@ -54,6 +54,30 @@ pub fn tx_prefix(hash: &[u8; 32]) -> Vec<u8> {
     prefix
 }
 
+/// Stages a relay event (its sequence assigned) into `batch`: the event itself and its
+/// entries under its packet, bridge transfer and tx. `tx_hash` is the raw hash of the tx
+/// that emitted it (none for block events).
+pub fn stage_event(
+    batch: &mut sled::Batch,
+    event: &RelayEvent,
+    tx_hash: Option<&[u8; 32]>,
+) -> Result<(), serde_json::Error> {
+    let sequence = event.sequence;
+    if let Some((packet, side)) = event.event.packet() {
+        let prefix = packet_prefix(side, &packet.local_key(side));
+        batch.insert(keys::with_sequence(&prefix, sequence), &[]);
+    }
+    if let Some((transfer, deposit)) = event.event.bridge_key() {
+        let prefix = bridge_prefix(&transfer, deposit);
+        batch.insert(keys::with_sequence(&prefix, sequence), &[]);
+    }
+    if let Some(hash) = tx_hash {
+        batch.insert(keys::with_sequence(&tx_prefix(hash), sequence), &[]);
+    }
+    batch.insert(&keys::by_u64(EVENT, sequence), serde_json::to_vec(event)?);
+    Ok(())
+}
+
 #[derive(Clone)]
 pub struct RelayStore {
     domain: DomainTree,

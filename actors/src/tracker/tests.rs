@@ -15,8 +15,8 @@ use crate::relay::{
     RelayEvent, RelayKind, WithdrawalFinalized, WithdrawalInitiated,
 };
 
-const HUB: &str = "hub-1";
-const ALPHA: &str = "alpha-1";
+pub(super) const HUB: &str = "hub-1";
+pub(super) const ALPHA: &str = "alpha-1";
 const BETA: &str = "beta-1";
 const GAMMA: &str = "gamma-1";
 const ROLLUP: &str = "rollup-1";
@@ -26,7 +26,7 @@ const T0: i64 = 1_700_000_000_000_000_000;
 
 /// alpha ─ch0/ch1─ hub ─ch2/ch0─ beta ─ch1/ch0─ gamma, and rollup ─ch0/ch3─ hub with
 /// OPinit bridge 7 between hub and rollup. beta has an explorer template of its own.
-fn topology() -> Topology {
+pub(super) fn topology() -> Topology {
     let mut beta = chain(BETA, true, false);
     beta.explorer_tx_url = Some("https://beta.example/tx/{tx_hash}?chain={chain_id}".into());
     let registry = Registry {
@@ -55,13 +55,13 @@ fn topology() -> Topology {
     Topology::new(&registry)
 }
 
-fn hash(tag: &str) -> String {
+pub(super) fn hash(tag: &str) -> String {
     // A recognisable upper-case 64-digit hex hash per tx.
     let hex: String = tag.bytes().map(|b| format!("{b:02X}")).collect();
     format!("{hex:0<64}")
 }
 
-fn ev(chain_id: &str, height: u64, tx: &str, event: RelayKind) -> RelayEvent {
+pub(super) fn ev(chain_id: &str, height: u64, tx: &str, event: RelayKind) -> RelayEvent {
     RelayEvent {
         chain_id: chain_id.into(),
         sequence: height,
@@ -73,7 +73,7 @@ fn ev(chain_id: &str, height: u64, tx: &str, event: RelayKind) -> RelayEvent {
 }
 
 /// (src port/channel) → (dst port/channel), with ICS-20 data.
-fn packet(src: &str, dst: &str, sequence: u64, data: Option<Value>) -> Packet {
+pub(super) fn packet(src: &str, dst: &str, sequence: u64, data: Option<Value>) -> Packet {
     Packet {
         src_port: "transfer".into(),
         src_channel: src.into(),
@@ -86,11 +86,11 @@ fn packet(src: &str, dst: &str, sequence: u64, data: Option<Value>) -> Packet {
     }
 }
 
-fn data(denom: &str, amount: &str, receiver: &str, memo: &str) -> Value {
+pub(super) fn data(denom: &str, amount: &str, receiver: &str, memo: &str) -> Value {
     json!({"denom": denom, "amount": amount, "sender": "init1sender", "receiver": receiver, "memo": memo})
 }
 
-fn ok_ack() -> Acknowledgement {
+pub(super) fn ok_ack() -> Acknowledgement {
     Acknowledgement {
         raw: r#"{"result":"AQ=="}"#.into(),
         success: true,

@@ -1,0 +1,33 @@
+//! `TrackerView`: what handlers read — every tracked tx as last committed, the registry
+//! topology, and a feed of changes (the SSE stream listens to it).
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::topology::Topology;
+use super::tracked::{TrackKey, Tracked, TxState};
+
+pub struct TrackerView {
+    pub entries: DashMap<TrackKey, Arc<Tracked>>,
+    pub topology: Arc<Topology>,
+    pub updates: broadcast::Sender<TrackKey>,
+}
+
+impl TrackerView {
+    pub fn new(topology: Arc<Topology>) -> Arc<Self> {
+        Arc::new(TrackerView {
+            entries: DashMap::new(),
+            topology,
+            updates: broadcast::channel(4096).0,
+        })
+    }
+
+    /// The `/v2/tx/status` body of a tracked tx.
+    pub fn status(&self, key: &TrackKey) -> Option<(Value, TxState)> {
+        let tracked = self.entries.get(key)?.clone();
+        Some((tracked.status_body(&self.topology), tracked.state()))
+    }
+}
