@@ -451,6 +451,7 @@ pub async fn run_with(
         let plugins = Arc::new(plugins);
         let limits = http::ListenerLimits::new("indexer", &config.limits);
         let app_limits = limits.clone();
+        let cors = config.cors.clone();
         let (server, bound) =
             bind_server("indexer", listen, config.http_workers, limits, move || {
                 let plugins = plugins.clone();
@@ -458,7 +459,7 @@ pub async fn run_with(
                 let rich_list_api = rich_list_api.clone();
                 let no_rich_list = no_rich_list.clone();
                 let evm_api = evm_api.clone();
-                http::app("indexer", app_limits.clone(), move |cfg| {
+                http::app("indexer", app_limits.clone(), &cors, move |cfg| {
                     http::indexer::routes(cfg);
                     cfg.app_data(evm_api);
                     http::evm::routes(cfg);
@@ -503,13 +504,14 @@ pub async fn run_with(
     let snapshot = web::Data::new(snapshot);
     let limits = http::ListenerLimits::new("router", &config.limits);
     let app_limits = limits.clone();
+    let cors = config.cors.clone();
     let (server, bound) = bind_server(
         "router",
         config.router.listen,
         config.http_workers,
         limits,
         move || {
-            http::app("router", app_limits.clone(), |cfg| {
+            http::app("router", app_limits.clone(), &cors, |cfg| {
                 http::router::routes(cfg);
                 http::tracking::routes(cfg);
             })
@@ -524,8 +526,9 @@ pub async fn run_with(
     let metrics_data = web::Data::new(prometheus);
     let limits = http::ListenerLimits::new("metrics", &config.limits);
     let app_limits = limits.clone();
+    let cors = config.cors.clone();
     let (server, bound) = bind_server("metrics", config.metrics.listen, 1, limits, move || {
-        http::app("metrics", app_limits.clone(), http::metrics::routes)
+        http::app("metrics", app_limits.clone(), &cors, http::metrics::routes)
             .app_data(metrics_data.clone())
     })?;
     tracing::info!(listen = %bound, "metrics listening on /metrics");

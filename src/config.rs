@@ -60,6 +60,9 @@ pub struct Config {
     /// HTTP listener.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Cross-origin (CORS) answers of every HTTP listener, so browser apps can read the APIs.
+    #[serde(default)]
+    pub cors: CorsConfig,
     /// Transfer tracking (`POST /v2/tx/track`, `GET /v2/tx/status[/stream]`).
     #[serde(default)]
     pub tracker: TrackerConfig,
@@ -271,6 +274,140 @@ impl LimitsConfig {
         }
         Ok(())
     }
+}
+
+/// CORS of every HTTP listener (indexer, router, metrics). The defaults let any web page read
+/// the public APIs: `Access-Control-Allow-Origin: *`, never credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CorsConfig {
+    /// Off: no CORS headers, and a preflight `OPTIONS` is an ordinary request (405).
+    pub enabled: bool,
+    /// `["*"]` (any origin, answered with `*`) or exact origins (`https://app.example`,
+    /// scheme and host, port if not the default, no path), echoed back when they match.
+    pub allowed_origins: Vec<String>,
+    /// Methods a preflight may ask for (`*`: any).
+    pub allowed_methods: Vec<String>,
+    /// Request headers a preflight may ask for (`*`: any, echoed back).
+    pub allowed_headers: Vec<String>,
+    /// Response headers scripts may read beyond the safelisted ones (`*`: all).
+    pub expose_headers: Vec<String>,
+    /// How long a browser may cache a preflight answer (`Access-Control-Max-Age`).
+    pub max_age_secs: u64,
+}
+
+impl Default for CorsConfig {
+    fn default() -> Self {
+        let strings = |values: &[&str]| values.iter().map(|v| v.to_string()).collect();
+        CorsConfig {
+            enabled: true,
+            allowed_origins: strings(&["*"]),
+            allowed_methods: strings(&["GET", "POST", "OPTIONS"]),
+            allowed_headers: strings(&["*"]),
+            expose_headers: strings(&["retry-after"]),
+            max_age_secs: 3600,
+        }
+    }
+}
+
+/// Longest `cors.max_age_secs` (browsers cap it lower anyway: Firefox a day, Chromium 2 h).
+pub const CORS_MAX_AGE_MAX: u64 = 86_400;
+
+impl CorsConfig {
+    /// Every value is checked here: actix-cors reports a bad one only by failing to start
+    /// the listener's workers.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let key = |field: &str, i: usize| format!("cors.{field}[{i}]");
+        if self.allowed_origins.is_empty() {
+            return Err(invalid(
+                "cors.allowed_origins",
+                "at least one origin (or \"*\") is required; set cors.enabled = false to turn CORS off",
+            ));
+        }
+        for (i, origin) in self.allowed_origins.iter().enumerate() {
+            if origin == "*" {
+                if self.allowed_origins.len() > 1 {
+                    return Err(invalid(
+                        key("allowed_origins", i),
+                        "\"*\" allows every origin: list it alone",
+                    ));
+                }
+                continue;
+            }
+            if let Err(why) = check_origin(origin) {
+                return Err(invalid(
+                    key("allowed_origins", i),
+                    format!("{origin:?} is not an origin: {why}"),
+                ));
+            }
+        }
+        if self.allowed_methods.is_empty() {
+            return Err(invalid(
+                "cors.allowed_methods",
+                "at least one method (or \"*\") is required",
+            ));
+        }
+        for (i, method) in self.allowed_methods.iter().enumerate() {
+            if method != "*" && actix_web::http::Method::from_bytes(method.as_bytes()).is_err() {
+                return Err(invalid(
+                    key("allowed_methods", i),
+                    format!("{method:?} is not an HTTP method"),
+                ));
+            }
+        }
+        for (field, names) in [
+            ("allowed_headers", &self.allowed_headers),
+            ("expose_headers", &self.expose_headers),
+        ] {
+            for (i, name) in names.iter().enumerate() {
+                if name == "*" {
+                    if names.len() > 1 {
+                        return Err(invalid(key(field, i), "\"*\" means all: list it alone"));
+                    }
+                    continue;
+                }
+                if actix_web::http::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(invalid(
+                        key(field, i),
+                        format!("{name:?} is not a header name"),
+                    ));
+                }
+            }
+        }
+        if self.max_age_secs > CORS_MAX_AGE_MAX {
+            return Err(invalid(
+                "cors.max_age_secs",
+                format!("must be at most {CORS_MAX_AGE_MAX} (a day)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An origin as browsers send it: `scheme://host[:port]`, nothing after (a trailing slash
+/// would never match).
+fn check_origin(origin: &str) -> Result<(), &'static str> {
+    let (scheme, host) = origin
+        .split_once("://")
+        .ok_or("expected scheme://host[:port]")?;
+    if scheme.is_empty()
+        || !scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return Err("bad scheme");
+    }
+    if host.is_empty() {
+        return Err("no host");
+    }
+    if host.contains(['/', '?', '#', '@', ' ']) {
+        return Err("scheme and host only: no path (not even a trailing /), query or user");
+    }
+    origin
+        .parse::<actix_web::http::Uri>()
+        .map_err(|_| "not a valid URI")?;
+    Ok(())
 }
 
 /// The Prometheus listener (`/metrics`).
@@ -572,6 +709,9 @@ impl Config {
             return Err(invalid("http_workers", "must be between 1 and 256"));
         }
         self.limits.validate()?;
+        if self.cors.enabled {
+            self.cors.validate()?;
+        }
         let mut listeners: HashMap<SocketAddr, String> = HashMap::new();
         let mut claim = |addr: SocketAddr, key: String| -> Result<(), ConfigError> {
             if addr.port() == 0 {
@@ -946,6 +1086,63 @@ mod tests {
                 .to_string();
             assert!(error.contains(key), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn cors_has_open_defaults_and_is_checked() {
+        let config = Config::from_toml(MINIMAL).unwrap();
+        assert_eq!(config.cors, CorsConfig::default());
+        assert!(config.cors.enabled);
+        assert_eq!(config.cors.allowed_origins, ["*"]);
+        assert_eq!(config.cors.max_age_secs, 3600);
+        let text = format!(
+            "{MINIMAL}\n[cors]\nallowed_origins = [\"https://app.example\", \"http://localhost:3000\"]\nallowed_headers = [\"content-type\"]\nmax_age_secs = 0\n"
+        );
+        let config = Config::from_toml(&text).unwrap();
+        assert_eq!(config.cors.allowed_origins.len(), 2);
+        assert_eq!(config.cors.allowed_methods, ["GET", "POST", "OPTIONS"]);
+        for (bad, key) in [
+            ("allowed_origins = []", "cors.allowed_origins"),
+            (
+                "allowed_origins = [\"*\", \"https://a.example\"]",
+                "cors.allowed_origins[0]",
+            ),
+            (
+                "allowed_origins = [\"https://a.example/\"]",
+                "cors.allowed_origins[0]",
+            ),
+            (
+                "allowed_origins = [\"a.example\"]",
+                "cors.allowed_origins[0]",
+            ),
+            (
+                "allowed_origins = [\"https://ok.example\", \"https://\"]",
+                "cors.allowed_origins[1]",
+            ),
+            ("allowed_methods = []", "cors.allowed_methods"),
+            (
+                "allowed_methods = [\"GET POST\"]",
+                "cors.allowed_methods[0]",
+            ),
+            (
+                "allowed_headers = [\"bad header\"]",
+                "cors.allowed_headers[0]",
+            ),
+            ("expose_headers = [\"*\", \"x\"]", "cors.expose_headers[0]"),
+            ("max_age_secs = 86401", "cors.max_age_secs"),
+            ("allow_credentials = true", "allow_credentials"),
+        ] {
+            let error = Config::from_toml(&format!("{MINIMAL}\n[cors]\n{bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(key), "{bad}: {error}");
+        }
+        // Disabled, the lists are not used and not checked.
+        let off = Config::from_toml(&format!(
+            "{MINIMAL}\n[cors]\nenabled = false\nallowed_origins = []\n"
+        ))
+        .unwrap();
+        assert!(!off.cors.enabled);
     }
 
     #[test]

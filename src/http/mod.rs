@@ -1,6 +1,8 @@
 //! HTTP listeners: one indexer API per chain, the router, and Prometheus metrics. Every
 //! answer is JSON (errors included) except `/metrics`, which is the Prometheus text format.
+//! Every listener answers CORS preflights and adds the CORS headers of `[cors]` ([`cors`]).
 
+pub mod cors;
 pub mod error;
 pub mod evm;
 pub mod indexer;
@@ -20,6 +22,7 @@ use actix_web::dev::{Service, ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::{web, App, Handler, Responder, ResponseError};
 
+use crate::config::CorsConfig;
 pub use error::ApiError;
 pub use limits::ListenerLimits;
 
@@ -40,7 +43,8 @@ where
 }
 
 /// An error answer that is not our JSON body (one of actix's own, e.g. a payload or
-/// extractor error) becomes one, with the same status.
+/// extractor error, or a refused CORS preflight) becomes one, with the same status and the
+/// headers it had (CORS headers, `Retry-After`), less those of the old body.
 fn json_error<B>(response: ServiceResponse<B>) -> ServiceResponse<EitherBody<B>> {
     let status = response.status();
     if status.as_u16() < 400 || is_json(response.headers()) {
@@ -63,8 +67,18 @@ fn json_error<B>(response: ServiceResponse<B>) -> ServiceResponse<EitherBody<B>>
     {
         error = error.retry_after(seconds);
     }
-    let (request, _) = response.into_parts();
-    ServiceResponse::new(request, error.error_response()).map_into_right_body()
+    let (request, old) = response.into_parts();
+    let mut new = error.error_response();
+    let own: Vec<header::HeaderName> = new.headers().keys().cloned().collect();
+    for (name, value) in old.headers() {
+        let body_header = *name == header::CONTENT_TYPE
+            || *name == header::CONTENT_LENGTH
+            || *name == header::TRANSFER_ENCODING;
+        if !body_header && !own.contains(name) {
+            new.headers_mut().append(name.clone(), value.clone());
+        }
+    }
+    ServiceResponse::new(request, new).map_into_right_body()
 }
 
 fn is_json(headers: &header::HeaderMap) -> bool {
@@ -101,11 +115,17 @@ fn note_client_error(
 }
 
 /// An App with the shared plumbing: trailing-slash normalisation, the listener's
-/// [`limits`], per-route request metrics, JSON for every error (actix's own included) and
-/// a JSON 404 for unknown routes.
+/// [`limits`], [`cors`], per-route request metrics, JSON for every error (actix's own
+/// included) and a JSON 404 for unknown routes.
+///
+/// Order, outermost first: path normalisation, metrics and JSON errors, CORS, limits, routes.
+/// CORS sits outside the limits so that their refusals (429, 413, 408, 503) carry the CORS
+/// headers a page needs to read them; a preflight is answered before the limits (it reads
+/// nothing and costs no more than a refusal) and is still counted in the request metrics.
 pub fn app(
     listener: &'static str,
     limits: Arc<ListenerLimits>,
+    cors: &CorsConfig,
     configure: impl FnOnce(&mut web::ServiceConfig),
 ) -> App<
     impl ServiceFactory<
@@ -130,6 +150,7 @@ pub fn app(
         .configure(configure)
         .default_service(web::to(error::unknown_route))
         .wrap(limits::Limits(limits))
+        .wrap(cors::middleware(cors))
         .wrap_fn(move |req, service| {
             let started = Instant::now();
             let route = req.match_pattern().unwrap_or_else(|| "unmatched".into());
@@ -202,7 +223,8 @@ mod tests {
     #[actix_web::test]
     async fn actix_errors_become_json_and_head_has_no_body() {
         let limits = ListenerLimits::new("test", &crate::config::LimitsConfig::default());
-        let app = test::init_service(app("test", limits, |cfg| {
+        let cors = CorsConfig::default();
+        let app = test::init_service(app("test", limits, &cors, |cfg| {
             get(cfg, "/plain", plain_413);
             get(cfg, "/bytes", bytes);
         }))

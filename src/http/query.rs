@@ -1,6 +1,9 @@
 //! Query-string parsing for the indexer list endpoints: the `pagination.*` parameters, the
-//! `msgs` filter (comma-separated and/or repeated) and `is_signer`. Every bad value is a
-//! 400 that names the parameter.
+//! `msgs` filter (comma-separated and/or repeated) and `is_signer`; and the value rules every
+//! handler shares ([`parse_bool`], [`parse_int`]), those of the Go indexer's consumers: a
+//! boolean is any form Go's `strconv.ParseBool` takes (`1 t T TRUE true True`, `0 f F FALSE
+//! false False`), and an empty value (`pagination.limit=`) is the same as leaving the
+//! parameter out. Every bad value is a 400 that names the parameter.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -39,14 +42,29 @@ pub struct ListQuery<C = u64> {
     pub is_signer: bool,
 }
 
-fn parse_bool(name: &str, value: &str) -> Result<bool, ApiError> {
+/// A boolean query value as Go's `strconv.ParseBool` reads it (what Go clients and Python
+/// `requests`, which sends `True`, produce); empty: `None`, the parameter's default.
+pub fn parse_bool(name: &str, value: &str) -> Result<Option<bool>, ApiError> {
     match value {
-        "true" | "1" => Ok(true),
-        "false" | "0" => Ok(false),
+        "" => Ok(None),
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Some(true)),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Some(false)),
         _ => Err(ApiError::bad_request(format!(
-            "{name} must be true or false, got {value:?}"
+            "{name} must be a boolean (true/false, True/False, TRUE/FALSE, t/f, 1/0), got {value:?}"
         ))),
     }
+}
+
+/// A decimal integer query value (surrounding spaces ignored); empty: `None`, the
+/// parameter's default.
+pub fn parse_int(name: &str, value: &str) -> Result<Option<i64>, ApiError> {
+    let text = value.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|_| ApiError::bad_request(format!("{name} must be an integer, got {value:?}")))
 }
 
 /// A fully qualified message type: dot-separated identifiers, optional leading `/`.
@@ -131,34 +149,32 @@ pub fn parse_list_query_with<C>(
     for (name, value) in form_urlencoded::parse(query_string.as_bytes()) {
         match name.as_ref() {
             "pagination.limit" => {
-                let n: i64 = value.trim().parse().map_err(|_| {
-                    ApiError::bad_request(format!(
-                        "pagination.limit must be an integer, got {value:?}"
-                    ))
-                })?;
-                if !(1..=MAX_LIMIT as i64).contains(&n) {
-                    return Err(ApiError::bad_request(format!(
-                        "pagination.limit must be between 1 and {MAX_LIMIT}"
-                    )));
+                if let Some(n) = parse_int("pagination.limit", &value)? {
+                    if !(1..=MAX_LIMIT as i64).contains(&n) {
+                        return Err(ApiError::bad_request(format!(
+                            "pagination.limit must be between 1 and {MAX_LIMIT}"
+                        )));
+                    }
+                    limit = n as usize;
                 }
-                limit = n as usize;
             }
             "pagination.offset" => {
-                let n: i64 = value.trim().parse().map_err(|_| {
-                    ApiError::bad_request(format!(
-                        "pagination.offset must be an integer, got {value:?}"
-                    ))
-                })?;
-                if n < 0 {
-                    return Err(ApiError::bad_request(
-                        "pagination.offset cannot be negative",
-                    ));
+                if let Some(n) = parse_int("pagination.offset", &value)? {
+                    if n < 0 {
+                        return Err(ApiError::bad_request(
+                            "pagination.offset cannot be negative",
+                        ));
+                    }
+                    offset = n as u64;
                 }
-                offset = n as u64;
             }
             "pagination.key" if !value.is_empty() => key = Some(parse_key(&value, what, &decode)?),
-            "pagination.count_total" => count_total = parse_bool("pagination.count_total", &value)?,
-            "pagination.reverse" => reverse = parse_bool("pagination.reverse", &value)?,
+            "pagination.count_total" => {
+                count_total = parse_bool("pagination.count_total", &value)?.unwrap_or(count_total)
+            }
+            "pagination.reverse" => {
+                reverse = parse_bool("pagination.reverse", &value)?.unwrap_or(reverse)
+            }
             "msgs" => {
                 for part in value.split(',') {
                     if let Some(msg) = parse_msg_type(part)? {
@@ -173,7 +189,7 @@ pub fn parse_list_query_with<C>(
                     }
                 }
             }
-            "is_signer" => is_signer = parse_bool("is_signer", &value)?,
+            "is_signer" => is_signer = parse_bool("is_signer", &value)?.unwrap_or(is_signer),
             _ => {}
         }
     }
@@ -329,6 +345,79 @@ mod tests {
                 .page
                 .limit,
             1000
+        );
+    }
+
+    #[test]
+    fn booleans_take_every_go_parse_bool_form() {
+        for yes in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert_eq!(parse_bool("x", yes).unwrap(), Some(true), "{yes}");
+        }
+        for no in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert_eq!(parse_bool("x", no).unwrap(), Some(false), "{no}");
+        }
+        assert_eq!(parse_bool("x", "").unwrap(), None);
+        // What Go's ParseBool refuses is refused, naming the parameter.
+        for bad in [
+            "maybe", "yes", "no", "tRUE", "TrUe", "2", "-1", " true", "true ", "on", "y",
+        ] {
+            let error = parse_bool("pagination.reverse", bad).unwrap_err();
+            assert_eq!(error.status.as_u16(), 400);
+            assert!(
+                error.message.starts_with("pagination.reverse "),
+                "{bad}: {}",
+                error.message
+            );
+        }
+        let q = parse_list_query(
+            "pagination.count_total=False&pagination.reverse=F&is_signer=T",
+            CursorKind::Sequence,
+        )
+        .unwrap();
+        assert!(!q.page.count_total && q.is_signer);
+        assert_eq!(q.page.order, Order::Asc);
+        let q = parse_list_query(
+            "pagination.count_total=TRUE&pagination.reverse=t",
+            CursorKind::Sequence,
+        )
+        .unwrap();
+        assert!(q.page.count_total);
+        assert_eq!(q.page.order, Order::Desc);
+    }
+
+    #[test]
+    fn empty_values_mean_the_default() {
+        let q = parse_list_query(
+            "pagination.limit=&pagination.offset=&pagination.key=&pagination.count_total=&pagination.reverse=&is_signer=&msgs=",
+            CursorKind::Height,
+        )
+        .unwrap();
+        assert_eq!(q.page.limit, DEFAULT_LIMIT);
+        assert_eq!(q.page.offset, 0);
+        assert!(q.page.after.is_none() && !q.offset_mode);
+        assert!(q.page.count_total);
+        assert_eq!(q.page.order, Order::Desc);
+        assert!(!q.is_signer && q.msgs.is_empty());
+        // Empty is "not given": an earlier value of the same parameter stands.
+        let q = parse_list_query(
+            "pagination.limit=5&pagination.limit=&pagination.reverse=false&pagination.reverse=",
+            CursorKind::Sequence,
+        )
+        .unwrap();
+        assert_eq!((q.page.limit, q.page.order), (5, Order::Asc));
+        assert_eq!(parse_int("n", " 7 ").unwrap(), Some(7));
+        assert_eq!(parse_int("n", "").unwrap(), None);
+        let error = parse_int("pagination.limit", "abc").unwrap_err();
+        assert_eq!(error.status.as_u16(), 400);
+        assert_eq!(
+            error.message,
+            "pagination.limit must be an integer, got \"abc\""
+        );
+        let error = parse_list_query("pagination.reverse=maybe", CursorKind::Sequence).unwrap_err();
+        assert!(
+            error.message.contains("pagination.reverse"),
+            "{}",
+            error.message
         );
     }
 

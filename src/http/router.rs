@@ -15,6 +15,7 @@ use weaver_actors::planner::request::{MsgsRequest, OpHookRequest, RouteRequest};
 use weaver_actors::planner::{msgs_answer, op_hook, route};
 
 use super::error::{ApiError, ApiResult};
+use super::query::parse_bool;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     post(cfg, "/v2/fungible/route", route_handler);
@@ -168,17 +169,16 @@ fn list_param(query: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// A boolean flag by the shared rule ([`parse_bool`]: Go's `strconv.ParseBool` forms, empty
+/// = not given); repeated, the last non-empty value wins, as for the indexer's parameters.
 fn bool_param(query: &str, name: &str) -> Result<Option<bool>, ApiError> {
-    match form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name) {
-        None => Ok(None),
-        Some((_, v)) => match v.as_ref() {
-            "true" | "1" => Ok(Some(true)),
-            "false" | "0" => Ok(Some(false)),
-            other => Err(ApiError::bad_request(format!(
-                "{name} must be true or false, got {other:?}"
-            ))),
-        },
+    let mut found = None;
+    for (_, value) in form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k == name) {
+        if let Some(flag) = parse_bool(name, &value)? {
+            found = Some(flag);
+        }
     }
+    Ok(found)
 }
 
 async fn chains(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiResult {

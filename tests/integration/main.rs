@@ -3,6 +3,7 @@
 
 mod api;
 mod cli;
+mod cors;
 mod crash;
 mod devnet_network;
 mod domains;

@@ -46,7 +46,8 @@ async fn every_page_of_a_large_collection_holds_each_token_once_while_blocks_arr
         vm: Vm::Move,
     });
     let limits = ListenerLimits::new("indexer", &LimitsConfig::default());
-    let service = test::init_service(app("indexer", limits, move |cfg| {
+    let cors = weaver::config::CorsConfig::default();
+    let service = test::init_service(app("indexer", limits, &cors, move |cfg| {
         cfg.app_data(api.clone());
         weaver::http::nft::routes(cfg);
     }))

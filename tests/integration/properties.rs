@@ -84,6 +84,7 @@ fn router_bodies_never_get_a_5xx() {
             weaver::http::app(
                 "router",
                 weaver::http::ListenerLimits::new("router", &config.limits),
+                &config.cors,
                 weaver::http::router::routes,
             )
             .app_data(web::Data::new(snapshot)),
