@@ -1061,7 +1061,14 @@ fn a_failed_deposit_is_a_completed_error() {
         .unwrap()
         .contains("hook failed"));
     assert_eq!(body["transfer_asset_release"]["chain_id"], HUB);
+    assert_eq!(body["transfer_asset_release"]["denom"], "uinit");
+    assert_eq!(body["transfer_asset_release"]["amount"], "300");
     assert_eq!(body["transfer_asset_release"]["released"], true);
+    // Skip's enum has no failed OPinit state: finalized (unsuccessfully) on the rollup.
+    assert_eq!(
+        body["transfer_sequence"][0]["op_init_transfer"]["state"],
+        "OPINIT_TRANSFER_RECEIVED"
+    );
 }
 
 #[test]

@@ -67,6 +67,10 @@ pub struct OpHop {
     /// The denom on the destination (the `l2/` denom of a deposit, the L1 denom of a
     /// withdrawal) and the amount.
     pub dest_denom: String,
+    /// The denom sent (the L1 denom of a deposit, the `l2/` denom of a withdrawal): where a
+    /// failed transfer's funds go back to. Empty in records written before it was kept.
+    #[serde(default)]
+    pub source_denom: String,
     pub amount: String,
     pub send: Leg,
     pub receive: Option<Leg>,
@@ -385,7 +389,8 @@ impl Tracked {
                 Hop::OpInit(h) => {
                     let hop_state = match hop.state() {
                         HopState::Pending => "OPINIT_TRANSFER_SENT",
-                        HopState::Failure => "OPINIT_TRANSFER_FAILED",
+                        // Skip's enum has no failure: the deposit was finalized on the
+                        // destination, unsuccessfully; `error` says why.
                         _ => "OPINIT_TRANSFER_RECEIVED",
                     };
                     json!({"op_init_transfer": {
@@ -414,7 +419,7 @@ impl Tracked {
                 let released = state == TxState::CompletedError;
                 match first {
                     Hop::Ibc(h) => json!({"chain_id": h.from_chain, "denom": h.sent_denom(), "amount": h.carried.amount, "released": released}),
-                    Hop::OpInit(h) => json!({"chain_id": h.from_chain, "denom": null, "amount": h.amount, "released": released}),
+                    Hop::OpInit(h) => json!({"chain_id": h.from_chain, "denom": (!h.source_denom.is_empty()).then_some(&h.source_denom), "amount": h.amount, "released": released}),
                 }
             }),
             _ => None,
