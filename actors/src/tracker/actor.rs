@@ -37,7 +37,7 @@ pub struct Tracker {
     tracking: Arc<Tracking>,
     tracked: Arc<Tracked>,
     /// The relay keys this tracker is listed under.
-    watching: Vec<WatchKey>,
+    watching: Vec<Arc<WatchKey>>,
     lookup_every: Duration,
 }
 
@@ -57,19 +57,22 @@ impl Tracker {
     }
 
     /// Lists this tracker under every key its open hops wait on, and off those they no
-    /// longer wait on.
+    /// longer wait on. The index shares each key with the tracker (one allocation).
     fn sync_watches(&mut self, tracked: &Tracked, me: &Addr<Self>) {
-        let mut wanted: Vec<WatchKey> = vec![];
+        let mut wanted: Vec<Arc<WatchKey>> = vec![];
         if !tracked.state().is_terminal() {
             for key in tracked.watches() {
-                if !wanted.contains(&key) {
-                    wanted.push(key);
+                if wanted.iter().any(|w| **w == key) {
+                    continue;
                 }
-            }
-        }
-        for key in &wanted {
-            if !self.watching.contains(key) {
-                self.tracking.watch(key.clone(), me.clone());
+                match self.watching.iter().find(|w| ***w == key) {
+                    Some(listed) => wanted.push(listed.clone()),
+                    None => {
+                        let key = Arc::new(key);
+                        self.tracking.watch(&key, me.clone());
+                        wanted.push(key);
+                    }
+                }
             }
         }
         for key in &self.watching {
@@ -164,16 +167,15 @@ impl Tracker {
         else {
             return; // no node to ask: the relay bus links it
         };
-        let Ok(permit) = self.tracking.lookups.clone().try_acquire_owned() else {
-            ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
-                tracker.look_up(ctx)
-            });
-            return;
-        };
+        let lookups = self.tracking.lookups.clone();
         let query = ChainQuery::TxByHash {
             hash: self.tracked.key.tx_hash.clone(),
         };
         let lookup = async move {
+            // Waits its turn (first come, first served) behind the lookups in flight.
+            let Ok(permit) = lookups.acquire_owned().await else {
+                return Some(Err("lookups closed".to_string()));
+            };
             let answer = source.query(&query, 0).await;
             drop(permit);
             let found: LookedUp = match answer {

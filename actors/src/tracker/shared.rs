@@ -66,7 +66,7 @@ pub struct Tracking {
     pub sources: HashMap<String, Arc<ChainAccess>>,
     pub settings: TrackerSettings,
     /// Live trackers by the relay key they wait on.
-    pub(super) watchers: DashMap<WatchKey, Vec<Addr<Tracker>>>,
+    pub(super) watchers: DashMap<Arc<WatchKey>, Vec<Addr<Tracker>>>,
     /// Live trackers by registration (a terminal tx has none).
     pub(super) actors: DashMap<TrackKey, Addr<Tracker>>,
     pub(super) lookups: Arc<Semaphore>,
@@ -147,8 +147,8 @@ impl Tracking {
         tracked
     }
 
-    pub(super) fn watch(&self, key: WatchKey, tracker: Addr<Tracker>) {
-        let mut trackers = self.watchers.entry(key).or_default();
+    pub(super) fn watch(&self, key: &Arc<WatchKey>, tracker: Addr<Tracker>) {
+        let mut trackers = self.watchers.entry(key.clone()).or_default();
         if !trackers.contains(&tracker) {
             trackers.push(tracker);
         }
