@@ -419,6 +419,19 @@ fn thread_cpu_ns() -> u64 {
 }
 
 /// CPU time of thread `tid` of this process, ns.
+/// `events`, `events_per_sec` and `events_per_cpu_sec` of a dispatch run.
+fn print_event_rates(delivered: u64, busy: Duration, cpu_ns: u64) {
+    println!("events={delivered}");
+    println!(
+        "events_per_sec={:.0}",
+        delivered as f64 / busy.as_secs_f64()
+    );
+    println!(
+        "events_per_cpu_sec={:.0}",
+        delivered as f64 * 1e9 / cpu_ns as f64
+    );
+}
+
 /// CPU time of the whole process (every arbiter, the hub, sled's threads).
 fn process_cpu_ns() -> u64 {
     // SAFETY: getrusage only writes the struct it is given.
@@ -649,15 +662,7 @@ fn phase_dispatch(n: u64, read_secs: u64) {
         .filter(|e| e.value().state() == TxState::CompletedSuccess)
         .count() as u64;
     assert_eq!(completed, n, "every transfer completes");
-    println!("events={delivered}");
-    println!(
-        "events_per_sec={:.0}",
-        delivered as f64 / busy.as_secs_f64()
-    );
-    println!(
-        "events_per_cpu_sec={:.0}",
-        delivered as f64 * 1e9 / cpu_ns as f64
-    );
+    print_event_rates(delivered, busy, cpu_ns);
     println!("index_left={}", core.index.len());
 
     // Status reads: the handler's work, body built and encoded.
@@ -864,15 +869,7 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
             std::thread::sleep(Duration::from_millis(10));
         }
         println!("live_trackers_after={}", tracking.live_trackers());
-        println!("events={delivered}");
-        println!(
-            "events_per_sec={:.0}",
-            delivered as f64 / busy.as_secs_f64()
-        );
-        println!(
-            "events_per_cpu_sec={:.0}",
-            delivered as f64 * 1e9 / cpu_ns as f64
-        );
+        print_event_rates(delivered, busy, cpu_ns);
         println!("rss_total={}", rss_bytes());
     }
     system.stop();

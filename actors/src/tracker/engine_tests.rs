@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,6 +102,22 @@ impl Engine {
         }
     }
 
+    /// A fresh engine over a store in `dir`, its hub started, tracking `key()` with its
+    /// source tx linked.
+    async fn tracking_one(dir: &Path) -> (Self, Addr<TrackerHub>) {
+        let mut engine = Engine::open(Store::open(dir, 8 << 20).unwrap());
+        let hub = engine.start_hub();
+        engine.relay(ALPHA, source_tx(), true);
+        hub.send(Register(key())).await.unwrap().unwrap();
+        // Registering again changes nothing.
+        hub.send(Register(key())).await.unwrap().unwrap();
+        eventually("the source linked", || {
+            engine.state(&key()) == Some(TxState::Pending)
+        })
+        .await;
+        (engine, hub)
+    }
+
     fn state(&self, key: &TrackKey) -> Option<TxState> {
         self.tracking.view.entries.get(key).map(|t| t.state())
     }
@@ -165,16 +182,7 @@ fn run<F: Future<Output = ()>>(test: impl FnOnce() -> F) {
 fn each_open_transfer_has_a_tracker_that_follows_relay_events_and_stops_when_done() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
-        let mut engine = Engine::open(Store::open(dir.path(), 8 << 20).unwrap());
-        let hub = engine.start_hub();
-        engine.relay(ALPHA, source_tx(), true);
-        hub.send(Register(key())).await.unwrap().unwrap();
-        // Registering again changes nothing.
-        hub.send(Register(key())).await.unwrap().unwrap();
-        eventually("the source linked", || {
-            engine.state(&key()) == Some(TxState::Pending)
-        })
-        .await;
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
         assert_eq!(engine.tracking.live_trackers(), 1);
         assert_eq!(
             engine.tracking.watchers.len(),
@@ -204,14 +212,7 @@ fn each_open_transfer_has_a_tracker_that_follows_relay_events_and_stops_when_don
 fn a_restarted_process_resumes_open_transfers_and_reads_what_it_missed() {
     let dir = tempfile::tempdir().unwrap();
     run(|| async {
-        let mut engine = Engine::open(Store::open(dir.path(), 8 << 20).unwrap());
-        let _hub = engine.start_hub();
-        engine.relay(ALPHA, source_tx(), true);
-        _hub.send(Register(key())).await.unwrap().unwrap();
-        eventually("the source linked", || {
-            engine.state(&key()) == Some(TxState::Pending)
-        })
-        .await;
+        let (engine, _hub) = Engine::tracking_one(dir.path()).await;
         engine.pool.stop();
         engine.store.flush().unwrap();
     });
@@ -237,14 +238,7 @@ fn a_restarted_process_resumes_open_transfers_and_reads_what_it_missed() {
 fn a_restarted_hub_makes_live_trackers_read_events_nobody_delivered() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
-        let mut engine = Engine::open(Store::open(dir.path(), 8 << 20).unwrap());
-        let hub = engine.start_hub();
-        engine.relay(ALPHA, source_tx(), true);
-        hub.send(Register(key())).await.unwrap().unwrap();
-        eventually("the source linked", || {
-            engine.state(&key()) == Some(TxState::Pending)
-        })
-        .await;
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
         // Published while the hub was down: nobody delivered them.
         engine.relay(HUB, receipt(), false);
         engine.relay(ALPHA, acknowledgement(), false);
@@ -264,14 +258,7 @@ fn a_restarted_hub_makes_live_trackers_read_events_nobody_delivered() {
 fn a_tracker_that_dies_is_respawned_from_its_last_state() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
-        let mut engine = Engine::open(Store::open(dir.path(), 8 << 20).unwrap());
-        let hub = engine.start_hub();
-        engine.relay(ALPHA, source_tx(), true);
-        hub.send(Register(key())).await.unwrap().unwrap();
-        eventually("the source linked", || {
-            engine.state(&key()) == Some(TxState::Pending)
-        })
-        .await;
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
         let first = engine.tracking.actors.get(&key()).unwrap().clone();
         first.do_send(Crash);
         eventually("the tracker died", || !first.connected()).await;
