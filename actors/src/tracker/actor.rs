@@ -57,9 +57,11 @@ impl Tracker {
     }
 
     /// Lists this tracker under every key its open hops wait on, and off those they no
-    /// longer wait on. The index shares each key with the tracker (one allocation).
-    fn sync_watches(&mut self, tracked: &Tracked, me: &Addr<Self>) {
+    /// longer wait on; the keys newly listed. The index shares each key with the tracker
+    /// (one allocation).
+    fn sync_watches(&mut self, tracked: &Tracked, me: &Addr<Self>) -> Vec<Arc<WatchKey>> {
         let mut wanted: Vec<Arc<WatchKey>> = vec![];
+        let mut added = vec![];
         if !tracked.state().is_terminal() {
             for key in tracked.watches() {
                 if wanted.iter().any(|w| **w == key) {
@@ -70,6 +72,7 @@ impl Tracker {
                     None => {
                         let key = Arc::new(key);
                         self.tracking.watch(&key, me.clone());
+                        added.push(key.clone());
                         wanted.push(key);
                     }
                 }
@@ -81,27 +84,33 @@ impl Tracker {
             }
         }
         self.watching = wanted;
+        added
     }
 
-    /// Brings `tracked` up to date with what the relay logs hold for its hops; whether
-    /// anything changed.
-    fn catch_up(&mut self, tracked: &mut Tracked, me: &Addr<Self>) -> bool {
+    /// Brings `tracked` up to date with what the relay logs hold under the keys it newly
+    /// waits on (or under every key, with `everything`); whether anything changed. Events
+    /// under keys listed before are delivered by the hub, so they are not read again.
+    fn catch_up(&mut self, tracked: &mut Tracked, me: &Addr<Self>, everything: bool) -> bool {
         let mut changed = false;
+        // Listed before reading: an event stored meanwhile is either read here or
+        // delivered (applying one twice changes nothing).
+        let added = self.sync_watches(tracked, me);
+        let mut unread = if everything {
+            self.watching.clone()
+        } else {
+            added
+        };
         // Each round may link a hop whose events are stored already; a route has few hops.
         for _ in 0..16 {
-            // Listed before reading: an event stored meanwhile is either read here or
-            // delivered (applying one twice changes nothing).
-            self.sync_watches(tracked, me);
-            let mut round = false;
-            for watch in &self.watching {
-                for event in self.tracking.relay_events(watch) {
-                    round |= self.tracking.advance(tracked, &event);
-                }
-            }
-            changed |= round;
-            if !round {
+            if unread.is_empty() {
                 break;
             }
+            for watch in &unread {
+                for event in self.tracking.relay_events(watch) {
+                    changed |= self.tracking.advance(tracked, &event);
+                }
+            }
+            unread = self.sync_watches(tracked, me);
         }
         changed
     }
@@ -136,7 +145,7 @@ impl Tracker {
         let before = tracked.state();
         tracked.link_source(&events, &self.tracking.view.topology);
         tracked.progressed_ns = now_ns();
-        self.catch_up(&mut tracked, &ctx.address());
+        self.catch_up(&mut tracked, &ctx.address(), true);
         self.commit(tracked, before, ctx);
     }
 
@@ -263,7 +272,7 @@ impl Tracker {
         }
         let mut tracked = self.tracked.as_ref().clone();
         let before = tracked.state();
-        if self.catch_up(&mut tracked, &ctx.address()) {
+        if self.catch_up(&mut tracked, &ctx.address(), true) {
             tracked.progressed_ns = now_ns();
             self.commit(tracked, before, ctx);
         }
@@ -309,7 +318,7 @@ impl Handler<Relay> for Tracker {
         let before = tracked.state();
         if self.tracking.advance(&mut tracked, &event) {
             tracked.progressed_ns = now_ns();
-            self.catch_up(&mut tracked, &ctx.address());
+            self.catch_up(&mut tracked, &ctx.address(), false);
             self.commit(tracked, before, ctx);
         }
     }
