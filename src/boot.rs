@@ -275,6 +275,7 @@ pub async fn run_with(
     let prometheus = http::metrics::install();
     http::metrics::spawn_upkeep(prometheus.clone());
     crate::memory::spawn_heap_trim();
+    crate::disk::spawn_gauges(config.data_dir.clone());
     let supervision = Supervision::new(Duration::from_secs(1));
     let world = devnet_world(&config, &store)?;
     let devnet_network = crate::devnet_network::start(&config, world);

@@ -5,6 +5,7 @@ pub mod config;
 pub mod devnet_network;
 pub mod devnet_node;
 pub mod devnet_send;
+pub mod disk;
 pub mod domains;
 pub mod http;
 pub mod memory;

@@ -20,6 +20,7 @@ mod nft_pages;
 mod node_faults;
 mod node_queries;
 mod node_source;
+mod ops;
 mod properties;
 mod router;
 mod router_input;

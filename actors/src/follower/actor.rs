@@ -44,6 +44,14 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
         open_domains: OpenDomains,
         settings: FollowerSettings,
     ) -> Self {
+        // The failure counters exist at zero from the start, so a dashboard shows a chain
+        // with no failures as 0 rather than no data, and `increase()` sees the first one.
+        for reason in ["error", "panic"] {
+            metrics::counter!("weaver_actor_restarts_total", "actor" => "chain_follower", "chain_id" => chain_id.to_string(), "follower" => settings.role, "reason" => reason)
+                .increment(0);
+        }
+        metrics::counter!("weaver_follower_stopped_total", "chain_id" => chain_id.to_string())
+            .increment(0);
         ChainFollower {
             source,
             chain_id: chain_id.into(),

@@ -96,32 +96,6 @@ pub struct Ingestion {
 /// (or a quarter of a smaller file system).
 pub const MIN_FREE_BYTES: u64 = 64 << 20;
 
-/// (free, total) bytes of the file system holding `path` (None where it cannot be told).
-fn free_bytes(path: &std::path::Path) -> Option<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let dir = path.parent()?;
-        let c_path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-        let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-        // SAFETY: `c_path` is a valid NUL-terminated string and `stats` is written by the
-        // call before it is read (only when it succeeds).
-        let stats = unsafe {
-            if libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) != 0 {
-                return None;
-            }
-            stats.assume_init()
-        };
-        let unit = stats.f_frsize as u64;
-        Some((stats.f_bavail as u64 * unit, stats.f_blocks as u64 * unit))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
-}
-
 /// Bytes written by each probe: a little more than one sled log segment, so a probe that
 /// succeeds means sled can write again too.
 pub const PROBE_BYTES: usize = 1 << 20;
@@ -218,7 +192,10 @@ impl Ingestion {
         written?;
         // A probe that fits is not enough: the first batch after the restart (and sled's
         // recovery) need room too, or weaver would stall and exit again in a loop.
-        Ok(free_bytes(path).is_none_or(|(free, total)| free >= MIN_FREE_BYTES.min(total / 4)))
+        Ok(path
+            .parent()
+            .and_then(crate::store::filesystem_space)
+            .is_none_or(|(free, total)| free >= MIN_FREE_BYTES.min(total / 4)))
     }
 
     pub(crate) fn restart(&self) -> &RestartRequest {

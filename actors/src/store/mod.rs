@@ -123,6 +123,32 @@ impl Store {
     }
 }
 
+/// (available, total) bytes of the file system holding the directory `dir`: available is
+/// what an unprivileged writer can still use (`f_bavail`). None where it cannot be told.
+pub fn filesystem_space(dir: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c_path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: `c_path` is a valid NUL-terminated string and `stats` is written by the
+        // call before it is read (only when it succeeds).
+        let stats = unsafe {
+            if libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) != 0 {
+                return None;
+            }
+            stats.assume_init()
+        };
+        let unit = stats.f_frsize as u64;
+        Some((stats.f_bavail as u64 * unit, stats.f_blocks as u64 * unit))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
 pub(crate) fn corrupt(key: &[u8], reason: &str) -> StoreError {
     StoreError::Corrupt {
         key: hex::encode(key),
