@@ -295,6 +295,7 @@ pub async fn run_with(
     let mut ingestions = Vec::new();
     let mut relay_stores = std::collections::HashMap::new();
     let mut chain_sources = std::collections::HashMap::new();
+    let mut status_chains = Vec::new();
     for chain in &config.chains {
         let blocks = if chain.indexes(Domain::Blocks) {
             Some(store.blocks(
@@ -345,7 +346,7 @@ pub async fn run_with(
         let domains = Arc::new(ChainDomains {
             chain: chain.clone(),
             blocks: blocks.clone(),
-            relay,
+            relay: relay.clone(),
             nft: nft.clone(),
             rich_list: rich_list.clone(),
             relay_context: RelayContext {
@@ -410,6 +411,19 @@ pub async fn run_with(
             restart.clone(),
         );
         ingestions.push(ingestion.clone());
+        status_chains.push(chain_status(
+            chain,
+            &ingestion,
+            StatusTrees {
+                blocks: blocks.as_ref().map(|s| s.domain()),
+                relay: relay.as_ref().map(|s| s.domain()),
+                nft: nft.as_ref().map(|s| s.domain()),
+                rich_list: rich_list.as_ref().map(|s| s.domain()),
+                evm_txs: evm_txs.as_ref().map(|s| s.domain()),
+                internal_txs: internal_txs.as_ref().map(|s| s.domain()),
+                plugins: &plugins,
+            },
+        ));
         let follower_ingestion = ingestion.clone();
         supervision.start(&format!("chain_follower/{chain_id}"), move || {
             ChainFollower::new(
@@ -502,6 +516,7 @@ pub async fn run_with(
         chain_sources,
         &bus,
     )?);
+    let tracker_view = tracking.view.clone();
     let snapshot = web::Data::new(snapshot);
     let limits = http::ListenerLimits::new("router", &config.limits);
     let app_limits = limits.clone();
@@ -525,14 +540,20 @@ pub async fn run_with(
     servers.push(server);
 
     let metrics_data = web::Data::new(prometheus);
+    let status_board = web::Data::new(http::status::StatusBoard::new(status_chains, tracker_view));
+    http::status::spawn_sampler(status_board.clone().into_inner());
     let limits = http::ListenerLimits::new("metrics", &config.limits);
     let app_limits = limits.clone();
     let cors = config.cors.clone();
     let (server, bound) = bind_server("metrics", config.metrics.listen, 1, limits, move || {
-        http::app("metrics", app_limits.clone(), &cors, http::metrics::routes)
-            .app_data(metrics_data.clone())
+        http::app("metrics", app_limits.clone(), &cors, |cfg| {
+            http::metrics::routes(cfg);
+            http::status::routes(cfg);
+        })
+        .app_data(metrics_data.clone())
+        .app_data(status_board.clone())
     })?;
-    tracing::info!(listen = %bound, "metrics listening on /metrics");
+    tracing::info!(listen = %bound, "metrics listening on /metrics, status page on /");
     listeners.metrics = Some(bound);
     servers.push(server);
 
@@ -596,6 +617,54 @@ pub async fn run_with(
         Err(e) => return Err(e.into()),
     }
     Ok(())
+}
+
+/// The sled trees of one chain's domains, for the status page.
+struct StatusTrees<'a> {
+    blocks: Option<&'a weaver_actors::store::DomainTree>,
+    relay: Option<&'a weaver_actors::store::DomainTree>,
+    nft: Option<&'a weaver_actors::store::DomainTree>,
+    rich_list: Option<&'a weaver_actors::store::DomainTree>,
+    evm_txs: Option<&'a weaver_actors::store::DomainTree>,
+    internal_txs: Option<&'a weaver_actors::store::DomainTree>,
+    plugins: &'a [(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)],
+}
+
+/// What the status page shows of `chain`: each configured domain (in config order, `txs`
+/// beside `blocks` in the same tree), then the plug-ins' domains.
+fn chain_status(
+    chain: &ChainConfig,
+    ingestion: &Ingestion,
+    trees: StatusTrees,
+) -> http::status::ChainStatus {
+    let source = match &chain.source {
+        SourceConfig::Devnet(_) => "devnet",
+        SourceConfig::Node(_) => "node",
+    };
+    let mut status = http::status::ChainStatus::new(
+        &chain.chain_id,
+        chain.vm.as_str(),
+        source,
+        ingestion.clone(),
+    );
+    for domain in &chain.domains {
+        // The EVM domains run on followers of their own; the others on the chain's.
+        let (tree, main) = match domain {
+            Domain::Blocks | Domain::Txs => (trees.blocks, true),
+            Domain::Relay => (trees.relay, true),
+            Domain::Nft => (trees.nft, true),
+            Domain::RichList => (trees.rich_list, true),
+            Domain::EvmTxs => (trees.evm_txs, false),
+            Domain::EvmInternalTxs => (trees.internal_txs, false),
+        };
+        if let Some(tree) = tree {
+            status = status.domain(domain.as_str(), tree.clone(), main);
+        }
+    }
+    for (plugin, tree) in trees.plugins {
+        status = status.domain(plugin.name(), tree.clone(), true);
+    }
+    status
 }
 
 /// The `TrackerHub` over every followed chain's relay log and source, and what the tracking

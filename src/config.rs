@@ -681,9 +681,14 @@ impl Config {
     fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
         let mut config: Config = figment
             .merge(
-                Env::prefixed("WEAVER_")
-                    .split("__")
-                    .ignore(&["config", "log"]),
+                // Not config keys: `WEAVER_CONFIG`, `WEAVER_LOG`, and the test suite's
+                // `WEAVER_REQUIRE_OPS_TOOLS` (which CI exports, so every daemon a test boots
+                // inherits it).
+                Env::prefixed("WEAVER_").split("__").ignore(&[
+                    "config",
+                    "log",
+                    "require_ops_tools",
+                ]),
             )
             .extract()
             .map_err(Box::new)?;

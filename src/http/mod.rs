@@ -1,5 +1,6 @@
 //! HTTP listeners: one indexer API per chain, the router, and Prometheus metrics. Every
-//! answer is JSON (errors included) except `/metrics`, which is the Prometheus text format.
+//! answer is JSON (errors included) except `/metrics`, which is the Prometheus text format,
+//! and the status page `/` on the metrics listener ([`status`]), which is HTML.
 //! Every listener answers CORS preflights and adds the CORS headers of `[cors]` ([`cors`]).
 
 pub mod cors;
@@ -12,6 +13,7 @@ pub mod nft;
 pub mod query;
 pub mod richlist;
 pub mod router;
+pub mod status;
 pub mod tracking;
 
 use std::sync::Arc;

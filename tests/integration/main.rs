@@ -25,6 +25,7 @@ mod properties;
 mod router;
 mod router_input;
 mod skip_client;
+mod status_page;
 mod storage_faults;
 mod supervision;
 mod tracking;

@@ -164,11 +164,10 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
             Ok(domains) => {
                 tracing::info!(chain_id = %self.chain_id(), watermarks = ?domains.watermarks(), "follower started");
                 self.ingestion.track(domains.committed_handle());
-                self.follower = Some(Follower::new(
-                    self.source.clone(),
-                    domains,
-                    self.settings.clone(),
-                ));
+                self.follower = Some(
+                    Follower::new(self.source.clone(), domains, self.settings.clone())
+                        .publishing_tip(self.ingestion.tip_cell()),
+                );
                 ctx.notify(Step);
             }
             Err(e)

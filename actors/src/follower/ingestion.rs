@@ -87,6 +87,8 @@ pub struct Ingestion {
     restart: RestartRequest,
     /// The follower's domains' lowest watermark as of their last error-free commit.
     committed: Arc<RwLock<Arc<std::sync::atomic::AtomicU64>>>,
+    /// The node's latest height as the follower last learned it (0 until it has asked).
+    tip: Arc<std::sync::atomic::AtomicU64>,
     /// Whether the state is the chain's (`weaver_ingestion_stalled`); a follower of one
     /// domain (internal txs) reports through its domain's watermark instead.
     reports: bool,
@@ -120,6 +122,7 @@ impl Ingestion {
             probe: None,
             restart: RestartRequest::default(),
             committed: Arc::new(RwLock::new(Arc::default())),
+            tip: Arc::default(),
             reports: true,
         }
     }
@@ -154,6 +157,18 @@ impl Ingestion {
                     .load(std::sync::atomic::Ordering::Relaxed),
             ),
         }
+    }
+
+    /// The node's latest height as the chain's follower last learned it (what the
+    /// `weaver_chain_tip_height` gauge shows), 0 until it has asked. Stored before any block
+    /// above the previous tip is indexed, so a watermark read before this is never above it.
+    pub fn tip(&self) -> u64 {
+        self.tip.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The cell the follower stores the tip in.
+    pub(crate) fn tip_cell(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.tip.clone()
     }
 
     pub fn status(&self) -> IngestionStatus {

@@ -100,6 +100,8 @@ pub struct Follower<S> {
     domains: DomainSet,
     settings: FollowerSettings,
     tip: u64,
+    /// Where the tip is published (the chain's [`Ingestion`]), if anywhere.
+    tip_cell: Option<Arc<std::sync::atomic::AtomicU64>>,
     progress: ProgressLog,
 }
 
@@ -112,8 +114,15 @@ impl<S: ChainSource + 'static> Follower<S> {
             domains: domains.start_at(settings.start_height),
             settings,
             tip: 0,
+            tip_cell: None,
             progress: ProgressLog::new(chain_id, role),
         }
+    }
+
+    /// Publishes every tip learned from the node to `cell` (the status page reads it).
+    pub fn publishing_tip(mut self, cell: Arc<std::sync::atomic::AtomicU64>) -> Self {
+        self.tip_cell = Some(cell);
+        self
     }
 
     pub fn domains(&self) -> &DomainSet {
@@ -139,6 +148,9 @@ impl<S: ChainSource + 'static> Follower<S> {
                 self.tip = reported;
             }
             metrics::gauge!("weaver_chain_tip_height", "chain_id" => self.progress.chain_id().to_string()).set(self.tip as f64);
+            if let Some(cell) = &self.tip_cell {
+                cell.store(self.tip, std::sync::atomic::Ordering::Release);
+            }
         }
         if next > self.tip {
             self.progress.caught_up(self.domains.watermark());
