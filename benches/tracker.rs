@@ -1,5 +1,5 @@
 //! Transfer tracking at scale (#13): what one tracked transfer costs as an actix actor and as
-//! the plain state the `TrackerHub` keeps, how fast relay events move transfers, and how fast
+//! the plain state machine (`Tracked`), the real engine (`TrackerHub` + one `Tracker` actor each), how fast relay events move transfers, and how fast
 //! `/v2/tx/status` bodies are read.
 //!
 //! Every transfer is a real-looking 3-hop packet-forward route (noble-1 → interwoven-1 →
@@ -16,15 +16,19 @@
 //!   (`WatchKey` → keys), built by `link_source`/`apply`/`link_next` as the hub builds them;
 //! - `plain_done`: N completed transfers (what retention keeps: no index entries);
 //! - `dispatch`: N transfers registered at once, their events dispatched as
-//!   `TrackerHub::on_event` does (unlinked check, `WatchKey::of`, index, clone, `apply`,
+//!   a single owner of every transfer would (no actors, no sled: (unlinked check, `WatchKey::of`, index, clone, `apply`,
 //!   `link_next`, re-index, publish), in memory; then `TrackerView::status` + JSON encoding of
 //!   random keys from 2 threads;
-//! - `hub`: the real supervised-actor `TrackerHub` with sled (relay logs written as the relay
-//!   indexer writes them, events published on the `RelayBus`, every transition written to
-//!   the tracker tree): registrations/s and events/s end to end.
+//! - `hub`: the real engine — the `TrackerHub` and one `Tracker` actor per transfer on an
+//!   arbiter pool, relay logs in sled (written as the relay indexer writes them), events on the
+//!   `RelayBus`, every transition written to the tracker tree: registrations/s, events/s end to
+//!   end, and resident memory per in-flight transfer;
+//! - `hub_resident`: the same engine with the first three waves already in the relay logs, so
+//!   each registered tracker catches up to three linked hops from sled: resident memory at
+//!   `TRACKER_MILLION` live trackers.
 //!
-//! Run: `cargo bench --bench tracker` (about 9 minutes on the 2-vCPU VM, 8 GB of RAM at the
-//! peak: the 1,000,000 in-flight trackers). Sizes: `TRACKER_N` (default 100,000 transfers), `TRACKER_MILLION` (default
+//! Run: `cargo bench --bench tracker` (about 40 minutes on a loaded 2-vCPU VM, 13 GB of RAM at
+//! the peak: the 1,000,000 live trackers of `hub_resident`). Sizes: `TRACKER_N` (default 100,000 transfers), `TRACKER_MILLION` (default
 //! 1,000,000: the memory figures measured at that count), `TRACKER_HUB_N` (default 100,000),
 //! `TRACKER_READ_SECS` (default 3), `TRACKER_HUB_CACHE_MB` (default 256, the daemon's sled
 //! cache); `TRACKER_ONLY=dispatch,hub` runs only those phases (raw
