@@ -1,6 +1,6 @@
-//! Transfer tracking at scale (#13): what one tracked transfer costs as an actix actor and as
-//! the plain state machine (`Tracked`), the real engine (`TrackerHub` + one `Tracker` actor each), how fast relay events move transfers, and how fast
-//! `/v2/tx/status` bodies are read.
+//! Transfer tracking at scale (#13): what one tracked transfer costs as a bare actix actor, as
+//! the plain state machine (`Tracked`) and in the real engine (`TrackerHub` + one `Tracker`
+//! actor each); how fast relay events move transfers; how fast `/v2/tx/status` bodies are read.
 //!
 //! Every transfer is a real-looking 3-hop packet-forward route (noble-1 → interwoven-1 →
 //! osmosis-1 → cosmoshub-4, USDC, bech32 addresses, 64-hex tx hashes) driven by the relay
@@ -15,9 +15,9 @@
 //!   `TrackerView` (`DashMap<TrackKey, Arc<Tracked>>`) and a hub-style watch index
 //!   (`WatchKey` → keys), built by `link_source`/`apply`/`link_next` as the hub builds them;
 //! - `plain_done`: N completed transfers (what retention keeps: no index entries);
-//! - `dispatch`: N transfers registered at once, their events dispatched as
-//!   a single owner of every transfer would (no actors, no sled: (unlinked check, `WatchKey::of`, index, clone, `apply`,
-//!   `link_next`, re-index, publish), in memory; then `TrackerView::status` + JSON encoding of
+//! - `dispatch`: N transfers registered at once, their events dispatched in memory by a
+//!   single owner of every transfer (no actors, no sled: unlinked check, `WatchKey::of`,
+//!   index, clone, `apply`, `link_next`, re-index, publish); then `TrackerView::status` + JSON encoding of
 //!   random keys from 2 threads;
 //! - `hub`: the real engine — the `TrackerHub` and one `Tracker` actor per transfer on an
 //!   arbiter pool, relay logs in sled (written as the relay indexer writes them), events on the
@@ -28,8 +28,9 @@
 //!   `TRACKER_MILLION` live trackers.
 //!
 //! Run: `cargo bench --bench tracker` (about 40 minutes on a loaded 2-vCPU VM, 13 GB of RAM at
-//! the peak: the 1,000,000 live trackers of `hub_resident`). Sizes: `TRACKER_N` (default 100,000 transfers), `TRACKER_MILLION` (default
-//! 1,000,000: the memory figures measured at that count), `TRACKER_HUB_N` (default 100,000),
+//! the peak: the 1,000,000 live trackers of `hub_resident`). Sizes: `TRACKER_N` (default
+//! 100,000 transfers), `TRACKER_MILLION` (default 1,000,000: the memory figures measured at
+//! that count), `TRACKER_HUB_N` (default 100,000),
 //! `TRACKER_READ_SECS` (default 3), `TRACKER_HUB_CACHE_MB` (default 256, the daemon's sled
 //! cache); `TRACKER_ONLY=dispatch,hub` runs only those phases (raw
 //! figures, no table).
