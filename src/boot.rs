@@ -260,6 +260,7 @@ pub async fn run_with(
             anyhow::bail!("two domain plug-ins are named {:?}", plugin.name());
         }
     }
+    tracing::info!(config = %config.effective(), "effective configuration");
     for warning in config.warnings() {
         tracing::warn!("{warning}");
     }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use figment::providers::{Env, Format, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use weaver_actors::chain::address;
 use weaver_actors::chain::devnet::network::NetworkFault;
 use weaver_actors::chain::devnet::{Fault, Vm};
@@ -681,12 +682,13 @@ impl Config {
     fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
         let mut config: Config = figment
             .merge(
-                // Not config keys: `WEAVER_CONFIG`, `WEAVER_LOG`, and the test suite's
+                // Not config keys: `WEAVER_CONFIG`, `WEAVER_LOG`, `WEAVER_LOG_FORMAT`, and the test suite's
                 // `WEAVER_REQUIRE_OPS_TOOLS` (which CI exports, so every daemon a test boots
                 // inherits it).
                 Env::prefixed("WEAVER_").split("__").ignore(&[
                     "config",
                     "log",
+                    "log_format",
                     "require_ops_tools",
                 ]),
             )
@@ -905,6 +907,14 @@ impl ChainConfig {
 impl Config {
     /// Cross-checks of the indexed chains and the router registry that do not stop the
     /// daemon: each names what is missing.
+    /// The configuration in effect, for the log at start: credentials and query strings of
+    /// URLs redacted, long lists (a registry's chains and channels) summarized by count.
+    pub fn effective(&self) -> Value {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        redact(&mut value);
+        value
+    }
+
     pub fn warnings(&self) -> Vec<String> {
         let unfollowed: Vec<&str> = self
             .router
@@ -936,6 +946,38 @@ impl Config {
             .iter()
             .find(|b| b.l2_chain_id == chain_id)
             .map(|b| b.bridge_id)
+    }
+}
+
+/// Lists longer than this are logged as their length.
+const LOGGED_LIST_MAX: usize = 16;
+
+fn redact(value: &mut Value) {
+    match value {
+        Value::String(text) if text.contains("://") => {
+            if let Ok(mut url) = url::Url::parse(text) {
+                let mut changed = false;
+                if !url.username().is_empty() {
+                    changed |= url.set_username("redacted").is_ok();
+                }
+                if url.password().is_some() {
+                    changed |= url.set_password(Some("redacted")).is_ok();
+                }
+                if url.query().is_some() {
+                    url.set_query(Some("redacted"));
+                    changed = true;
+                }
+                if changed {
+                    *text = url.to_string();
+                }
+            }
+        }
+        Value::Array(items) if items.len() > LOGGED_LIST_MAX => {
+            *value = Value::String(format!("<{} entries>", items.len()));
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        Value::Object(fields) => fields.values_mut().for_each(redact),
+        _ => {}
     }
 }
 
@@ -1161,5 +1203,26 @@ mod tests {
                 .all(|c| matches!(c.source, SourceConfig::Devnet(_))),
             "the default runs without a node"
         );
+    }
+
+    #[test]
+    fn the_effective_configuration_hides_credentials_and_summarizes_long_lists() {
+        let mut value = serde_json::json!({
+            "rpc": "https://alice:s3cret@node.example:443/path?apikey=abc",
+            "rest": "http://127.0.0.1:1317",
+            "channels": (0..40).collect::<Vec<_>>(),
+            "short": ["https://node.example/?token=t"],
+        });
+        redact(&mut value);
+        let text = value.to_string();
+        assert!(!text.contains("s3cret") && !text.contains("alice") && !text.contains("abc"));
+        assert!(!text.contains("token=t"));
+        assert_eq!(
+            value["rpc"],
+            "https://redacted:redacted@node.example/path?redacted"
+        );
+        assert_eq!(value["rest"], "http://127.0.0.1:1317");
+        assert_eq!(value["channels"], "<40 entries>");
+        assert_eq!(value["short"][0], "https://node.example/?redacted");
     }
 }

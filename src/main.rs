@@ -150,10 +150,20 @@ fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("WEAVER_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,actix_server=warn"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    // Set before the config is read, so a config error is logged in the chosen format too.
+    match std::env::var("WEAVER_LOG_FORMAT").as_deref() {
+        Ok("json") => builder.json().init(),
+        Ok("human") | Ok("") | Err(_) => builder.init(),
+        Ok(other) => {
+            builder.init();
+            tracing::warn!(
+                "WEAVER_LOG_FORMAT={other:?} is not a log format (human or json); logging as human"
+            );
+        }
+    }
 }
 
 fn load_config(cli: &Cli) -> Result<Config, ExitCode> {
