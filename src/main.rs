@@ -127,9 +127,11 @@ struct DevnetServe {
     /// Write the bound addresses as JSON to this file once listening.
     #[arg(long)]
     listeners_file: Option<PathBuf>,
-    /// Misbehave on schedule, for drills: `kind@height[xcount],…` with kinds 5xx, timeout,
-    /// truncated, invalid_json, height_mismatch, chain_id, txs_mismatch, rest_height,
-    /// tip_backwards (its @N counts /status requests), e.g. `5xx@10x3,txs_mismatch@40,tip_backwards@5`.
+    /// Misbehave on schedule, for drills: `kind@height[xcount|xheld],…` with kinds 5xx,
+    /// timeout, truncated, invalid_json, height_mismatch, chain_id, txs_mismatch, rest_height,
+    /// tip_backwards (a node fallen behind, once block @N is asked for), e.g.
+    /// `5xx@10x3,txs_mismatch@40xheld,tip_backwards@100`; `xheld` fires until cleared with
+    /// `DELETE /weaver/devnet/v1/node_faults/{kind}` on the REST listener.
     #[arg(long, default_value = "")]
     faults: String,
     /// How long a `timeout` fault holds its answer.

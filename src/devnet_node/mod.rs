@@ -63,7 +63,26 @@ impl DevnetNode {
 
     /// Resolves a requested height against the tip, as CometBFT's `getHeight` does.
     fn height(&self, requested: Option<&str>, results: bool) -> Result<u64, String> {
+        self.height_below(self.devnet.tip_now(), requested, results)
+    }
+
+    /// [`DevnetNode::height`] for the CometBFT RPC, which a due `tip_backwards` fault makes
+    /// answer as a node fallen behind.
+    fn rpc_height(&self, requested: Option<&str>, results: bool) -> Result<u64, String> {
         let tip = self.devnet.tip_now();
+        let tip = self
+            .faults
+            .lagging_tip()
+            .map_or(tip, |lagging| lagging.min(tip));
+        self.height_below(tip, requested, results)
+    }
+
+    fn height_below(
+        &self,
+        tip: u64,
+        requested: Option<&str>,
+        results: bool,
+    ) -> Result<u64, String> {
         let Some(text) = requested.filter(|t| !t.is_empty()) else {
             return Ok(tip);
         };
@@ -137,7 +156,7 @@ async fn rpc_call(
             .map_err(pool_failure)
         }
         "block" => {
-            let h = node.height(height.as_deref(), false)?;
+            let h = node.rpc_height(height.as_deref(), false)?;
             let heights = if h > 1 { vec![h - 1, h] } else { vec![h] };
             with_blocks(node, heights, |blocks| match blocks {
                 [previous, block] => render::block(block, Some(previous)),
@@ -148,7 +167,7 @@ async fn rpc_call(
             .map_err(pool_failure)
         }
         "block_results" => {
-            let h = node.height(height.as_deref(), true)?;
+            let h = node.rpc_height(height.as_deref(), true)?;
             with_blocks(node, vec![h], |blocks| render::block_results(&blocks[0]))
                 .await
                 .map_err(pool_failure)
@@ -181,13 +200,13 @@ async fn rpc_answer(
         other => other.to_string(),
     });
     let due = match method {
-        "status" => Some((Route::Status, node.faults.next_status_request())),
-        "block" => node
-            .height(requested.as_deref(), false)
-            .ok()
-            .map(|h| (Route::Block, h)),
+        "status" => Some((Route::Status, node.faults.highest_asked())),
+        "block" => node.rpc_height(requested.as_deref(), false).ok().map(|h| {
+            node.faults.asked_block(h);
+            (Route::Block, h)
+        }),
         "block_results" => node
-            .height(requested.as_deref(), true)
+            .rpc_height(requested.as_deref(), true)
             .ok()
             .map(|h| (Route::BlockResults, h)),
         _ => None,
@@ -215,8 +234,8 @@ async fn rpc_answer(
                 }
             }
             FaultKind::TipBackwards => {
-                let tip = node.devnet.tip_now();
-                result["sync_info"]["latest_block_height"] = json!((tip / 2).to_string());
+                // `height`: the highest block asked for, which the follower saw a tip of.
+                result["sync_info"]["latest_block_height"] = json!((height / 2).to_string());
             }
             _ => {}
         }
@@ -566,6 +585,14 @@ pub fn bind(
                 web::post().to(transact::inject_fault),
             )
             .route("/weaver/devnet/v1/faults", web::get().to(transact::faults))
+            .route(
+                "/weaver/devnet/v1/node_faults",
+                web::get().to(transact::node_faults),
+            )
+            .route(
+                "/weaver/devnet/v1/node_faults/{kind}",
+                web::delete().to(transact::clear_node_fault),
+            )
             .default_service(web::to(rest_unknown))
     })
     .workers(1)

@@ -1,7 +1,7 @@
 //! The routes a wallet SDK uses to sign and broadcast against a devnet chain of the
 //! network (accounts, balances, gas prices, simulate, broadcast, tx by hash, on REST and
-//! CometBFT RPC), with a real node's shapes and errors, and the loopback-only admin route
-//! that injects network faults.
+//! CometBFT RPC), with a real node's shapes and errors, and the loopback-only admin routes
+//! that inject network faults and report or clear the node's `--faults`.
 
 use std::sync::Arc;
 
@@ -463,6 +463,34 @@ pub async fn faults(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpRespon
     try_answer!(loopback_only(&req));
     let (network, _) = try_answer!(network_of(&node));
     HttpResponse::Ok().json(network.faults())
+}
+
+/// `GET /weaver/devnet/v1/node_faults`: the `--faults` schedule and what each fault did.
+pub async fn node_faults(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
+    try_answer!(loopback_only(&req));
+    HttpResponse::Ok().json(node.faults.states())
+}
+
+/// `DELETE /weaver/devnet/v1/node_faults/{kind}`: stop the `--faults` faults of a kind (a
+/// held one fires until then).
+pub async fn clear_node_fault(
+    node: web::Data<DevnetNode>,
+    req: HttpRequest,
+    kind: web::Path<String>,
+) -> HttpResponse {
+    try_answer!(loopback_only(&req));
+    let kind = match super::faults::FaultKind::named(&kind) {
+        Ok(kind) => kind,
+        Err(message) => return rest_error(StatusCode::BAD_REQUEST, 3, &message),
+    };
+    if !node.faults.clear(kind) {
+        return rest_error(
+            StatusCode::NOT_FOUND,
+            5,
+            &format!("no {} fault is scheduled", kind.name()),
+        );
+    }
+    HttpResponse::Ok().json(node.faults.states())
 }
 
 #[cfg(test)]
