@@ -24,6 +24,7 @@ mod ops;
 mod properties;
 mod router;
 mod router_input;
+mod scale_out;
 mod skip_client;
 mod status_page;
 mod storage_faults;
