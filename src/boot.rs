@@ -506,9 +506,6 @@ pub async fn run_with(
 
     let (planner, snapshot) = RoutePlanner::new(config.router.registry())?;
     let planner = supervision.start("route_planner", move || planner.clone());
-    if let Some(path) = config_path {
-        spawn_registry_reload(path, planner);
-    }
     let tracking = web::Data::new(start_tracking(
         &config,
         &store,
@@ -518,6 +515,9 @@ pub async fn run_with(
         &bus,
     )?);
     let tracker_view = tracking.view.clone();
+    if let Some(path) = config_path {
+        spawn_registry_reload(path, planner, tracker_view.clone());
+    }
     let snapshot = web::Data::new(snapshot);
     let limits = http::ListenerLimits::new("router", &config.limits);
     let app_limits = limits.clone();
@@ -714,7 +714,11 @@ fn start_tracking(
 
 /// On SIGHUP, re-reads the config file and hands its router registry to the planner, which
 /// swaps it in atomically if it is valid (the old one stays otherwise).
-fn spawn_registry_reload(path: PathBuf, planner: Supervised<RoutePlanner>) {
+fn spawn_registry_reload(
+    path: PathBuf,
+    planner: Supervised<RoutePlanner>,
+    tracker_view: Arc<weaver_actors::tracker::TrackerView>,
+) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -727,14 +731,21 @@ fn spawn_registry_reload(path: PathBuf, planner: Supervised<RoutePlanner>) {
         actix::spawn(async move {
             while hangups.recv().await.is_some() {
                 let outcome = match Config::load(&path) {
-                    Ok(config) => planner
-                        .addr()
-                        .send(weaver_actors::planner::actor::ReplaceRegistry(
-                            config.router.registry(),
-                        ))
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| r.map_err(|e| e.to_string())),
+                    Ok(config) => {
+                        let registry = config.router.registry();
+                        let topology = weaver_actors::tracker::Topology::new(&registry);
+                        let replaced = planner
+                            .addr()
+                            .send(weaver_actors::planner::actor::ReplaceRegistry(registry))
+                            .await
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| r.map_err(|e| e.to_string()));
+                        // Tracking follows the registry the planner accepted, never a refused one.
+                        if replaced.is_ok() {
+                            tracker_view.replace_topology(Arc::new(topology));
+                        }
+                        replaced
+                    }
                     Err(e) => Err(e.to_string()),
                 };
                 match outcome {

@@ -167,7 +167,10 @@ async fn track(
         Err(e @ TrackError::Full(_)) => return Err(ApiError::unavailable(e.to_string(), 30)),
         Err(e) => return Err(ApiError::internal(e)),
     }
-    let explorer_link = api.view.topology.explorer_link(&key.chain_id, &key.tx_hash);
+    let explorer_link = api
+        .view
+        .topology()
+        .explorer_link(&key.chain_id, &key.tx_hash);
     Ok(HttpResponse::Ok().json(json!({"tx_hash": key.tx_hash, "explorer_link": explorer_link})))
 }
 

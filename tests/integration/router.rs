@@ -467,8 +467,9 @@ fn the_default_config_routes_over_its_devnet() {
     }
 }
 
-/// SIGHUP re-reads the config and swaps the router registry in without a restart; a broken
-/// file keeps the current registry.
+/// SIGHUP re-reads the config and swaps the router registry in without a restart — for
+/// routing and for tracking (a new chain's explorer template); a broken file keeps the
+/// current registry.
 #[test]
 fn sighup_reloads_the_registry() {
     let chain = |id: &str| {
@@ -500,13 +501,25 @@ fn sighup_reloads_the_registry() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     };
-    std::fs::write(
-        &daemon.config,
-        format!("{head}{}{}", chain("one-1"), chain("two-1")),
-    )
-    .unwrap();
+    let two = format!(
+        "{}explorer_tx_url = \"https://two.example/tx/{{tx_hash}}\"\n",
+        chain("two-1")
+    );
+    std::fs::write(&daemon.config, format!("{head}{}{two}", chain("one-1"))).unwrap();
     hup(&daemon);
     wait_for(&daemon, 2);
+    let hash = "AB".repeat(32);
+    let (status, tracked) = post(
+        &daemon,
+        "/v2/tx/track",
+        &json!({"tx_hash": hash, "chain_id": "two-1"}),
+    );
+    assert_eq!(status, 200, "{tracked}");
+    assert_eq!(
+        tracked["explorer_link"],
+        format!("https://two.example/tx/{hash}"),
+        "tracking follows the reloaded registry"
+    );
     std::fs::write(
         &daemon.config,
         format!("{head}{}{}", chain("one-1"), chain("one-1")),

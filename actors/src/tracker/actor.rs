@@ -143,7 +143,7 @@ impl Tracker {
         }
         let mut tracked = self.tracked.as_ref().clone();
         let before = tracked.state();
-        tracked.link_source(&events, &self.tracking.view.topology);
+        tracked.link_source(&events, &self.tracking.view.topology());
         tracked.progressed_ns = now_ns();
         self.catch_up(&mut tracked, &ctx.address(), true);
         self.commit(tracked, before, ctx);

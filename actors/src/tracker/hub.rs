@@ -78,7 +78,7 @@ impl TrackerHub {
                 dispatched += 1;
             }
         }
-        if let Some(watch) = WatchKey::of(&event, &tracking.view.topology) {
+        if let Some(watch) = WatchKey::of(&event, &tracking.view.topology()) {
             if let Some(trackers) = tracking.watchers.get(&watch) {
                 for tracker in trackers.iter() {
                     tracker.do_send(Relay(event.clone()));

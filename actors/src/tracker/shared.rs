@@ -238,7 +238,7 @@ impl Tracking {
     /// Applies `event` to `tracked`, linking the next hop of any receipt that continues in
     /// its tx; whether anything changed.
     pub(super) fn advance(&self, tracked: &mut Tracked, event: &RelayEvent) -> bool {
-        let topology = &self.view.topology;
+        let topology = &self.view.topology();
         let (mut changed, continuations) = tracked.apply(event, topology);
         for continuation in continuations {
             let events = self.tx_events(&continuation.chain, &continuation.tx_hash);
@@ -269,7 +269,7 @@ impl Tracking {
             .flatten()
             .filter_map(|h| match h {
                 Hop::OpInit(op) if !op.deposit && op.receive.is_none() => {
-                    Some(self.view.topology.finalization_period_secs(op.bridge_id))
+                    Some(self.view.topology().finalization_period_secs(op.bridge_id))
                 }
                 _ => None,
             })
