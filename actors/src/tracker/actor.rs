@@ -133,10 +133,15 @@ impl Tracker {
     /// has passed its height without any: then it started none).
     fn try_link(&mut self, ctx: &mut Context<Self>) {
         let key = &self.tracked.key;
-        let events = self.tracking.tx_events(&key.chain_id, &key.tx_hash);
+        // The watermark before the events: a block committed between the two reads is then
+        // read with its events, never taken as passed without them (which would link no
+        // transfer and complete the tx).
         let passed = match self.tracked.source {
             Source::Included { height } => self.tracking.relay_passed(&key.chain_id, height),
             _ => false,
+        };
+        let Some(events) = self.tracking.tx_events(&key.chain_id, &key.tx_hash) else {
+            return;
         };
         if events.is_empty() && !passed {
             return;

@@ -210,29 +210,36 @@ impl Tracking {
         }
     }
 
-    /// Stored relay events of one tx.
-    pub(super) fn tx_events(&self, chain: &str, tx_hash: &str) -> Vec<RelayEvent> {
+    /// Stored relay events of one tx; `None` when the store could not be read (ask again
+    /// later: an unread log is not an empty one).
+    pub(super) fn tx_events(&self, chain: &str, tx_hash: &str) -> Option<Vec<RelayEvent>> {
         let Some(store) = self.relay_stores.get(chain) else {
-            return vec![];
+            return Some(vec![]);
         };
         let Some(hash) = hex::decode(tx_hash)
             .ok()
             .and_then(|b| <[u8; 32]>::try_from(b).ok())
         else {
-            return vec![];
+            return Some(vec![]);
         };
-        store.events_of_tx(&hash).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "relay store read failed");
-            vec![]
-        })
+        match store.events_of_tx(&hash) {
+            Ok(events) => Some(events),
+            Err(e) => {
+                tracing::warn!(error = %e, "relay store read failed; the tracker asks again");
+                None
+            }
+        }
     }
 
-    /// Whether `chain`'s relay log is complete up to `height`.
+    /// Whether `chain`'s relay log is complete up to `height` (an unknown height, 0, never
+    /// is).
     pub(super) fn relay_passed(&self, chain: &str, height: u64) -> bool {
-        self.relay_stores
-            .get(chain)
-            .and_then(|store| store.watermark().ok())
-            .is_some_and(|w| w >= height)
+        height > 0
+            && self
+                .relay_stores
+                .get(chain)
+                .and_then(|store| store.watermark().ok())
+                .is_some_and(|w| w >= height)
     }
 
     /// Applies `event` to `tracked`, linking the next hop of any receipt that continues in
@@ -241,7 +248,9 @@ impl Tracking {
         let topology = &self.view.topology();
         let (mut changed, continuations) = tracked.apply(event, topology);
         for continuation in continuations {
-            let events = self.tx_events(&continuation.chain, &continuation.tx_hash);
+            let events = self
+                .tx_events(&continuation.chain, &continuation.tx_hash)
+                .unwrap_or_default();
             changed |= tracked.link_next(&continuation, &events, topology);
         }
         changed
