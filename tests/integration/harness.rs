@@ -503,3 +503,32 @@ impl Drop for ServedNetwork {
         let _ = self.child.wait();
     }
 }
+
+/// An outside tool the suite drives (promtool, prometheus, systemd-analyze, nginx,
+/// chromium): the first of `names` found on the PATH or in the sbin directories, or None
+/// after printing why its check is skipped. With `WEAVER_REQUIRE_OPS_TOOLS=1` (`.ci/run`
+/// installs the tools and sets it) a missing tool fails the test instead.
+pub fn outside_tool(names: &[&str], package: &str) -> Option<PathBuf> {
+    let dirs: Vec<PathBuf> = ["/usr/sbin", "/usr/local/sbin"]
+        .iter()
+        .map(PathBuf::from)
+        .chain(
+            std::env::var_os("PATH").map_or_else(Vec::new, |p| std::env::split_paths(&p).collect()),
+        )
+        .collect();
+    let found = names.iter().find_map(|name| {
+        dirs.iter()
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    });
+    if found.is_none() {
+        let name = names[0];
+        let required = std::env::var("WEAVER_REQUIRE_OPS_TOOLS").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "{name} is not installed and WEAVER_REQUIRE_OPS_TOOLS=1: apt-get install {package}"
+        );
+        eprintln!("SKIPPED: {name} not found (apt-get install {package}); WEAVER_REQUIRE_OPS_TOOLS=1 makes this a failure");
+    }
+    found
+}

@@ -29,23 +29,8 @@ fn ops_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("ops")
 }
 
-/// The tool's path, or None after printing why it is skipped; panics instead when
-/// `WEAVER_REQUIRE_OPS_TOOLS=1`.
 fn tool(name: &str, package: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| candidate.is_file())
-    });
-    if found.is_none() {
-        let required = std::env::var("WEAVER_REQUIRE_OPS_TOOLS").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "{name} is not installed and WEAVER_REQUIRE_OPS_TOOLS=1: apt-get install {package}"
-        );
-        eprintln!("SKIPPED: {name} not found (apt-get install {package}); WEAVER_REQUIRE_OPS_TOOLS=1 makes this a failure");
-    }
-    found
+    crate::harness::outside_tool(&[name], package)
 }
 
 fn run(command: &mut Command) -> (bool, String) {

@@ -25,23 +25,7 @@ const SAMPLE_INDEXER_PORT: u16 = 8080;
 const SAMPLE_ROUTER_PORT: u16 = 8090;
 
 fn nginx() -> Option<PathBuf> {
-    let found = ["/usr/sbin", "/usr/local/sbin"]
-        .iter()
-        .map(PathBuf::from)
-        .chain(
-            std::env::var_os("PATH").map_or_else(Vec::new, |p| std::env::split_paths(&p).collect()),
-        )
-        .map(|dir| dir.join("nginx"))
-        .find(|candidate| candidate.is_file());
-    if found.is_none() {
-        let required = std::env::var("WEAVER_REQUIRE_OPS_TOOLS").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "nginx is not installed and WEAVER_REQUIRE_OPS_TOOLS=1: apt-get install nginx"
-        );
-        eprintln!("SKIPPED: nginx not found (apt-get install nginx); WEAVER_REQUIRE_OPS_TOOLS=1 makes this a failure");
-    }
-    found
+    crate::harness::outside_tool(&["nginx"], "nginx")
 }
 
 fn config() -> String {

@@ -67,20 +67,6 @@ fn base(d: &Daemon) -> String {
     format!("http://{}", d.listeners["metrics"].as_str().unwrap())
 }
 
-/// Chromium's binary on the PATH, if any.
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser"].iter().find_map(|name| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| candidate.is_file())
-    })
-}
-
-fn require_tools() -> bool {
-    std::env::var("WEAVER_REQUIRE_OPS_TOOLS").is_ok_and(|v| v == "1")
-}
-
 /// The DOM Chromium renders for `url` (`--dump-dom`), bounded by [`BROWSER_TIMEOUT`]; on
 /// timeout the browser's own process group is killed.
 fn dump_dom(browser: &PathBuf, url: &str) -> String {
@@ -301,14 +287,8 @@ fn status_page_in_headless_chromium() {
     let metrics = daemon.metrics();
     assert!(metrics.contains("weaver_indexed_height{chain_id=\"minimove-1\"}"));
 
-    let Some(browser) = chromium() else {
-        assert!(
-            !require_tools(),
-            "chromium is not installed and WEAVER_REQUIRE_OPS_TOOLS=1 (apt-get install chromium)"
-        );
-        eprintln!(
-            "status_page: chromium not found (Debian package `chromium`): browser check skipped"
-        );
+    let Some(browser) = crate::harness::outside_tool(&["chromium", "chromium-browser"], "chromium")
+    else {
         return;
     };
     let dom = dump_dom(&browser, &url);

@@ -255,7 +255,8 @@ impl Handler<Register> for TrackerHub {
             .store
             .put(&tracked)
             .map_err(|e| TrackError::Store(e.to_string()))?;
-        let tracked = tracking.commit(tracked, None);
+        // Written above (a refused write refuses the registration); published once.
+        let tracked = tracking.publish(tracked, None);
         self.spawn(tracked);
         Ok(())
     }

@@ -134,6 +134,13 @@ impl Tracking {
         if let Err(e) = self.store.put(&tracked) {
             tracing::error!(error = %e, tx_hash = %tracked.key.tx_hash, "tracker state not written");
         }
+        self.publish(tracked, before)
+    }
+
+    /// Publishes a tracked tx already written to sled (`before`: its state as last
+    /// published).
+    pub(super) fn publish(&self, tracked: Tracked, before: Option<TxState>) -> Arc<Tracked> {
+        let state = tracked.state();
         if before != Some(state) {
             if let Some(before) = before {
                 count_state(before, -1.0);
