@@ -116,6 +116,16 @@ fn registered(chain_id: &str, tx: &str) -> Tracked {
     )
 }
 
+/// A tx registered on `chain` whose source tx `tx`, at `height`, sent packet `p`.
+fn sent(chain: &str, tx: &str, height: u64, p: &Packet, topology: &Topology) -> Tracked {
+    let mut tracked = registered(chain, tx);
+    tracked.link_source(
+        &[ev(chain, height, tx, RelayKind::SendPacket(p.clone()))],
+        topology,
+    );
+    tracked
+}
+
 /// Applies `event`: asserts it changed something and was found under a key the tracked tx
 /// watched; applying it again changes nothing. Returns the continuations.
 fn step(tracked: &mut Tracked, event: &RelayEvent, topology: &Topology) -> Vec<Continuation> {
@@ -340,7 +350,6 @@ fn one_ibc_hop_goes_pending_received_success_and_releases_the_voucher() {
 #[test]
 fn a_voucher_going_home_is_released_as_the_base_denom() {
     let topology = topology();
-    let mut tracked = registered(HUB, "src");
     // hub holds alpha's voucher (transfer/channel-1/ualpha) and sends it back on channel-1.
     let p = packet(
         "channel-1",
@@ -348,10 +357,7 @@ fn a_voucher_going_home_is_released_as_the_base_denom() {
         2,
         Some(data("transfer/channel-1/ualpha", "7", "init1alpha", "")),
     );
-    tracked.link_source(
-        &[ev(HUB, 1, "src", RelayKind::SendPacket(p.clone()))],
-        &topology,
-    );
+    let mut tracked = sent(HUB, "src", 1, &p, &topology);
     step(
         &mut tracked,
         &ev(ALPHA, 2, "recv", RelayKind::RecvPacket(p.clone())),
@@ -723,17 +729,13 @@ fn three_forwarded_hops_in_order_complete_only_with_the_first_ack() {
 #[test]
 fn an_error_ack_is_pending_error_until_it_reaches_the_source() {
     let topology = topology();
-    let mut tracked = registered(ALPHA, "src");
     let p = packet(
         "channel-0",
         "channel-1",
         3,
         Some(data("ualpha", "250", "init1hub", "")),
     );
-    tracked.link_source(
-        &[ev(ALPHA, 10, "src", RelayKind::SendPacket(p.clone()))],
-        &topology,
-    );
+    let mut tracked = sent(ALPHA, "src", 10, &p, &topology);
     step(
         &mut tracked,
         &ev(HUB, 20, "recv", RelayKind::RecvPacket(p.clone())),
@@ -856,7 +858,6 @@ fn a_forward_refused_downstream_fails_the_whole_transfer_once_refunded_home() {
 #[test]
 fn a_timeout_fails_the_hop_and_refunds_on_the_source() {
     let topology = topology();
-    let mut tracked = registered(HUB, "src");
     // A voucher of alpha's token leaving the hub for beta.
     let p = packet(
         "channel-2",
@@ -864,10 +865,7 @@ fn a_timeout_fails_the_hop_and_refunds_on_the_source() {
         9,
         Some(data("transfer/channel-1/ualpha", "40", "init1beta", "")),
     );
-    tracked.link_source(
-        &[ev(HUB, 10, "src", RelayKind::SendPacket(p.clone()))],
-        &topology,
-    );
+    let mut tracked = sent(HUB, "src", 10, &p, &topology);
     let timeout = ev(HUB, 90, "timeout", RelayKind::TimeoutPacket(p));
     step(&mut tracked, &timeout, &topology);
     assert_eq!(tracked.state(), TxState::CompletedError);
@@ -1413,11 +1411,7 @@ fn a_forward_is_linked_from_its_own_receipt_in_a_relayer_batch() {
         ev(HUB, 20, "batch", RelayKind::SendPacket(on("200", 41))),
     ];
     for (p, want) in [(first, 40), (second, 41)] {
-        let mut tracked = registered(ALPHA, "src");
-        tracked.link_source(
-            &[ev(ALPHA, 10, "src", RelayKind::SendPacket(p.clone()))],
-            &topology,
-        );
+        let mut tracked = sent(ALPHA, "src", 10, &p, &topology);
         let recv = batch
             .iter()
             .find(|e| e.event == RelayKind::RecvPacket(p.clone()))
@@ -1441,17 +1435,13 @@ fn an_acknowledgement_seen_on_the_source_first_waits_for_the_destination() {
     // error acknowledgement, nor which tx received the packet.
     let topology = topology();
     for success in [true, false] {
-        let mut tracked = registered(ALPHA, "src");
         let p = packet(
             "channel-0",
             "channel-1",
             5,
             Some(data("ualpha", "1000", "init1hub", "")),
         );
-        tracked.link_source(
-            &[ev(ALPHA, 10, "src", RelayKind::SendPacket(p.clone()))],
-            &topology,
-        );
+        let mut tracked = sent(ALPHA, "src", 10, &p, &topology);
         step(
             &mut tracked,
             &ev(ALPHA, 30, "ack", RelayKind::AcknowledgePacket(p.clone())),
