@@ -464,6 +464,14 @@ pub async fn run_with(
                 .with_rich_list(rich_list)
                 .with_internal_txs(internal_txs),
         );
+        let docs = web::Data::new(http::openapi::ApiDocs::new(
+            &http::openapi::indexer_document(http::openapi::IndexerPaths {
+                evm_txs: evm_api.txs.is_some(),
+                evm_internal_txs: evm_api.internal_txs.is_some(),
+                nft: nft_api.is_some(),
+                rich_list: rich_list_api.is_some(),
+            }),
+        ));
         let plugins = Arc::new(plugins);
         let limits = http::ListenerLimits::new("indexer", &config.limits);
         let app_limits = limits.clone();
@@ -475,8 +483,10 @@ pub async fn run_with(
                 let rich_list_api = rich_list_api.clone();
                 let no_rich_list = no_rich_list.clone();
                 let evm_api = evm_api.clone();
+                let docs = docs.clone();
                 http::app("indexer", app_limits.clone(), &cors, move |cfg| {
                     http::indexer::routes(cfg);
+                    http::openapi::routes(cfg, docs);
                     cfg.app_data(evm_api);
                     http::evm::routes(cfg);
                     if let Some(nft_api) = nft_api {
@@ -522,15 +532,20 @@ pub async fn run_with(
     let limits = http::ListenerLimits::new("router", &config.limits);
     let app_limits = limits.clone();
     let cors = config.cors.clone();
+    let docs = web::Data::new(http::openapi::ApiDocs::new(
+        &http::openapi::router_document(),
+    ));
     let (server, bound) = bind_server(
         "router",
         config.router.listen,
         config.http_workers,
         limits,
         move || {
+            let docs = docs.clone();
             http::app("router", app_limits.clone(), &cors, |cfg| {
                 http::router::routes(cfg);
                 http::tracking::routes(cfg);
+                http::openapi::routes(cfg, docs);
             })
             .app_data(snapshot.clone())
             .app_data(tracking.clone())

@@ -16,10 +16,15 @@ pub struct ApiError {
     pub close: bool,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// The error body of every listener.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody<'a> {
+    /// The gRPC status code matching the HTTP status (3 invalid argument, 5 not found, …).
     code: u16,
     message: &'a str,
+    /// Always `[]`.
+    #[schema(value_type = Vec<Object>)]
     details: [(); 0],
 }
 
@@ -118,7 +123,7 @@ impl ResponseError for ApiError {
         if self.close {
             builder.force_close();
         }
-        builder.json(Body {
+        builder.json(ErrorBody {
             code: self.grpc_code(),
             message: &self.message,
             details: [],

@@ -21,31 +21,148 @@ pub struct EvmApi {
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    for (base, list) in [
-        ("/indexer/tx/v1/evm-txs", List::Txs),
-        ("/indexer/tx/v1/evm-internal-txs", List::Internal),
-    ] {
-        cfg.service(
-            web::resource(base)
-                .app_data(web::Data::new(list))
-                .route(web::get().to(all)),
-        );
-        cfg.service(
-            web::resource(format!("{base}/by_account/{{account}}"))
-                .app_data(web::Data::new(list))
-                .route(web::get().to(by_account)),
-        );
-        cfg.service(
-            web::resource(format!("{base}/by_height/{{height}}"))
-                .app_data(web::Data::new(list))
-                .route(web::get().to(by_height)),
-        );
-        cfg.service(
-            web::resource(format!("{base}/{{tx_hash}}"))
-                .app_data(web::Data::new(list))
-                .route(web::get().to(by_hash)),
-        );
+    super::get(cfg, "/indexer/tx/v1/evm-txs", evm_txs);
+    super::get(
+        cfg,
+        "/indexer/tx/v1/evm-txs/by_account/{account}",
+        evm_txs_by_account,
+    );
+    super::get(
+        cfg,
+        "/indexer/tx/v1/evm-txs/by_height/{height}",
+        evm_txs_by_height,
+    );
+    super::get(cfg, "/indexer/tx/v1/evm-txs/{tx_hash}", evm_tx);
+    super::get(cfg, "/indexer/tx/v1/evm-internal-txs", internal_txs);
+    super::get(
+        cfg,
+        "/indexer/tx/v1/evm-internal-txs/by_account/{account}",
+        internal_txs_by_account,
+    );
+    super::get(
+        cfg,
+        "/indexer/tx/v1/evm-internal-txs/by_height/{height}",
+        internal_txs_by_height,
+    );
+    super::get(
+        cfg,
+        "/indexer/tx/v1/evm-internal-txs/{tx_hash}",
+        internal_txs_of_tx,
+    );
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-txs", tag = "EVM",
+    summary = "EVM txs, newest first by default",
+    params(crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmTxsResponse)))]
+pub(super) async fn evm_txs(
+    api: web::Data<EvmApi>,
+    heavy: web::Data<HeavyPages>,
+    req: HttpRequest,
+) -> ApiResult {
+    all(&api, List::Txs, &heavy, &req).await
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/by_account/{account}", tag = "EVM",
+    summary = "EVM txs touching an account",
+    params(("account" = String, Path, description = "bech32 (any prefix) or 0x hex"), crate::http::openapi::params::PageParams, crate::http::openapi::params::SignerParams),
+    responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmTxsResponse)))]
+pub(super) async fn evm_txs_by_account(
+    api: web::Data<EvmApi>,
+    heavy: web::Data<HeavyPages>,
+    account: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    by_account(&api, List::Txs, &heavy, &account, &req).await
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/by_height/{height}", tag = "EVM",
+    summary = "EVM txs of one block",
+    params(("height" = u64, Path, description = "Block height", minimum = 1), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmTxsResponse)))]
+pub(super) async fn evm_txs_by_height(
+    api: web::Data<EvmApi>,
+    heavy: web::Data<HeavyPages>,
+    height: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    by_height(&api, List::Txs, &heavy, &height, &req).await
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/{tx_hash}", tag = "EVM",
+    summary = "One EVM tx by hash",
+    params(("tx_hash" = String, Path, description = "64 hex digits, `0x` allowed", pattern = "^(0x)?[0-9a-fA-F]{64}$")),
+    responses((status = 200, description = "The receipt", body = crate::http::openapi::schemas::EvmTxResponse)))]
+pub(super) async fn evm_tx(api: web::Data<EvmApi>, hash: web::Path<String>) -> ApiResult {
+    let store = List::Txs.store(&api)?;
+    let hash = parse_tx_hash(&hash)?;
+    let record = store
+        .tx_by_hash(&hash)?
+        .ok_or_else(|| ApiError::not_found("tx not found"))?;
+    Ok(json_bytes(wrap("tx", &record)))
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs", tag = "EVM",
+    summary = "Internal txs, newest first by default",
+    params(crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmInternalTxsResponse)))]
+pub(super) async fn internal_txs(
+    api: web::Data<EvmApi>,
+    heavy: web::Data<HeavyPages>,
+    req: HttpRequest,
+) -> ApiResult {
+    all(&api, List::Internal, &heavy, &req).await
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/by_account/{account}", tag = "EVM",
+    summary = "Internal txs touching an account",
+    params(("account" = String, Path, description = "bech32 (any prefix) or 0x hex"), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmInternalTxsResponse)))]
+pub(super) async fn internal_txs_by_account(
+    api: web::Data<EvmApi>,
+    heavy: web::Data<HeavyPages>,
+    account: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    by_account(&api, List::Internal, &heavy, &account, &req).await
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/by_height/{height}", tag = "EVM",
+    summary = "Internal txs of one block",
+    params(("height" = u64, Path, description = "Block height", minimum = 1), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmInternalTxsResponse)))]
+pub(super) async fn internal_txs_by_height(
+    api: web::Data<EvmApi>,
+    heavy: web::Data<HeavyPages>,
+    height: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    by_height(&api, List::Internal, &heavy, &height, &req).await
+}
+
+#[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/{tx_hash}", tag = "EVM",
+    summary = "Every call frame of one EVM tx",
+    params(("tx_hash" = String, Path, description = "64 hex digits, `0x` allowed", pattern = "^(0x)?[0-9a-fA-F]{64}$"), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page of call frames", body = crate::http::openapi::schemas::EvmInternalTxsResponse)))]
+pub(super) async fn internal_txs_of_tx(
+    api: web::Data<EvmApi>,
+    hash: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let store = List::Internal.store(&api)?;
+    let hash = parse_tx_hash(&hash)?;
+    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+    let prefix = [&[BY_TX][..], &hash].concat();
+    let page = store.txs_under(&prefix, &query.page)?;
+    if page.items.is_empty() && query.page.after.is_none() && query.page.offset == 0 {
+        return Err(ApiError::not_found("transaction not found"));
     }
+    Ok(json_bytes(list_body(
+        "internal_txs",
+        &page,
+        &query,
+        CursorKind::Sequence,
+    )))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -71,83 +188,45 @@ impl List {
     }
 }
 
-async fn all(
-    api: web::Data<EvmApi>,
-    list: web::Data<List>,
-    heavy: web::Data<HeavyPages>,
-    req: HttpRequest,
-) -> ApiResult {
-    let store = list.store(&api)?;
+async fn all(api: &EvmApi, list: List, heavy: &HeavyPages, req: &HttpRequest) -> ApiResult {
+    let store = list.store(api)?;
     let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    list_of(store, list.name(), &heavy, TxFilter::default(), query).await
+    list_of(store, list.name(), heavy, TxFilter::default(), query).await
 }
 
 async fn by_account(
-    api: web::Data<EvmApi>,
-    list: web::Data<List>,
-    heavy: web::Data<HeavyPages>,
-    account: web::Path<String>,
-    req: HttpRequest,
+    api: &EvmApi,
+    list: List,
+    heavy: &HeavyPages,
+    account: &str,
+    req: &HttpRequest,
 ) -> ApiResult {
-    let store = list.store(&api)?;
+    let store = list.store(api)?;
     let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    let bytes = parse_account(&account)
-        .map_err(|e| ApiError::invalid_value("account", &account, &e.to_string()))?;
+    let bytes = parse_account(account)
+        .map_err(|e| ApiError::invalid_value("account", account, &e.to_string()))?;
     let filter = TxFilter {
         account: Some(bytes),
         // Internal calls have no signer: `is_signer` applies to EVM txs only.
-        signer_only: query.is_signer && matches!(**list, List::Txs),
+        signer_only: query.is_signer && matches!(list, List::Txs),
         ..Default::default()
     };
-    list_of(store, list.name(), &heavy, filter, query).await
+    list_of(store, list.name(), heavy, filter, query).await
 }
 
 async fn by_height(
-    api: web::Data<EvmApi>,
-    list: web::Data<List>,
-    heavy: web::Data<HeavyPages>,
-    height: web::Path<String>,
-    req: HttpRequest,
+    api: &EvmApi,
+    list: List,
+    heavy: &HeavyPages,
+    height: &str,
+    req: &HttpRequest,
 ) -> ApiResult {
-    let store = list.store(&api)?;
-    let height = parse_height(&height)?;
+    let store = list.store(api)?;
+    let height = parse_height(height)?;
     let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
     let filter = TxFilter {
         height: Some(height),
         ..Default::default()
     };
-    list_of(store, list.name(), &heavy, filter, query).await
-}
-
-async fn by_hash(
-    api: web::Data<EvmApi>,
-    list: web::Data<List>,
-    hash: web::Path<String>,
-    req: HttpRequest,
-) -> ApiResult {
-    let store = list.store(&api)?;
-    let hash = parse_tx_hash(&hash)?;
-    match *list.into_inner() {
-        List::Txs => {
-            let record = store
-                .tx_by_hash(&hash)?
-                .ok_or_else(|| ApiError::not_found("tx not found"))?;
-            Ok(json_bytes(wrap("tx", &record)))
-        }
-        // Every call of the tx, as a list.
-        List::Internal => {
-            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-            let prefix = [&[BY_TX][..], &hash].concat();
-            let page = store.txs_under(&prefix, &query.page)?;
-            if page.items.is_empty() && query.page.after.is_none() && query.page.offset == 0 {
-                return Err(ApiError::not_found("transaction not found"));
-            }
-            Ok(json_bytes(list_body(
-                "internal_txs",
-                &page,
-                &query,
-                CursorKind::Sequence,
-            )))
-        }
-    }
+    list_of(store, list.name(), heavy, filter, query).await
 }

@@ -65,7 +65,6 @@ pub const INLINE_LIMIT: usize = 100;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
-    super::get(cfg, "/swagger/doc.json", swagger);
     super::get(cfg, "/indexer/block/v1/avg_blocktime", avg_blocktime);
     super::get(cfg, "/indexer/block/v1/blocks", blocks);
     super::get(cfg, "/indexer/block/v1/blocks/{height}", block);
@@ -99,13 +98,9 @@ async fn missing_height() -> ApiResult {
     ))
 }
 
-/// The machine-readable description of this API (Swagger 2.0, version 1.0.0).
-async fn swagger() -> actix_web::HttpResponse {
-    json_bytes(include_bytes!("swagger.json").to_vec())
-}
-
-#[derive(Serialize)]
-struct Status<'a> {
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = StatusResponse)]
+pub struct Status<'a> {
     version: &'a str,
     commit_hash: &'a str,
     chain_id: &'a str,
@@ -120,7 +115,10 @@ struct Status<'a> {
     ingestion: IngestionStatus,
 }
 
-async fn status(api: web::Data<ChainApi>) -> ApiResult {
+#[utoipa::path(get, path = "/status", tag = "Status",
+    summary = "The chain and the height indexed",
+    responses((status = 200, description = "The newest height indexed (and those of the EVM domains kept)", body = Status)))]
+pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
     // Never a 500: when the store cannot be read (sled after a disk error), the last height
     // read is still true — nothing is committed while ingestion is stalled.
     let height = match api.store.watermark() {
@@ -156,7 +154,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-async fn avg_blocktime(api: web::Data<ChainApi>) -> ApiResult {
+#[utoipa::path(get, path = "/indexer/block/v1/avg_blocktime", tag = "Block",
+    summary = "Mean block time over the newest 100 blocks",
+    responses((status = 200, description = "Seconds", body = crate::http::openapi::schemas::AvgBlockTimeResponse)))]
+pub(super) async fn avg_blocktime(api: web::Data<ChainApi>) -> ApiResult {
     let times = api.store.newest_block_times(AVG_BLOCKS)?;
     let seconds = match (times.first(), times.last()) {
         (Some(newest), Some(oldest)) if times.len() >= 2 => {
@@ -167,7 +168,11 @@ async fn avg_blocktime(api: web::Data<ChainApi>) -> ApiResult {
     Ok(actix_web::HttpResponse::Ok().json(serde_json::json!({ "avg_block_time": seconds })))
 }
 
-async fn block(api: web::Data<ChainApi>, height: web::Path<String>) -> ApiResult {
+#[utoipa::path(get, path = "/indexer/block/v1/blocks/{height}", tag = "Block",
+    summary = "One block",
+    params(("height" = u64, Path, description = "Block height", minimum = 1)),
+    responses((status = 200, description = "The block", body = crate::http::openapi::schemas::BlockResponse)))]
+pub(super) async fn block(api: web::Data<ChainApi>, height: web::Path<String>) -> ApiResult {
     let height = parse_height(&height)?;
     let record = api
         .store
@@ -176,7 +181,11 @@ async fn block(api: web::Data<ChainApi>, height: web::Path<String>) -> ApiResult
     Ok(json_bytes(wrap("block", &record)))
 }
 
-async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> ApiResult {
+#[utoipa::path(get, path = "/indexer/tx/v1/txs/{tx_hash}", tag = "Tx",
+    summary = "One tx by hash",
+    params(("tx_hash" = String, Path, description = "64 hex digits, any case, `0x` allowed", pattern = "^(0x)?[0-9a-fA-F]{64}$")),
+    responses((status = 200, description = "The tx", body = crate::http::openapi::schemas::TxResponse)))]
+pub(super) async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> ApiResult {
     let hash = parse_tx_hash(&hash)?;
     let record = api
         .store
@@ -185,7 +194,11 @@ async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> ApiResult {
     Ok(json_bytes(wrap("tx", &record)))
 }
 
-async fn blocks(
+#[utoipa::path(get, path = "/indexer/block/v1/blocks", tag = "Block",
+    summary = "Blocks, newest first by default",
+    params(crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page of blocks", body = crate::http::openapi::schemas::BlocksResponse)))]
+pub(super) async fn blocks(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
     req: HttpRequest,
@@ -204,7 +217,11 @@ async fn blocks(
     Ok(json_bytes(body))
 }
 
-async fn txs(
+#[utoipa::path(get, path = "/indexer/tx/v1/txs", tag = "Tx",
+    summary = "Txs, newest first by default",
+    params(crate::http::openapi::params::PageParams, crate::http::openapi::params::MsgsParams),
+    responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
+pub(super) async fn txs(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
     req: HttpRequest,
@@ -217,7 +234,11 @@ async fn txs(
     tx_list(api, heavy, filter, query).await
 }
 
-async fn txs_by_account(
+#[utoipa::path(get, path = "/indexer/tx/v1/txs/by_account/{account}", tag = "Tx",
+    summary = "Txs touching an account",
+    params(("account" = String, Path, description = "bech32 (any prefix) or 0x hex"), crate::http::openapi::params::PageParams, crate::http::openapi::params::MsgsParams, crate::http::openapi::params::SignerParams),
+    responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
+pub(super) async fn txs_by_account(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
     account: web::Path<String>,
@@ -235,7 +256,11 @@ async fn txs_by_account(
     tx_list(api, heavy, filter, query).await
 }
 
-async fn txs_by_height(
+#[utoipa::path(get, path = "/indexer/tx/v1/txs/by_height/{height}", tag = "Tx",
+    summary = "Txs of one block",
+    params(("height" = u64, Path, description = "Block height", minimum = 1), crate::http::openapi::params::PageParams, crate::http::openapi::params::MsgsParams),
+    responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
+pub(super) async fn txs_by_height(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
     height: web::Path<String>,

@@ -2,6 +2,8 @@
 //! answer is JSON (errors included) except `/metrics`, which is the Prometheus text format,
 //! and the status page `/` on the metrics listener ([`status`]), which is HTML.
 //! Every listener answers CORS preflights and adds the CORS headers of `[cors]` ([`cors`]).
+//! The indexer and router listeners describe themselves at `/swagger/doc.json` (OpenAPI 3.1,
+//! generated from the handlers) with Swagger UI at `/swagger/` ([`openapi`]).
 
 pub mod cors;
 pub mod error;
@@ -10,6 +12,7 @@ pub mod indexer;
 pub mod limits;
 pub mod metrics;
 pub mod nft;
+pub mod openapi;
 pub mod query;
 pub mod richlist;
 pub mod router;

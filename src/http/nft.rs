@@ -154,7 +154,11 @@ async fn collection_list(
     .await
 }
 
-async fn collections(
+#[utoipa::path(get, path = "/indexer/nft/v1/collections", tag = "NFT",
+    summary = "Collections, newest first by default",
+    params(crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page of collections", body = crate::http::openapi::schemas::CollectionsResponse)))]
+pub(super) async fn collections(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
     req: HttpRequest,
@@ -162,7 +166,11 @@ async fn collections(
     collection_list(&api, &heavy, &req, |store, page| store.collections(page)).await
 }
 
-async fn collections_by_account(
+#[utoipa::path(get, path = "/indexer/nft/v1/collections/by_account/{account}", tag = "NFT",
+    summary = "Collections an account holds tokens of",
+    params(("account" = String, Path, description = "bech32 (any prefix) or 0x hex"), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page of collections", body = crate::http::openapi::schemas::CollectionsResponse)))]
+pub(super) async fn collections_by_account(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
     path: web::Path<String>,
@@ -175,7 +183,11 @@ async fn collections_by_account(
     .await
 }
 
-async fn collections_by_name(
+#[utoipa::path(get, path = "/indexer/nft/v1/collections/by_name/{name}", tag = "NFT",
+    summary = "Collections whose name contains a text (letters, marks and digits compared, any case)",
+    params(("name" = String, Path, description = "At most 256 characters"), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page of collections", body = crate::http::openapi::schemas::CollectionsResponse)))]
+pub(super) async fn collections_by_name(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
     path: web::Path<String>,
@@ -198,7 +210,11 @@ async fn collections_by_name(
 /// Longest collection-name query (names on chain are short; this bounds the match work).
 const MAX_NAME_CHARS: usize = 256;
 
-async fn collection(api: web::Data<NftApi>, path: web::Path<String>) -> ApiResult {
+#[utoipa::path(get, path = "/indexer/nft/v1/collections/{collection_addr}", tag = "NFT",
+    summary = "One collection",
+    params(("collection_addr" = String, Path, description = "bech32, or 0x hex (left-padded to the chain's address width)")),
+    responses((status = 200, description = "The collection", body = crate::http::openapi::schemas::CollectionResponse)))]
+pub(super) async fn collection(api: web::Data<NftApi>, path: web::Path<String>) -> ApiResult {
     let addr = collection_addr(api.vm, &path)?;
     let record = api
         .nfts
@@ -284,7 +300,11 @@ async fn token_list(
     .await
 }
 
-async fn tokens_by_account(
+#[utoipa::path(get, path = "/indexer/nft/v1/tokens/by_account/{account}", tag = "NFT",
+    summary = "Tokens an account owns",
+    params(("account" = String, Path, description = "bech32 (any prefix) or 0x hex"), crate::http::openapi::params::PageParams, crate::http::openapi::params::TokenParams, crate::http::openapi::params::TokenCollectionParams),
+    responses((status = 200, description = "A page of tokens", body = crate::http::openapi::schemas::NftsResponse)))]
+pub(super) async fn tokens_by_account(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
     path: web::Path<String>,
@@ -301,7 +321,11 @@ async fn tokens_by_account(
     token_list(api, heavy, filter, params.order, query).await
 }
 
-async fn tokens_by_collection(
+#[utoipa::path(get, path = "/indexer/nft/v1/tokens/by_collection/{collection_addr}", tag = "NFT",
+    summary = "Tokens of a collection",
+    params(("collection_addr" = String, Path, description = "bech32, or 0x hex (left-padded to the chain's address width)"), crate::http::openapi::params::PageParams, crate::http::openapi::params::TokenParams),
+    responses((status = 200, description = "A page of tokens", body = crate::http::openapi::schemas::NftsResponse)))]
+pub(super) async fn tokens_by_collection(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
     path: web::Path<String>,
@@ -322,7 +346,11 @@ fn tx_position_key(position: &TxPosition) -> String {
     key_of(json!({ "height": position.height, "index": position.index }))
 }
 
-async fn token_txs(
+#[utoipa::path(get, path = "/indexer/nft/v1/txs/{collection_addr}/{token_id}", tag = "NFT",
+    summary = "Txs that touched a token, newest first by default",
+    params(("collection_addr" = String, Path, description = "bech32, or 0x hex (left-padded to the chain's address width)"), ("token_id" = String, Path, description = "The token id"), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
+pub(super) async fn token_txs(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
     path: web::Path<(String, String)>,

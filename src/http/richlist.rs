@@ -165,7 +165,11 @@ fn holding_cursor(value: &Value) -> Option<Holding> {
     })
 }
 
-async fn holders(
+#[utoipa::path(get, path = "/indexer/richlist/v1/{denom}", tag = "Rich list",
+    summary = "Holders of an ERC-20 token, largest first by default",
+    params(("denom" = String, Path, description = "A denom (`ibc/…`, `l2/…`, `evm/<40 hex>`, a native one), mapped to its ERC-20 contract; may contain `/`"), crate::http::openapi::params::PageParams),
+    responses((status = 200, description = "A page of holders", body = crate::http::openapi::schemas::HoldersResponse)))]
+pub(super) async fn holders(
     api: web::Data<RichListApi>,
     heavy: web::Data<HeavyPages>,
     denom: web::Path<String>,

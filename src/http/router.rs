@@ -8,10 +8,15 @@ use std::collections::BTreeMap;
 use actix_web::http::header;
 use actix_web::{guard, mime, web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::{IntoParams, ToSchema};
 use weaver_actors::planner::actor::SnapshotHandle;
 use weaver_actors::planner::error::RouteError;
+use weaver_actors::planner::msgs_answer::MsgsAnswer;
+use weaver_actors::planner::op_hook::OpHook;
 use weaver_actors::planner::request::{MsgsRequest, OpHookRequest, RouteRequest};
+use weaver_actors::planner::route::Route;
 use weaver_actors::planner::{msgs_answer, op_hook, route};
 
 use super::error::{ApiError, ApiResult};
@@ -116,7 +121,14 @@ const ASSET_FIELDS: [&str; 4] = [
     "dest_asset_denom",
 ];
 
-async fn route_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
+#[utoipa::path(post, path = "/v2/fungible/route", tag = "Fungible",
+    summary = "Plan a transfer: the hops, swaps and amounts from one asset to another",
+    request_body(content = RouteRequest, content_type = "application/json"),
+    responses((status = 200, description = "The route", body = Route)))]
+pub(super) async fn route_handler(
+    snapshot: web::Data<SnapshotHandle>,
+    body: web::Bytes,
+) -> ApiResult {
     let mut strings = vec!["amount_in", "amount_out"];
     strings.extend(ASSET_FIELDS);
     let request: RouteRequest = parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
@@ -124,7 +136,14 @@ async fn route_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) ->
 }
 
 /// The hook is built from this request alone: `amount_in` is required (a clear 400 says so).
-async fn op_hook_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
+#[utoipa::path(post, path = "/op-hook", tag = "Fungible",
+    summary = "The op hook to sign for a deposit that goes on from the rollup",
+    request_body(content = OpHookRequest, content_type = "application/json"),
+    responses((status = 200, description = "The hook", body = OpHook)))]
+pub(super) async fn op_hook_handler(
+    snapshot: web::Data<SnapshotHandle>,
+    body: web::Bytes,
+) -> ApiResult {
     let mut strings = vec![
         "source_address",
         "dest_address",
@@ -140,7 +159,14 @@ async fn op_hook_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) 
     Ok(HttpResponse::Ok().json(op_hook::answer(&snapshot.load(), &request, now)?))
 }
 
-async fn msgs_handler(snapshot: web::Data<SnapshotHandle>, body: web::Bytes) -> ApiResult {
+#[utoipa::path(post, path = "/v2/fungible/msgs", tag = "Fungible",
+    summary = "The messages to sign for a route's operations",
+    request_body(content = MsgsRequest, content_type = "application/json"),
+    responses((status = 200, description = "The messages, by tx", body = MsgsAnswer)))]
+pub(super) async fn msgs_handler(
+    snapshot: web::Data<SnapshotHandle>,
+    body: web::Bytes,
+) -> ApiResult {
     let mut strings = vec![
         "amount_in",
         "amount_out",
@@ -181,46 +207,205 @@ fn bool_param(query: &str, name: &str) -> Result<Option<bool>, ApiError> {
     Ok(found)
 }
 
-async fn chains(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiResult {
+/// A chain as `/v2/info/chains` lists it (Skip's `Chain`).
+#[derive(Serialize, ToSchema)]
+#[schema(as = Chain)]
+pub struct ChainInfo<'a> {
+    chain_name: &'a str,
+    chain_id: &'a str,
+    pretty_name: &'a str,
+    pfm_enabled: bool,
+    cosmos_module_support: ModuleSupport,
+    supports_memo: bool,
+    bech32_prefix: &'a str,
+    fee_assets: Vec<FeeAsset<'a>>,
+    /// Always `cosmos`.
+    chain_type: &'static str,
+    ibc_capabilities: IbcCapabilities,
+    is_testnet: bool,
+    #[schema(required = true)]
+    logo_uri: Option<&'a str>,
+    #[schema(required = true)]
+    rpc: Option<&'a str>,
+    #[schema(required = true)]
+    rest: Option<&'a str>,
+    hidden: bool,
+    #[schema(required = true)]
+    evm_chain_id: Option<&'a str>,
+    /// `evm`, `move` or `wasm` on a rollup; `null` off Initia.
+    #[schema(required = true)]
+    vm: Option<&'a str>,
+    is_l1: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ModuleSupport {
+    authz: bool,
+    feegrant: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FeeAsset<'a> {
+    denom: &'a str,
+    /// Not known to weaver: always `null`.
+    #[schema(value_type = Option<Object>)]
+    #[schema(required = true)]
+    gas_price: Option<()>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IbcCapabilities {
+    cosmos_pfm: bool,
+    cosmos_ibc_hooks: bool,
+    cosmos_memo: bool,
+    cosmos_autopilot: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ChainsResponse<'a> {
+    chains: Vec<ChainInfo<'a>>,
+}
+
+/// Query parameters of `/v2/info/chains`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by the derive only; parsed by hand (Go's boolean forms)
+struct ChainsParams {
+    /// Only these chains: repeated and/or comma-separated.
+    chain_ids: Option<Vec<String>>,
+    /// Only testnets (`true`) or only mainnets (`false`); both when absent.
+    only_testnets: Option<bool>,
+    /// Accepted for compatibility; weaver lists Cosmos chains only.
+    include_evm: Option<bool>,
+    /// Accepted for compatibility; weaver lists Cosmos chains only.
+    include_svm: Option<bool>,
+}
+
+#[utoipa::path(get, path = "/v2/info/chains", tag = "Info",
+    summary = "The chains of the registry",
+    params(ChainsParams),
+    responses((status = 200, description = "The chains", body = ChainsResponse)))]
+pub(super) async fn chains(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiResult {
     let query = req.query_string();
     let wanted = list_param(query, "chain_ids");
     let only_testnets = bool_param(query, "only_testnets")?;
     bool_param(query, "include_evm")?;
     bool_param(query, "include_svm")?;
     let snapshot = snapshot.load();
-    let chains: Vec<Value> = snapshot
+    let chains = snapshot
         .registry
         .chains
         .iter()
         .filter(|c| wanted.is_empty() || wanted.contains(&c.chain_id))
         .filter(|c| only_testnets.is_none_or(|t| c.is_testnet == t))
-        .map(|c| {
-            json!({
-                "chain_name": c.chain_name,
-                "chain_id": c.chain_id,
-                "pretty_name": c.pretty_name,
-                "pfm_enabled": c.pfm_enabled,
-                "cosmos_module_support": {"authz": true, "feegrant": true},
-                "supports_memo": c.supports_memo,
-                "bech32_prefix": c.bech32_prefix,
-                "fee_assets": c.fee_denoms.iter().map(|d| json!({"denom": d, "gas_price": null})).collect::<Vec<_>>(),
-                "chain_type": "cosmos",
-                "ibc_capabilities": {"cosmos_pfm": c.pfm_enabled, "cosmos_ibc_hooks": false, "cosmos_memo": c.supports_memo, "cosmos_autopilot": false},
-                "is_testnet": c.is_testnet,
-                "logo_uri": c.logo_uri,
-                "rpc": c.rpc,
-                "rest": c.rest,
-                "hidden": c.hidden,
-                "evm_chain_id": c.evm_chain_id,
-                "vm": c.vm,
-                "is_l1": c.is_l1
-            })
+        .map(|c| ChainInfo {
+            chain_name: &c.chain_name,
+            chain_id: &c.chain_id,
+            pretty_name: &c.pretty_name,
+            pfm_enabled: c.pfm_enabled,
+            cosmos_module_support: ModuleSupport {
+                authz: true,
+                feegrant: true,
+            },
+            supports_memo: c.supports_memo,
+            bech32_prefix: &c.bech32_prefix,
+            fee_assets: c
+                .fee_denoms
+                .iter()
+                .map(|denom| FeeAsset {
+                    denom,
+                    gas_price: None,
+                })
+                .collect(),
+            chain_type: "cosmos",
+            ibc_capabilities: IbcCapabilities {
+                cosmos_pfm: c.pfm_enabled,
+                cosmos_ibc_hooks: false,
+                cosmos_memo: c.supports_memo,
+                cosmos_autopilot: false,
+            },
+            is_testnet: c.is_testnet,
+            logo_uri: c.logo_uri.as_deref(),
+            rpc: c.rpc.as_deref(),
+            rest: c.rest.as_deref(),
+            hidden: c.hidden,
+            evm_chain_id: c.evm_chain_id.as_deref(),
+            vm: c.vm.as_deref(),
+            is_l1: c.is_l1,
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({ "chains": chains })))
+    Ok(HttpResponse::Ok().json(ChainsResponse { chains }))
 }
 
-async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiResult {
+/// An asset as `/v2/fungible/assets` lists it (Skip's `Asset`).
+#[derive(Serialize, ToSchema)]
+#[schema(as = Asset)]
+pub struct AssetInfo<'a> {
+    denom: &'a str,
+    chain_id: &'a str,
+    origin_denom: &'a str,
+    origin_chain_id: &'a str,
+    /// The channel part of the ICS-20 path (`transfer/channel-0`); `""` for a native denom.
+    trace: String,
+    is_cw20: bool,
+    is_evm: bool,
+    is_svm: bool,
+    symbol: &'a str,
+    name: &'a str,
+    #[schema(required = true)]
+    logo_uri: Option<&'a str>,
+    decimals: u32,
+    #[schema(required = true)]
+    token_contract: Option<&'a str>,
+    /// Not known to weaver: always `null`.
+    #[schema(value_type = Option<String>)]
+    #[schema(required = true)]
+    description: Option<&'a str>,
+    #[schema(required = true)]
+    coingecko_id: Option<&'a str>,
+    recommended_symbol: &'a str,
+    hidden: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ChainAssets<'a> {
+    assets: Vec<AssetInfo<'a>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AssetsResponse<'a> {
+    /// Chain id → its assets.
+    chain_to_assets_map: BTreeMap<&'a str, ChainAssets<'a>>,
+}
+
+/// Query parameters of `/v2/fungible/assets`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by the derive only; parsed by hand (Go's boolean forms)
+struct AssetsParams {
+    /// Only these chains: repeated and/or comma-separated.
+    chain_ids: Option<Vec<String>>,
+    /// Only assets native to their chain.
+    #[param(default = false)]
+    native_only: Option<bool>,
+    /// Include ERC-20 assets.
+    #[param(default = true)]
+    include_evm_assets: Option<bool>,
+    /// Only testnets (`true`) or only mainnets (`false`); both when absent.
+    only_testnets: Option<bool>,
+    /// Accepted for compatibility.
+    include_no_metadata_assets: Option<bool>,
+    /// Accepted for compatibility.
+    include_cw20_assets: Option<bool>,
+    /// Accepted for compatibility.
+    include_svm_assets: Option<bool>,
+}
+
+#[utoipa::path(get, path = "/v2/fungible/assets", tag = "Info",
+    summary = "The assets of the registry, by chain",
+    params(AssetsParams),
+    responses((status = 200, description = "The assets", body = AssetsResponse)))]
+pub(super) async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiResult {
     let query = req.query_string();
     let wanted = list_param(query, "chain_ids");
     let native_only = bool_param(query, "native_only")?.unwrap_or(false);
@@ -234,7 +419,7 @@ async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiRes
         bool_param(query, flag)?;
     }
     let snapshot = snapshot.load();
-    let mut map: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut map: BTreeMap<&str, ChainAssets> = BTreeMap::new();
     for chain in snapshot
         .registry
         .chains
@@ -244,10 +429,10 @@ async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiRes
         if only_testnets.is_some_and(|t| chain.is_testnet != t) {
             continue;
         }
-        map.insert(chain.chain_id.clone(), Vec::new());
+        map.insert(&chain.chain_id, ChainAssets { assets: Vec::new() });
     }
     for asset in &snapshot.registry.assets {
-        let Some(list) = map.get_mut(&asset.chain_id) else {
+        let Some(list) = map.get_mut(asset.chain_id.as_str()) else {
             continue;
         };
         let origin_chain = if asset.origin_chain_id.is_empty() {
@@ -275,29 +460,27 @@ async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest) -> ApiRes
                 .count();
             parts[..hops * 2].join("/")
         });
-        list.push(json!({
-            "denom": asset.denom,
-            "chain_id": asset.chain_id,
-            "origin_denom": origin_denom,
-            "origin_chain_id": origin_chain,
-            "trace": trace.unwrap_or_default(),
-            "is_cw20": false,
-            "is_evm": asset.token_contract.is_some(),
-            "is_svm": false,
-            "symbol": asset.symbol,
-            "name": asset.name,
-            "logo_uri": asset.logo_uri,
-            "decimals": asset.decimals,
-            "token_contract": asset.token_contract,
-            "description": null,
-            "coingecko_id": asset.coingecko_id,
-            "recommended_symbol": asset.symbol,
-            "hidden": asset.hidden
-        }));
+        list.assets.push(AssetInfo {
+            denom: &asset.denom,
+            chain_id: &asset.chain_id,
+            origin_denom,
+            origin_chain_id: origin_chain,
+            trace: trace.unwrap_or_default(),
+            is_cw20: false,
+            is_evm: asset.token_contract.is_some(),
+            is_svm: false,
+            symbol: &asset.symbol,
+            name: &asset.name,
+            logo_uri: asset.logo_uri.as_deref(),
+            decimals: asset.decimals,
+            token_contract: asset.token_contract.as_deref(),
+            description: None,
+            coingecko_id: asset.coingecko_id.as_deref(),
+            recommended_symbol: &asset.symbol,
+            hidden: asset.hidden,
+        });
     }
-    let map: serde_json::Map<String, Value> = map
-        .into_iter()
-        .map(|(chain, assets)| (chain, json!({ "assets": assets })))
-        .collect();
-    Ok(HttpResponse::Ok().json(json!({ "chain_to_assets_map": map })))
+    Ok(HttpResponse::Ok().json(AssetsResponse {
+        chain_to_assets_map: map,
+    }))
 }

@@ -104,9 +104,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/v2/tx/status/stream", stream);
 }
 
-#[derive(Deserialize)]
-struct TrackRequest {
+/// `POST /v2/tx/track`.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct TrackRequest {
+    /// 64 hex digits, any case, `0x` allowed.
     tx_hash: Option<String>,
+    /// The chain the tx was sent on.
     chain_id: Option<String>,
 }
 
@@ -149,7 +152,11 @@ fn track_key(
     })
 }
 
-async fn track(
+#[utoipa::path(post, path = "/v2/tx/track", tag = "Transaction",
+    summary = "Register a submitted tx for tracking (idempotent)",
+    request_body(content = TrackRequest, content_type = "application/json"),
+    responses((status = 200, description = "Registered", body = crate::http::openapi::schemas::TrackResponse)))]
+pub(super) async fn track(
     api: web::Data<TrackingApi>,
     snapshot: web::Data<SnapshotHandle>,
     body: web::Bytes,
@@ -174,9 +181,12 @@ async fn track(
     Ok(HttpResponse::Ok().json(json!({"tx_hash": key.tx_hash, "explorer_link": explorer_link})))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct StatusQuery {
+    /// The tx hash registered with `POST /v2/tx/track`.
     tx_hash: Option<String>,
+    /// The chain it was sent on.
     chain_id: Option<String>,
 }
 
@@ -195,7 +205,11 @@ fn not_tracked(key: &TrackKey) -> ApiError {
     ))
 }
 
-async fn status(
+#[utoipa::path(get, path = "/v2/tx/status", tag = "Transaction",
+    summary = "The state of a tracked tx and of each transfer it started",
+    params(StatusQuery),
+    responses((status = 200, description = "The state", body = crate::http::openapi::schemas::TxStatusResponse)))]
+pub(super) async fn status(
     api: web::Data<TrackingApi>,
     snapshot: web::Data<SnapshotHandle>,
     req: HttpRequest,
@@ -211,7 +225,11 @@ fn event_bytes(body: &serde_json::Value) -> Bytes {
 
 /// One `status` event per state change (the current one first), closed after the terminal
 /// one, with a comment every 15 s to keep proxies from closing an idle stream.
-async fn stream(
+#[utoipa::path(get, path = "/v2/tx/status/stream", tag = "Transaction",
+    summary = "Server-sent events: a `status` event (the `/v2/tx/status` body) per change, closed after a terminal one",
+    params(StatusQuery),
+    responses((status = 200, description = "`text/event-stream` of `event: status` / `data: <TxStatusResponse JSON>`", content_type = "text/event-stream", body = String)))]
+pub(super) async fn stream(
     api: web::Data<TrackingApi>,
     snapshot: web::Data<SnapshotHandle>,
     req: HttpRequest,

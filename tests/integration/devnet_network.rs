@@ -417,10 +417,7 @@ impl Network {
     }
 
     pub(crate) fn post(&self, url: &str, body: &Value) -> (u16, Value) {
-        let response = self.daemon.http.post(url).json(body).send().unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        let (status, _, value) = self.daemon.post(url, body);
         (status, value)
     }
 

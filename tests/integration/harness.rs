@@ -165,6 +165,23 @@ impl Daemon {
         let text = response.text().unwrap();
         let body = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{url} answered non-JSON ({e}): {text}"));
+        crate::openapi::check("get", url, status, &body);
+        (status, content_type, body)
+    }
+
+    /// POST of a JSON body returning (status, content type, body): parsed JSON, or the text
+    /// as a JSON string when it is not JSON.
+    pub fn post(&self, url: &str, body: &Value) -> (u16, String, Value) {
+        let response = self.http.post(url).json(body).send().unwrap();
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let text = response.text().unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        crate::openapi::check("post", url, status, &body);
         (status, content_type, body)
     }
 

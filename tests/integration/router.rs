@@ -25,13 +25,9 @@ fn mainnet_router() -> Daemon {
 
 fn post(d: &Daemon, path: &str, body: &Value) -> (u16, Value) {
     let url = format!("http://{}{path}", d.listeners["router"].as_str().unwrap());
-    let response = d.http.post(url).json(body).send().unwrap();
-    let status = response.status().as_u16();
-    assert!(response.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("application/json"));
-    (status, response.json().unwrap())
+    let (status, content_type, body) = d.post(&url, body);
+    assert!(content_type.starts_with("application/json"), "{body}");
+    (status, body)
 }
 
 fn route(d: &Daemon, from: (&str, &str), to: (&str, &str), extra: Value) -> (u16, Value) {

@@ -30,8 +30,9 @@ fn url(d: &Daemon, path: &str) -> String {
 }
 
 fn post(d: &Daemon, path: &str, body: &Value) -> (u16, Value) {
-    let response = d.http.post(url(d, path)).json(body).send().unwrap();
-    (response.status().as_u16(), response.json().unwrap())
+    let (status, _, body) = d.post(&url(d, path), body);
+    assert!(!body.is_string(), "{path} answered non-JSON: {body}");
+    (status, body)
 }
 
 fn route_body(amount: &str, from: (&str, &str), to: (&str, &str)) -> Value {

@@ -17,7 +17,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use tokio::sync::Notify;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IngestionState {
     Running,
@@ -36,10 +36,12 @@ impl IngestionState {
 }
 
 /// What `/status` shows under `ingestion`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// weaver's addition to `/status`: whether the chain is being indexed, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct IngestionStatus {
     pub state: IngestionState,
     /// Why ingestion is stalled or stopped; `null` while running.
+    #[schema(required = true)]
     pub reason: Option<String>,
 }
 

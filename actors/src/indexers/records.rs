@@ -8,36 +8,42 @@ use crate::chain::proto::Coin;
 use crate::chain::timefmt::{rfc3339_nano, rfc3339_seconds};
 use crate::chain::types::{BlockBundle, Event, TxBundle};
 
-#[derive(Serialize)]
-struct CoinJson<'a> {
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Coin)]
+pub struct CoinJson<'a> {
     denom: &'a str,
     amount: &'a str,
 }
 
-#[derive(Serialize)]
-struct ProposerJson<'a> {
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Proposer)]
+pub struct ProposerJson<'a> {
     moniker: &'a str,
     identity: &'a str,
     operator_address: &'a str,
 }
 
-#[derive(Serialize)]
-struct BlockJson<'a> {
+#[derive(Serialize, utoipa::ToSchema)]
+/// A block (`/indexer/block/v1/blocks*`).
+#[schema(as = Block)]
+pub struct BlockRecord<'a> {
     chain_id: &'a str,
     height: String,
     hash: String,
+    /// Milliseconds since the previous block.
     block_time: String,
     timestamp: String,
     gas_used: String,
     gas_wanted: String,
     tx_count: String,
+    #[schema(required = true)]
     total_fee: Option<Vec<CoinJson<'a>>>,
     proposer: ProposerJson<'a>,
 }
 
 /// The block record. `total_fee` is `null` for a block without txs (a nil sdk.Coins).
 pub fn block_record(bundle: &BlockBundle, block_time_ms: i64, total_fee: &[Coin]) -> Vec<u8> {
-    let record = BlockJson {
+    let record = BlockRecord {
         chain_id: &bundle.chain_id,
         height: bundle.height.to_string(),
         hash: hex::encode_upper(&bundle.hash),
@@ -79,8 +85,9 @@ pub fn block_record(bundle: &BlockBundle, block_time_ms: i64, total_fee: &[Coin]
 }
 
 // Go's CometBFT types mark every field omit-if-empty.
-#[derive(Serialize)]
-struct AttributeJson<'a> {
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = EventAttribute)]
+pub struct AttributeJson<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     key: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -89,26 +96,33 @@ struct AttributeJson<'a> {
     index: bool,
 }
 
-#[derive(Serialize)]
-struct EventJson<'a> {
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Event)]
+pub struct EventJson<'a> {
     #[serde(rename = "type", skip_serializing_if = "str::is_empty")]
     kind: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     attributes: Vec<AttributeJson<'a>>,
 }
 
-#[derive(Serialize)]
-struct TxJson<'a> {
+#[derive(Serialize, utoipa::ToSchema)]
+/// A tx (`/indexer/tx/v1/txs*`): a Cosmos `TxResponse`, as the reference indexer serves it.
+#[schema(as = Tx)]
+pub struct TxRecord<'a> {
     txhash: String,
     height: String,
     codespace: &'a str,
     code: u32,
     data: String,
     raw_log: &'a str,
+    /// ABCI logs (empty since Cosmos SDK 0.50).
+    #[schema(value_type = Vec<Object>)]
     logs: Value,
     info: &'a str,
     gas_wanted: String,
     gas_used: String,
+    /// `{body, auth_info, signatures}` as the Cosmos REST API renders the tx.
+    #[schema(value_type = Object)]
     tx: &'a Value,
     timestamp: String,
     events: Vec<EventJson<'a>>,
@@ -138,7 +152,7 @@ pub fn tx_record(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8
         Ok(Value::Array(items)) => Value::Array(items),
         _ => Value::Array(vec![]),
     };
-    let record = TxJson {
+    let record = TxRecord {
         txhash: hex::encode_upper(hash),
         height: bundle.height.to_string(),
         codespace: &tx.result.codespace,

@@ -39,6 +39,19 @@ impl Serialize for Amount {
     }
 }
 
+impl utoipa::PartialSchema for Amount {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .pattern(Some("^[1-9][0-9]*$"))
+            .description(Some("A positive amount in base units, as a decimal string"))
+            .examples(["1000000"])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Amount {}
+
 impl<'de> Deserialize<'de> for Amount {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;

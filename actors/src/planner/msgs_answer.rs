@@ -23,22 +23,24 @@ use super::search::{evaluate, Plan, SearchOptions, Step};
 use super::slippage::Slippage;
 
 /// The `/msgs` answer; field order is the wire order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MsgsAnswer {
     /// The same messages in Skip's legacy shape.
     pub msgs: Vec<LegacyMsg>,
     pub txs: Vec<Tx>,
     /// What is certain to arrive, slippage included.
     pub min_amount_out: Amount,
+    /// Always `[]`: weaver estimates no fees.
+    #[schema(value_type = Vec<Object>)]
     pub estimated_fees: NoFees,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LegacyMsg {
     pub multi_chain_msg: MultiChainMsg,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MultiChainMsg {
     pub chain_id: String,
     pub path: Vec<String>,
@@ -46,13 +48,14 @@ pub struct MultiChainMsg {
     pub msg_type_url: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = MsgsTx)]
 pub struct Tx {
     pub cosmos_tx: CosmosTx,
     pub operations_indices: Vec<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CosmosTx {
     pub chain_id: String,
     pub path: Vec<String>,

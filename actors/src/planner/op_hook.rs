@@ -15,7 +15,7 @@ use super::request::{account, OpHookRequest};
 use super::search::SearchOptions;
 
 /// The hook to sign on `chain_id`: the onward IBC transfer (one message).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OpHook {
     pub chain_id: String,
     pub hook: Vec<Message>,

@@ -25,6 +25,51 @@ pub struct Operation {
     pub amount_out: String,
 }
 
+/// How [`Operation`] looks on the wire, for the OpenAPI document: exactly one of the variant
+/// keys (`transfer`, `op_init_transfer`, `swap`, or another bridge's `<kind>_transfer`).
+#[derive(utoipa::ToSchema)]
+#[schema(as = Operation)]
+#[allow(dead_code)] // read by the schema derive only
+struct OperationShape {
+    /// One ICS-20 hop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transfer: Option<IbcTransfer>,
+    /// An OPinit deposit or withdrawal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    op_init_transfer: Option<OpInitTransfer>,
+    /// A pool swap, or an ERC-20 wrapper conversion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swap: Option<Swap>,
+    /// 0-based index of the user transaction that executes it.
+    tx_index: u32,
+    /// Estimated, a decimal string; `/msgs` recomputes it and may be sent none.
+    #[serde(default)]
+    amount_in: String,
+    #[serde(default)]
+    amount_out: String,
+}
+
+impl utoipa::PartialSchema for Operation {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <OperationShape as utoipa::PartialSchema>::schema()
+    }
+}
+
+impl utoipa::ToSchema for Operation {
+    fn name() -> Cow<'static, str> {
+        <OperationShape as utoipa::ToSchema>::name()
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <OperationShape as utoipa::ToSchema>::schemas(schemas)
+    }
+}
+
 /// The variant of an operation; on the wire its key names it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OperationKind {
@@ -45,7 +90,7 @@ pub enum OperationKind {
     Unsupported { key: String, ends: Ends },
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct IbcTransfer {
     /// An echo without a port matches any port.
@@ -62,7 +107,7 @@ pub struct IbcTransfer {
     pub dest_denom: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct OpInitTransfer {
     pub from_chain_id: String,
@@ -76,7 +121,7 @@ pub struct OpInitTransfer {
     pub smart_relay: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct Swap {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,7 +137,7 @@ pub struct Swap {
     pub swap_venues: Vec<SwapVenue>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct SwapExact {
     pub swap_venue: SwapVenue,
@@ -102,7 +147,7 @@ pub struct SwapExact {
     pub estimated_amount_out: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct SwapVenue {
     pub name: String,
@@ -110,7 +155,7 @@ pub struct SwapVenue {
     pub logo_uri: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct SwapLeg {
     pub pool: String,
@@ -118,7 +163,7 @@ pub struct SwapLeg {
     pub denom_out: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct BridgeTransfer {
     pub from_chain_id: String,
@@ -130,7 +175,7 @@ pub struct BridgeTransfer {
 }
 
 /// Where an operation of an unsupported kind says it starts and ends.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct Ends {
     #[serde(skip_serializing_if = "Option::is_none")]

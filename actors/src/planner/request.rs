@@ -26,7 +26,7 @@ pub const MAX_TIMEOUT_SECONDS: u64 = 7 * 86_400;
 pub const OP_HOOK_AMOUNT_REQUIRED: &str = "amount_in is required: the op hook is a pre-signed MsgTransfer of exactly the amount the deposit brings to the rollup, and weaver takes it only from this request; send the amount_in of your /v2/fungible/route request";
 
 /// `POST /v2/fungible/route`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RouteRequest {
     pub amount_in: Option<String>,
     pub amount_out: Option<String>,
@@ -41,7 +41,7 @@ pub struct RouteRequest {
 /// `POST /op-hook`; `amount_in` is a weaver addition and required: the hook moves exactly
 /// the deposited amount onward, and the request is the only place weaver takes it from
 /// (never from another client's `/route`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OpHookRequest {
     pub source_address: Option<String>,
     pub source_asset_chain_id: Option<String>,
@@ -55,7 +55,7 @@ pub struct OpHookRequest {
 
 /// `POST /v2/fungible/msgs`. The echoed `operations` stay raw JSON here so each one is
 /// parsed on its own, after the assets are found, and its errors name its index.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MsgsRequest {
     pub amount_in: Option<String>,
     pub amount_out: Option<String>,
@@ -64,6 +64,7 @@ pub struct MsgsRequest {
     pub dest_asset_chain_id: Option<String>,
     pub dest_asset_denom: Option<String>,
     pub address_list: Option<Vec<String>>,
+    #[schema(value_type = Option<Vec<super::operation::Operation>>)]
     pub operations: Option<Vec<Value>>,
     pub slippage_tolerance_percent: Option<String>,
     pub timeout_seconds: Option<String>,
@@ -71,7 +72,7 @@ pub struct MsgsRequest {
 }
 
 /// The op hook the user signed for the rollup, carried in the deposit's `data`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SignedOpHook {
     pub signer: Option<String>,
     pub hook: Option<String>,

@@ -24,7 +24,7 @@ const PRICE_WARNING_PERCENT: u64 = 5;
 pub type NoFees = [(); 0];
 
 /// The route answer; field order is the wire order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Route {
     pub source_asset_denom: String,
     pub source_asset_chain_id: String,
@@ -39,8 +39,12 @@ pub struct Route {
     pub estimated_amount_out: Amount,
     pub swap_venues: Vec<SwapVenue>,
     pub txs_required: u32,
+    #[schema(required = true)]
     pub swap_price_impact_percent: Option<String>,
+    #[schema(required = true)]
     pub warning: Option<Warning>,
+    /// Always `[]`: weaver estimates no fees.
+    #[schema(value_type = Vec<Object>)]
     pub estimated_fees: NoFees,
     pub estimated_route_duration_seconds: u64,
     pub required_op_hook: bool,
@@ -48,7 +52,7 @@ pub struct Route {
     pub extra_infos: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Warning {
     #[serde(rename = "type")]
     pub kind: String,

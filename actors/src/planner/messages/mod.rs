@@ -13,7 +13,7 @@ use super::error::{to_json_string, RouteError};
 use crate::chain::address;
 
 /// A message to sign: its type URL and its JSON body as a string.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Message {
     pub msg_type_url: String,
     pub msg: String,
