@@ -180,14 +180,15 @@ pub struct LimitsConfig {
     pub body_timeout_ms: u64,
     /// Handling budget once the body is in (heavy-page wait included); past it: 503.
     pub request_timeout_ms: u64,
-    /// Largest body of a GET (or any non-POST) request.
+    /// Largest body of a request other than POST, PUT and PATCH.
     pub max_body_bytes: usize,
-    /// Largest body of a POST (the router's route/op-hook/msgs requests).
+    /// Largest body of a POST, PUT or PATCH (the router's route/op-hook/msgs/track requests).
     pub max_post_body_bytes: usize,
     /// Open connections per listener (beyond it, new connections wait in the backlog).
     pub max_connections_per_listener: usize,
-    /// Open connections per client IP and listener; requests on the connections beyond it
-    /// are answered 429 and the connection closed. 0 = no cap.
+    /// Open connections per client IP and listener; a connection beyond it is shut at once,
+    /// unanswered (counted as `weaver_http_rejected_total{reason="connections_per_ip"}`).
+    /// 0 = no cap.
     pub max_connections_per_ip: usize,
     /// Sustained requests per second per client IP and listener; 0 = no rate limit.
     pub rate_limit_per_ip: f64,

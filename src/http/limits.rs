@@ -74,6 +74,7 @@ impl ListenerLimits {
             // Refused at once: a connection over the cap must not hold a slot of the listener
             // until the head timeout (a client could keep the whole listener that way).
             let _ = socket2::SockRef::from(stream).shutdown(std::net::Shutdown::Both);
+            rejected(self.name, "connections_per_ip");
         }
         data.insert(ticket);
     }

@@ -10,6 +10,7 @@ mod domains;
 mod evm;
 mod evm_rpc;
 mod harness;
+mod interwovenkit;
 mod limits;
 mod msgs;
 mod msgs_sdk;

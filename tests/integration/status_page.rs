@@ -68,8 +68,9 @@ fn base(d: &Daemon) -> String {
 }
 
 /// The DOM Chromium renders for `url` (`--dump-dom`), bounded by [`BROWSER_TIMEOUT`]; on
-/// timeout the browser's own process group is killed.
-fn dump_dom(browser: &PathBuf, url: &str) -> String {
+/// timeout the browser's own process group is killed. `extra`: more Chromium flags (e.g.
+/// `--virtual-time-budget=…` to let a page's requests finish before the dump).
+pub(crate) fn dump_dom(browser: &PathBuf, url: &str, extra: &[&str]) -> String {
     use std::os::unix::process::CommandExt;
     let profile = tempfile::tempdir().unwrap();
     let out_path = profile.path().join("dom.html");
@@ -89,6 +90,7 @@ fn dump_dom(browser: &PathBuf, url: &str) -> String {
             "--user-data-dir={}",
             profile.path().join("profile").display()
         ))
+        .args(extra)
         .arg("--dump-dom")
         .arg(url)
         .stdin(Stdio::null())
@@ -291,7 +293,7 @@ fn status_page_in_headless_chromium() {
     else {
         return;
     };
-    let dom = dump_dom(&browser, &url);
+    let dom = dump_dom(&browser, &url, &[]);
     assert!(dom.contains("weaver status"), "{dom}");
     let visible = text(&dom);
     for (chain, domains) in expected_domains() {
