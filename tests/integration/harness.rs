@@ -155,14 +155,7 @@ impl Daemon {
 
     /// GET returning (status, content type, parsed JSON body).
     pub fn get(&self, url: &str) -> (u16, String, Value) {
-        let response = self.http.get(url).send().unwrap();
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
-        let text = response.text().unwrap();
+        let (status, content_type, text) = read(self.http.get(url).send().unwrap());
         let body = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{url} answered non-JSON ({e}): {text}"));
         crate::openapi::check("get", url, status, &body);
@@ -172,14 +165,7 @@ impl Daemon {
     /// POST of a JSON body returning (status, content type, body): parsed JSON, or the text
     /// as a JSON string when it is not JSON.
     pub fn post(&self, url: &str, body: &Value) -> (u16, String, Value) {
-        let response = self.http.post(url).json(body).send().unwrap();
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
-        let text = response.text().unwrap();
+        let (status, content_type, text) = read(self.http.post(url).json(body).send().unwrap());
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
         crate::openapi::check("post", url, status, &body);
         (status, content_type, body)
@@ -283,6 +269,17 @@ fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
 
 /// `weaver devnet serve` arguments for the EVM chain `chain_id` of the test world (seed 9,
 /// 200 ms blocks, 4 txs per block, genesis `genesis_ms`), plus `extra`.
+/// A response's status, content type and text.
+fn read(response: reqwest::blocking::Response) -> (u16, String, String) {
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, content_type, response.text().unwrap())
+}
+
 pub fn devnet_node_args(chain_id: &str, genesis_ms: i64, extra: &[&str]) -> Vec<String> {
     devnet_node_vm_args(chain_id, "evm", genesis_ms, extra)
 }
