@@ -39,7 +39,7 @@ pub fn spawn_upkeep(handle: PrometheusHandle) {
 
 pub fn record_request(
     listener: &'static str,
-    route: String,
+    route: &'static str,
     method: &'static str,
     status: u16,
     elapsed: Duration,
@@ -47,7 +47,7 @@ pub fn record_request(
     metrics::counter!(
         "weaver_http_requests_total",
         "listener" => listener,
-        "route" => route.clone(),
+        "route" => route,
         "method" => method,
         "status" => status.to_string()
     )

@@ -30,7 +30,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/v2/fungible/assets", assets);
 }
 
-pub(crate) fn post<F, Args>(cfg: &mut web::ServiceConfig, path: &str, handler: F)
+pub(crate) fn post<F, Args>(cfg: &mut web::ServiceConfig, path: &'static str, handler: F)
 where
     F: actix_web::Handler<Args>,
     Args: actix_web::FromRequest + 'static,
@@ -38,6 +38,7 @@ where
 {
     cfg.service(
         web::resource(path)
+            .app_data(super::RouteLabel(path))
             .route(web::post().guard(guard::fn_guard(is_json)).to(handler))
             .route(web::post().to(unsupported_media_type))
             .default_service(web::to(super::error::not_allowed)),
