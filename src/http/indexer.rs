@@ -10,7 +10,8 @@ use weaver_actors::chain::address::parse_account;
 use weaver_actors::follower::{Ingestion, IngestionStatus};
 use weaver_actors::store::{BlocksStore, Page, Total, TxFilter};
 
-use super::error::{json_bytes, ApiError, ApiResult};
+use super::body::JsonParts;
+use super::error::{ApiError, ApiResult};
 use super::limits::HeavyPages;
 use super::query::{
     cursor_key, offset_key, parse_height, parse_list_query, parse_tx_hash, CursorKind, ListQuery,
@@ -178,7 +179,7 @@ pub(super) async fn block(api: web::Data<ChainApi>, height: web::Path<String>) -
         .store
         .block(height)?
         .ok_or_else(|| ApiError::not_found("[NOT_FOUND] block not found"))?;
-    Ok(json_bytes(wrap("block", &record)))
+    Ok(wrap("block", record).response())
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/txs/{tx_hash}", tag = "Tx",
@@ -191,7 +192,7 @@ pub(super) async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> Api
         .store
         .tx_by_hash(&hash)?
         .ok_or_else(|| ApiError::not_found("[NOT_FOUND] transaction not found"))?;
-    Ok(json_bytes(wrap("tx", &record)))
+    Ok(wrap("tx", record).response())
 }
 
 #[utoipa::path(get, path = "/indexer/block/v1/blocks", tag = "Block",
@@ -204,7 +205,7 @@ pub(super) async fn blocks(
     req: HttpRequest,
 ) -> ApiResult {
     let query = parse_list_query(req.query_string(), CursorKind::Height)?;
-    let page = |store: &BlocksStore, query: &ListQuery| -> Result<Vec<u8>, ApiError> {
+    let page = |store: &BlocksStore, query: &ListQuery| -> Result<JsonParts, ApiError> {
         let page = store.blocks_page(&query.page)?;
         Ok(list_body("blocks", &page, query, CursorKind::Height))
     };
@@ -214,7 +215,7 @@ pub(super) async fn blocks(
     } else {
         page(&api.store, &query)?
     };
-    Ok(json_bytes(body))
+    Ok(body.response())
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/txs", tag = "Tx",
@@ -318,17 +319,11 @@ pub async fn list_of(
     } else {
         page(&store, &filter, &query)?
     };
-    Ok(json_bytes(body))
+    Ok(body.response())
 }
 
-pub fn wrap(name: &str, record: &[u8]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(record.len() + name.len() + 5);
-    body.extend_from_slice(b"{\"");
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(b"\":");
-    body.extend_from_slice(record);
-    body.push(b'}');
-    body
+pub fn wrap(name: &str, record: impl Into<bytes::Bytes>) -> JsonParts {
+    JsonParts::wrapped(name, record)
 }
 
 fn json_string_or_null(value: Option<String>) -> String {
@@ -339,7 +334,7 @@ fn json_string_or_null(value: Option<String>) -> String {
 }
 
 /// `{"<name>":[records…],"pagination":{"previous_key","next_key","total"}}`.
-pub fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Vec<u8> {
+pub fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> JsonParts {
     list_body_with(name, page, query, |k| cursor_key(kind, *k))
 }
 
@@ -349,7 +344,7 @@ pub fn list_body_with<C>(
     page: &Page<C>,
     query: &ListQuery<C>,
     key_of: impl Fn(&C) -> String,
-) -> Vec<u8> {
+) -> JsonParts {
     let (previous_key, next_key) = if query.offset_mode {
         let limit = query.page.limit as u64;
         let offset = query.page.offset;
@@ -370,24 +365,18 @@ pub fn list_body_with<C>(
         Total::Unknown => "-1".into(),
         Total::Skipped => "0".into(),
     };
-    let size: usize = page.items.iter().map(|(_, r)| r.len() + 1).sum();
-    let mut body = Vec::with_capacity(size + 128);
-    body.extend_from_slice(b"{\"");
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(b"\":[");
+    let mut body = JsonParts::with_capacity(2 * page.items.len() + 2);
+    body.push(format!("{{\"{name}\":["));
     for (i, (_, record)) in page.items.iter().enumerate() {
         if i > 0 {
-            body.push(b',');
+            body.push_static(b",");
         }
-        body.extend_from_slice(record);
+        body.push(record.clone());
     }
-    body.extend_from_slice(
-        format!(
-            "],\"pagination\":{{\"previous_key\":{},\"next_key\":{},\"total\":\"{total}\"}}}}",
-            json_string_or_null(previous_key),
-            json_string_or_null(next_key)
-        )
-        .as_bytes(),
-    );
+    body.push(format!(
+        "],\"pagination\":{{\"previous_key\":{},\"next_key\":{},\"total\":\"{total}\"}}}}",
+        json_string_or_null(previous_key),
+        json_string_or_null(next_key)
+    ));
     body
 }

@@ -57,7 +57,7 @@ impl BlocksStore {
         Ok(self
             .tree()
             .get(keys::by_u64(keys::BLOCK, height))?
-            .map(|v| Bytes::copy_from_slice(&v)))
+            .map(Bytes::from_owner))
     }
 
     pub fn block_time_ns(&self, height: u64) -> Result<Option<i64>, StoreError> {
@@ -86,7 +86,7 @@ impl BlocksStore {
         Ok(self
             .tree()
             .get(keys::by_u64(keys::TX, sequence))?
-            .map(|v| Bytes::copy_from_slice(&v)))
+            .map(Bytes::from_owner))
     }
 
     pub fn sequence_of(&self, hash: &[u8; 32]) -> Result<Option<u64>, StoreError> {

@@ -34,7 +34,29 @@ pub struct HotTier {
     hashes: DashMap<[u8; 32], u64>,
     /// Height → (first sequence, tx hashes) so a block's txs leave with it.
     members: DashMap<u64, (u64, Vec<[u8; 32]>)>,
-    chain_id: String,
+    /// Hit and miss counters by kind, registered once (a page reads a hundred txs).
+    counters: HotCounters,
+}
+
+struct HotCounters {
+    block_hits: metrics::Counter,
+    block_misses: metrics::Counter,
+    tx_hits: metrics::Counter,
+    tx_misses: metrics::Counter,
+    bytes: metrics::Gauge,
+}
+
+impl HotCounters {
+    fn new(chain_id: &str) -> Self {
+        let counter = |name: &'static str, kind: &'static str| metrics::counter!(name, "chain_id" => chain_id.to_string(), "kind" => kind);
+        HotCounters {
+            block_hits: counter("weaver_hot_tier_hits_total", "block"),
+            block_misses: counter("weaver_hot_tier_misses_total", "block"),
+            tx_hits: counter("weaver_hot_tier_hits_total", "tx"),
+            tx_misses: counter("weaver_hot_tier_misses_total", "tx"),
+            bytes: metrics::gauge!("weaver_hot_tier_bytes", "chain_id" => chain_id.to_string()),
+        }
+    }
 }
 
 /// One block's worth of hot entries.
@@ -55,7 +77,7 @@ impl HotTier {
             txs: DashMap::new(),
             hashes: DashMap::new(),
             members: DashMap::new(),
-            chain_id: chain_id.to_string(),
+            counters: HotCounters::new(chain_id),
         }
     }
 
@@ -85,8 +107,7 @@ impl HotTier {
             order.1 -= bytes;
             self.evict(old);
         }
-        metrics::gauge!("weaver_hot_tier_bytes", "chain_id" => self.chain_id.clone())
-            .set(order.1 as f64);
+        self.counters.bytes.set(order.1 as f64);
     }
 
     fn evict(&self, height: u64) {
@@ -99,24 +120,23 @@ impl HotTier {
         }
     }
 
-    fn count(&self, kind: &'static str, hit: bool) {
-        let name = if hit {
-            "weaver_hot_tier_hits_total"
-        } else {
-            "weaver_hot_tier_misses_total"
-        };
-        metrics::counter!(name, "chain_id" => self.chain_id.clone(), "kind" => kind).increment(1);
-    }
-
     pub fn block(&self, height: u64) -> Option<Bytes> {
         let found = self.blocks.get(&height).map(|b| b.clone());
-        self.count("block", found.is_some());
+        let counters = &self.counters;
+        match found {
+            Some(_) => counters.block_hits.increment(1),
+            None => counters.block_misses.increment(1),
+        }
         found
     }
 
     pub fn tx(&self, sequence: u64) -> Option<Bytes> {
         let found = self.txs.get(&sequence).map(|b| b.clone());
-        self.count("tx", found.is_some());
+        let counters = &self.counters;
+        match found {
+            Some(_) => counters.tx_hits.increment(1),
+            None => counters.tx_misses.increment(1),
+        }
         found
     }
 
