@@ -10,8 +10,11 @@ use actix_web::{guard, mime, web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 use utoipa::{IntoParams, ToSchema};
-use weaver_actors::planner::actor::SnapshotHandle;
+
+use weaver_actors::planner::actor::{PlannerSnapshot, SnapshotHandle};
 use weaver_actors::planner::error::RouteError;
 use weaver_actors::planner::msgs_answer::MsgsAnswer;
 use weaver_actors::planner::op_hook::OpHook;
@@ -23,6 +26,8 @@ use super::error::{ApiError, ApiResult};
 use super::query::parse_bool;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    // One cache per worker (this runs in each worker's app factory): no lock is shared.
+    cfg.app_data(web::Data::new(RouteCache::default()));
     post(cfg, "/v2/fungible/route", route_handler);
     post(cfg, "/op-hook", op_hook_handler);
     post(cfg, "/v2/fungible/msgs", msgs_handler);
@@ -128,12 +133,61 @@ const ASSET_FIELDS: [&str; 4] = [
     responses((status = 200, description = "The route", body = Route)))]
 pub(super) async fn route_handler(
     snapshot: web::Data<SnapshotHandle>,
+    cache: web::Data<RouteCache>,
     body: web::Bytes,
 ) -> ApiResult {
+    let snapshot = snapshot.load();
+    if let Some(answer) = cache.get(&snapshot, &body) {
+        return Ok(json_answer(answer));
+    }
     let mut strings = vec!["amount_in", "amount_out"];
     strings.extend(ASSET_FIELDS);
     let request: RouteRequest = parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
-    Ok(HttpResponse::Ok().json(route::answer(&snapshot.load(), &request)?))
+    let answer = serde_json::to_vec(&route::answer(&snapshot, &request)?)
+        .map(web::Bytes::from)
+        .map_err(ApiError::internal)?;
+    cache.put(&snapshot, body, answer.clone());
+    Ok(json_answer(answer))
+}
+
+fn json_answer(body: web::Bytes) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(mime::APPLICATION_JSON)
+        .body(body)
+}
+
+/// Route answers by request body, for the snapshot they were planned on. A route depends on
+/// the registry snapshot and the request alone, and clients ask the same again and again
+/// (InterwovenKit refreshes its route every 10 s): a repeat is answered with the bytes
+/// already serialized. An entry of an older snapshot (a SIGHUP reload) is never served: the
+/// snapshot is compared by identity, and the entry's `Weak` keeps that identity from being
+/// reused. Bounded: past [`RouteCache::CAPACITY`] entries the cache starts over.
+#[derive(Default)]
+pub struct RouteCache {
+    entries: Mutex<HashMap<web::Bytes, (Weak<PlannerSnapshot>, web::Bytes)>>,
+}
+
+impl RouteCache {
+    const CAPACITY: usize = 4096;
+    /// Larger bodies are planned every time (a real route request is a few hundred bytes).
+    const MAX_KEY: usize = 2048;
+
+    fn get(&self, snapshot: &Arc<PlannerSnapshot>, body: &[u8]) -> Option<web::Bytes> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let (planned_on, answer) = entries.get(body)?;
+        Weak::ptr_eq(planned_on, &Arc::downgrade(snapshot)).then(|| answer.clone())
+    }
+
+    fn put(&self, snapshot: &Arc<PlannerSnapshot>, body: web::Bytes, answer: web::Bytes) {
+        if body.len() > Self::MAX_KEY {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= Self::CAPACITY {
+            entries.clear();
+        }
+        entries.insert(body, (Arc::downgrade(snapshot), answer));
+    }
 }
 
 /// The hook is built from this request alone: `amount_in` is required (a clear 400 says so).
@@ -484,4 +538,40 @@ pub(super) async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
     Ok(HttpResponse::Ok().json(AssetsResponse {
         chain_to_assets_map: map,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weaver_actors::planner::registry::Registry;
+
+    fn snapshot() -> Arc<PlannerSnapshot> {
+        Arc::new(PlannerSnapshot::build(Registry::default()).unwrap())
+    }
+
+    #[test]
+    fn route_answers_are_reused_only_for_the_snapshot_they_were_planned_on() {
+        let cache = RouteCache::default();
+        let first = snapshot();
+        let body = web::Bytes::from_static(b"{\"amount_in\":\"1\"}");
+        assert_eq!(cache.get(&first, &body), None);
+        cache.put(&first, body.clone(), web::Bytes::from_static(b"{}"));
+        assert_eq!(cache.get(&first, &body).as_deref(), Some(&b"{}"[..]));
+        assert_eq!(cache.get(&first, b"{\"amount_in\":\"2\"}"), None);
+        // A reload publishes a new snapshot: the old answer is not served, even once the old
+        // snapshot is gone.
+        let second = snapshot();
+        assert_eq!(cache.get(&second, &body), None);
+        drop(first);
+        let third = snapshot();
+        assert_eq!(cache.get(&third, &body), None);
+        // Bounded.
+        for n in 0..RouteCache::CAPACITY + 10 {
+            cache.put(&third, web::Bytes::from(n.to_string()), web::Bytes::new());
+        }
+        assert!(cache.entries.lock().unwrap().len() <= RouteCache::CAPACITY);
+        let long = web::Bytes::from(vec![b' '; RouteCache::MAX_KEY + 1]);
+        cache.put(&third, long.clone(), web::Bytes::new());
+        assert_eq!(cache.get(&third, &long), None);
+    }
 }
