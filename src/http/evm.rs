@@ -21,34 +21,33 @@ pub struct EvmApi {
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    super::get(cfg, "/indexer/tx/v1/evm-txs", evm_txs);
-    super::get(
-        cfg,
-        "/indexer/tx/v1/evm-txs/by_account/{account}",
-        evm_txs_by_account,
-    );
-    super::get(
-        cfg,
-        "/indexer/tx/v1/evm-txs/by_height/{height}",
-        evm_txs_by_height,
-    );
-    super::get(cfg, "/indexer/tx/v1/evm-txs/{tx_hash}", evm_tx);
-    super::get(cfg, "/indexer/tx/v1/evm-internal-txs", internal_txs);
-    super::get(
-        cfg,
-        "/indexer/tx/v1/evm-internal-txs/by_account/{account}",
-        internal_txs_by_account,
-    );
-    super::get(
-        cfg,
-        "/indexer/tx/v1/evm-internal-txs/by_height/{height}",
-        internal_txs_by_height,
-    );
-    super::get(
-        cfg,
-        "/indexer/tx/v1/evm-internal-txs/{tx_hash}",
-        internal_txs_of_tx,
-    );
+    super::scope(cfg, "/indexer/tx/v1/evm-txs", |s| {
+        s.get("/indexer/tx/v1/evm-txs", evm_txs);
+        s.get(
+            "/indexer/tx/v1/evm-txs/by_account/{account}",
+            evm_txs_by_account,
+        );
+        s.get(
+            "/indexer/tx/v1/evm-txs/by_height/{height}",
+            evm_txs_by_height,
+        );
+        s.get("/indexer/tx/v1/evm-txs/{tx_hash}", evm_tx);
+    });
+    super::scope(cfg, "/indexer/tx/v1/evm-internal-txs", |s| {
+        s.get("/indexer/tx/v1/evm-internal-txs", internal_txs);
+        s.get(
+            "/indexer/tx/v1/evm-internal-txs/by_account/{account}",
+            internal_txs_by_account,
+        );
+        s.get(
+            "/indexer/tx/v1/evm-internal-txs/by_height/{height}",
+            internal_txs_by_height,
+        );
+        s.get(
+            "/indexer/tx/v1/evm-internal-txs/{tx_hash}",
+            internal_txs_of_tx,
+        );
+    });
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-txs", tag = "EVM",

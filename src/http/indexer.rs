@@ -66,21 +66,21 @@ pub const INLINE_LIMIT: usize = 100;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
-    super::get(cfg, "/indexer/block/v1/avg_blocktime", avg_blocktime);
-    super::get(cfg, "/indexer/block/v1/blocks", blocks);
-    super::get(cfg, "/indexer/block/v1/blocks/{height}", block);
-    super::get(cfg, "/indexer/tx/v1/txs", txs);
-    // `/txs/by_account/` (trailing slash trimmed) names no account: a 400 naming the
-    // parameter, not a hash error from `/txs/{tx_hash}`.
-    super::get(cfg, "/indexer/tx/v1/txs/by_account", missing_account);
-    super::get(cfg, "/indexer/tx/v1/txs/by_height", missing_height);
-    super::get(
-        cfg,
-        "/indexer/tx/v1/txs/by_account/{account}",
-        txs_by_account,
-    );
-    super::get(cfg, "/indexer/tx/v1/txs/by_height/{height}", txs_by_height);
-    super::get(cfg, "/indexer/tx/v1/txs/{tx_hash}", tx);
+    super::scope(cfg, "/indexer/block/v1", |s| {
+        s.get("/indexer/block/v1/avg_blocktime", avg_blocktime);
+        s.get("/indexer/block/v1/blocks", blocks);
+        s.get("/indexer/block/v1/blocks/{height}", block);
+    });
+    super::scope(cfg, "/indexer/tx/v1/txs", |s| {
+        s.get("/indexer/tx/v1/txs", txs);
+        // `/txs/by_account/` (trailing slash trimmed) names no account: a 400 naming the
+        // parameter, not a hash error from `/txs/{tx_hash}`.
+        s.get("/indexer/tx/v1/txs/by_account", missing_account);
+        s.get("/indexer/tx/v1/txs/by_height", missing_height);
+        s.get("/indexer/tx/v1/txs/by_account/{account}", txs_by_account);
+        s.get("/indexer/tx/v1/txs/by_height/{height}", txs_by_height);
+        s.get("/indexer/tx/v1/txs/{tx_hash}", tx);
+    });
 }
 
 async fn missing_account() -> ApiResult {

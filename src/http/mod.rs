@@ -47,13 +47,55 @@ where
     Args: actix_web::FromRequest + 'static,
     F::Output: Responder + 'static,
 {
+    get_at(cfg, path, path, handler);
+}
+
+/// [`get`] of `pattern` (relative to a scope), labelled with its full `path`.
+fn get_at<F, Args>(cfg: &mut web::ServiceConfig, pattern: &str, path: &'static str, handler: F)
+where
+    F: Handler<Args> + Clone,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
     cfg.service(
-        web::resource(path)
+        web::resource(pattern)
             .app_data(RouteLabel(path))
             .route(web::get().to(handler.clone()))
             .route(web::head().to(handler))
             .default_service(web::to(error::not_allowed)),
     );
+}
+
+/// Routes under a static path `prefix`, each given with its full path. actix compares a
+/// scope's prefix as a string and only then tries the scope's own patterns (each one with a
+/// `{…}` is a regex run), so a request is matched against a handful of patterns, not all of
+/// the listener's. A path under the prefix that no route takes is the app's JSON 404.
+pub fn scope(
+    cfg: &mut web::ServiceConfig,
+    prefix: &'static str,
+    routes: impl FnOnce(&mut Scope<'_>),
+) {
+    cfg.service(web::scope(prefix).configure(|inner| routes(&mut Scope { cfg: inner, prefix })));
+}
+
+pub struct Scope<'a> {
+    cfg: &'a mut web::ServiceConfig,
+    prefix: &'static str,
+}
+
+impl Scope<'_> {
+    /// [`get`] of `path`, which must start with the scope's prefix.
+    pub fn get<F, Args>(&mut self, path: &'static str, handler: F)
+    where
+        F: Handler<Args> + Clone,
+        Args: actix_web::FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        let pattern = path
+            .strip_prefix(self.prefix)
+            .unwrap_or_else(|| panic!("{path} is not under {}", self.prefix));
+        get_at(self.cfg, pattern, path, handler);
+    }
 }
 
 /// An error answer that is not our JSON body (one of actix's own, e.g. a payload or

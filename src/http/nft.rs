@@ -29,37 +29,30 @@ pub struct NftApi {
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    super::get(cfg, "/indexer/nft/v1/collections", collections);
-    super::get(
-        cfg,
-        "/indexer/nft/v1/collections/by_account/{account}",
-        collections_by_account,
-    );
-    super::get(
-        cfg,
-        "/indexer/nft/v1/collections/by_name/{name}",
-        collections_by_name,
-    );
-    super::get(
-        cfg,
-        "/indexer/nft/v1/collections/{collection_addr}",
-        collection,
-    );
-    super::get(
-        cfg,
-        "/indexer/nft/v1/tokens/by_account/{account}",
-        tokens_by_account,
-    );
-    super::get(
-        cfg,
-        "/indexer/nft/v1/tokens/by_collection/{collection_addr}",
-        tokens_by_collection,
-    );
-    super::get(
-        cfg,
-        "/indexer/nft/v1/txs/{collection_addr}/{token_id}",
-        token_txs,
-    );
+    super::scope(cfg, "/indexer/nft/v1", |s| {
+        s.get("/indexer/nft/v1/collections", collections);
+        s.get(
+            "/indexer/nft/v1/collections/by_account/{account}",
+            collections_by_account,
+        );
+        s.get(
+            "/indexer/nft/v1/collections/by_name/{name}",
+            collections_by_name,
+        );
+        s.get("/indexer/nft/v1/collections/{collection_addr}", collection);
+        s.get(
+            "/indexer/nft/v1/tokens/by_account/{account}",
+            tokens_by_account,
+        );
+        s.get(
+            "/indexer/nft/v1/tokens/by_collection/{collection_addr}",
+            tokens_by_collection,
+        );
+        s.get(
+            "/indexer/nft/v1/txs/{collection_addr}/{token_id}",
+            token_txs,
+        );
+    });
 }
 
 fn account(text: &str) -> Result<Vec<u8>, ApiError> {

@@ -53,11 +53,15 @@ pub struct NoRichList(pub &'static str);
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     // A denom may carry a literal slash (`ibc/…`): take the rest of the path.
-    super::get(cfg, "/indexer/richlist/v1/{denom:.+}", holders);
+    super::scope(cfg, "/indexer/richlist/v1", |s| {
+        s.get("/indexer/richlist/v1/{denom:.+}", holders)
+    });
 }
 
 pub fn unavailable_routes(cfg: &mut web::ServiceConfig) {
-    super::get(cfg, "/indexer/richlist/v1/{denom:.+}", unavailable);
+    super::scope(cfg, "/indexer/richlist/v1", |s| {
+        s.get("/indexer/richlist/v1/{denom:.+}", unavailable)
+    });
 }
 
 async fn unavailable(reason: web::Data<NoRichList>) -> ApiResult {

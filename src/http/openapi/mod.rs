@@ -208,10 +208,13 @@ impl ApiDocs {
 /// `/swagger/doc.json` and the Swagger UI under `/swagger/`.
 pub fn routes(cfg: &mut web::ServiceConfig, docs: web::Data<ApiDocs>) {
     cfg.app_data(docs);
-    super::get(cfg, "/swagger/doc.json", doc_json);
-    // Paths are trimmed of a trailing slash before routing: `/swagger/` arrives as `/swagger`.
-    super::get(cfg, "/swagger", ui_index);
-    super::get(cfg, "/swagger/{file:.*}", ui_file);
+    super::scope(cfg, "/swagger", |s| {
+        s.get("/swagger/doc.json", doc_json);
+        // Paths are trimmed of a trailing slash before routing: `/swagger/` arrives as
+        // `/swagger`.
+        s.get("/swagger", ui_index);
+        s.get("/swagger/{file:.*}", ui_file);
+    });
 }
 
 async fn doc_json(docs: web::Data<ApiDocs>) -> HttpResponse {
