@@ -178,6 +178,6 @@ for read in "${reads[@]}"; do
   read -r nr np50 np99 <<<"$best_n"
   ratio=$(python3 -c "print(f'{$wr/$nr:.2f}')")
   printf '%-30s %8s %9s/s %9s/s %7s %7sµs %7sµs\n' "$name" "$bytes" "$wr" "$nr" "$ratio" "$wp99" "$np99"
-  [ -n "$csv" ] && echo "$name,$bytes,$wr,$nr,$ratio,$wp50,$np50,$wp99,$np99" >> "$csv"
+  [ -n "$csv" ] && echo "\"$name\",$bytes,$wr,$nr,$ratio,$wp50,$np50,$wp99,$np99" >> "$csv"
   i=$((i + 1))
 done
