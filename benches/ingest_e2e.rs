@@ -10,6 +10,8 @@
 //!   client does with a block: serde, base64), one thread — the yardstick;
 //! - `index`: the domains indexing the pre-generated blocks into a fresh sled store (one
 //!   batch per block and domain), then a flush; bytes on disk per tx after the flush;
+//! - `sled_floor`: sled alone with the same shape of writes for the record, hash and height
+//!   families only (no indexer work, no other edges);
 //! - `follow`: the follower end to end from the devnet source (generation on the blocking
 //!   pool, 16 in flight), into a fresh store.
 //!
@@ -26,7 +28,7 @@ use weaver_actors::follower::{Follower, FollowerSettings, Progress};
 use weaver_actors::indexers::{
     BlocksIndexer, DomainIndexer, DomainSet, NftIndexer, RelayIndexer, RichListIndexer,
 };
-use weaver_actors::store::{HotLimits, Store};
+use weaver_actors::store::{keys, HotLimits, Store};
 
 const CHAIN: &str = "minievm-1";
 const INTERVAL_MS: u64 = 100;
@@ -168,6 +170,33 @@ fn records_bytes(store: &Store) -> u64 {
         .sum()
 }
 
+/// sled alone, with nothing to compute: per block one batch holding, per tx, only the
+/// record (3,740 bytes, the measured mean), its hash key and its height edge, plus the
+/// watermark — a floor under any indexer that keeps those three families in sled.
+fn sled_floor(blocks: &[BlockBundle]) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 64 << 20).unwrap();
+    let tree = store.domain(CHAIN, "floor").unwrap();
+    let record = vec![b'x'; 3740];
+    let mut sequence = 0u64;
+    let started = Instant::now();
+    for block in blocks {
+        let mut batch = sled::Batch::default();
+        for tx in &block.txs {
+            sequence += 1;
+            let hash = weaver_actors::chain::decode::tx_hash(&tx.raw);
+            batch.insert(&keys::by_u64(keys::TX, sequence), record.as_slice());
+            batch.insert(keys::tx_hash(&hash), &sequence.to_be_bytes());
+            batch.insert(
+                keys::with_sequence(&keys::height_prefix(block.height), sequence),
+                &[],
+            );
+        }
+        tree.commit(batch, block.height, false).unwrap();
+    }
+    started.elapsed()
+}
+
 fn follow(runtime: &tokio::runtime::Runtime, n: u64, txs: u32) -> (Duration, u64) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 64 << 20).unwrap();
@@ -214,8 +243,8 @@ fn main() {
     let n = env("BLOCKS", 2000);
     let txs_per_block = env("TXS", 20) as u32;
     let rounds = env("ROUNDS", 3) as usize;
-    let stages =
-        std::env::var("STAGES").unwrap_or_else(|_| "generate,render,decode,index,follow".into());
+    let stages = std::env::var("STAGES")
+        .unwrap_or_else(|_| "generate,render,decode,index,sled_floor,follow".into());
     let on = |s: &str| stages.split(',').any(|x| x == s);
 
     let devnet = Devnet::new(spec(1_767_225_600_000_000_000, txs_per_block));
@@ -300,6 +329,14 @@ fn main() {
                 disk as f64 / records as f64
             );
             push("index", per_s(d));
+        }
+        if on("sled_floor") {
+            let d = sled_floor(&blocks);
+            println!(
+                "[{round}] sled_floor {:>7.0} blocks/s (record + hash + height edge per tx, one batch per block)",
+                per_s(d)
+            );
+            push("sled_floor", per_s(d));
         }
         if on("follow") {
             let (d, disk) = follow(&runtime, n, txs_per_block);
