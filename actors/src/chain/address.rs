@@ -24,15 +24,41 @@ pub enum AddressError {
 pub fn from_pubkey(type_url: &str, key: &[u8]) -> Option<Vec<u8>> {
     match type_url {
         SECP256K1_PUBKEY => Some(Ripemd160::digest(Sha256::digest(key)).to_vec()),
-        ETH_SECP256K1_PUBKEY => {
-            let point = k256::PublicKey::from_sec1_bytes(key).ok()?;
-            use k256::elliptic_curve::sec1::ToEncodedPoint;
-            let uncompressed = point.to_encoded_point(false);
-            let hash = Keccak256::digest(&uncompressed.as_bytes()[1..]);
-            Some(hash[12..].to_vec())
-        }
+        ETH_SECP256K1_PUBKEY => eth_address_cached(key),
         _ => None,
     }
+}
+
+/// Most recent Ethereum-style addresses by compressed key, per thread: decompressing the
+/// key (a field square root) is the dearest part of decoding a tx, and the same signers
+/// come back block after block. Bounded: emptied when full.
+const ETH_ADDRESS_CACHE: usize = 4096;
+
+fn eth_address_cached(key: &[u8]) -> Option<Vec<u8>> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<Vec<u8>, Option<[u8; 20]>>> =
+            Default::default();
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(hit) = cache.get(key) {
+            return hit.map(|a| a.to_vec());
+        }
+        let address = eth_address(key);
+        if cache.len() >= ETH_ADDRESS_CACHE {
+            cache.clear();
+        }
+        cache.insert(key.to_vec(), address);
+        address.map(|a| a.to_vec())
+    })
+}
+
+fn eth_address(key: &[u8]) -> Option<[u8; 20]> {
+    let point = k256::PublicKey::from_sec1_bytes(key).ok()?;
+    use k256::elliptic_curve::sec1::ToEncodedPoint;
+    let uncompressed = point.to_encoded_point(false);
+    let hash = Keccak256::digest(&uncompressed.as_bytes()[1..]);
+    hash[12..].try_into().ok()
 }
 
 /// bech32 of bytes from the network, which may be too long to encode.
