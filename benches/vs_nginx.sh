@@ -71,7 +71,15 @@ cold_hash=$(curl -s "$base/indexer/tx/v1/txs/by_height/5" | json "d['txs'][0]['t
 deep_key=$(python3 -c "import base64; print(base64.b64encode(b'{\"sequence\":2000}').decode())" | sed 's/=/%3D/g; s/+/%2B/g; s/\//%2F/g')
 collection=$(curl -s "$base/indexer/nft/v1/collections?pagination.limit=1" | json "d['collections'][0]['object_addr']")
 token=$(curl -s "$base/indexer/nft/v1/tokens/by_collection/$collection?pagination.limit=1" | json "d['tokens'][0]['nft']['token_id']")
-erc20=$(curl -s "$base/indexer/tx/v1/evm-txs?pagination.limit=50" | json "[l['address'] for t in d['txs'] for l in t['logs']][0]")
+# The ERC-20 with the most holders among those the newest EVM txs touched.
+erc20=$(curl -s "$base/indexer/tx/v1/evm-txs?pagination.limit=100" | python3 -c "
+import json, sys, urllib.request
+d = json.load(sys.stdin)
+tokens = sorted({l['address'] for t in d['txs'] for l in t['logs']})
+def holders(token):
+    with urllib.request.urlopen('$base/indexer/richlist/v1/' + token + '?pagination.limit=1') as r:
+        return int(json.load(r)['pagination']['total'])
+print(max(tokens, key=holders))")
 tracked=$(printf 'AB%.0s' $(seq 1 32))
 curl -s -o /dev/null -XPOST "$router/v2/tx/track" -H 'content-type: application/json' \
   -d "{\"tx_hash\":\"$tracked\",\"chain_id\":\"interwoven-1\"}"

@@ -1,14 +1,12 @@
-//! A JSON body sent as the parts it was stitched from: a page is its stored records (shared
-//! with sled or the hot tier, never copied) between a few bytes of punctuation. actix copies
-//! each part once into the connection's write buffer; building one contiguous body first
-//! would copy every record twice more (a page of 100 txs is ~380 KB).
+//! A JSON body stitched from parts: a page is its stored records (shared with sled or the hot
+//! tier, not copied while the page is assembled) between a few bytes of punctuation, joined
+//! into one buffer once, at the exact size, when the answer is made. Measured: sending the
+//! parts as a multi-chunk body instead was slower for a page of 100 txs (about 5.2k against
+//! 8-9k pages/s from the hot tier): actix's HTTP/1 writer flushes a streamed body in small
+//! pieces, while one buffer goes to the socket in large writes.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use actix_web::body::{BodySize, MessageBody};
 use actix_web::HttpResponse;
 use bytes::Bytes;
 
@@ -69,34 +67,7 @@ impl JsonParts {
     pub fn response(self) -> HttpResponse {
         HttpResponse::Ok()
             .content_type("application/json")
-            .body(self)
-    }
-}
-
-impl MessageBody for JsonParts {
-    type Error = Infallible;
-
-    fn size(&self) -> BodySize {
-        BodySize::Sized(self.len as u64)
-    }
-
-    fn poll_next(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
-        let this = self.get_mut();
-        Poll::Ready(this.parts.pop_front().map(|part| {
-            this.len -= part.len();
-            Ok(part)
-        }))
-    }
-
-    fn try_into_bytes(mut self) -> Result<Bytes, Self> {
-        match self.parts.len() {
-            0 => Ok(Bytes::new()),
-            1 => Ok(self.parts.pop_front().expect("one part")),
-            _ => Err(self),
-        }
+            .body(self.to_vec())
     }
 }
 
