@@ -39,7 +39,14 @@ pub struct Tracker {
     /// The relay keys this tracker is listed under.
     watching: Vec<Arc<WatchKey>>,
     lookup_every: Duration,
+    /// How long an included tx waits before it looks at the relay log again: a tick at
+    /// first, growing to [`RELAY_WAIT_MAX`] (a chain whose relay log never passes the tx, a
+    /// follower far behind) so idle trackers do not poll twice a second each.
+    relay_wait: Duration,
 }
+
+/// The longest wait between two looks at the relay log for an included tx.
+const RELAY_WAIT_MAX: Duration = Duration::from_secs(4);
 
 impl Tracker {
     pub(super) fn new(tracking: Arc<Tracking>, tracked: Arc<Tracked>) -> Self {
@@ -49,6 +56,7 @@ impl Tracker {
             tracked,
             watching: vec![],
             lookup_every,
+            relay_wait: lookup_every,
         }
     }
 
@@ -154,16 +162,17 @@ impl Tracker {
         self.commit(tracked, before, ctx);
     }
 
-    /// Until the relay log passes the height of an included tx, checks again every tick.
+    /// Until the relay log passes the height of an included tx, checks again, less often
+    /// as it keeps waiting ([`Tracker::relay_wait`]).
     fn wait_for_relay_log(&mut self, ctx: &mut Context<Self>) {
         if !matches!(self.tracked.source, Source::Included { .. }) {
             return;
         }
         self.try_link(ctx);
         if matches!(self.tracked.source, Source::Included { .. }) {
-            ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
-                tracker.wait_for_relay_log(ctx)
-            });
+            let wait = self.relay_wait;
+            self.relay_wait = (wait * 3 / 2).min(RELAY_WAIT_MAX);
+            ctx.run_later(wait, |tracker, ctx| tracker.wait_for_relay_log(ctx));
         }
     }
 
