@@ -140,14 +140,18 @@ impl TrackerHub {
             !trackers.is_empty()
         });
         for key in dead {
+            self.tracking().actors.remove(&key);
+            let current = self.tracking().view.entries.get(&key).map(|t| t.clone());
+            // A tracker that reached a terminal state stops by itself; if it did so before
+            // the hub listed its address (it runs on another arbiter), its entry is left
+            // behind closed. That is no death: forget the entry quietly.
+            let Some(tracked) = current.filter(|t| !t.state().is_terminal()) else {
+                continue;
+            };
             tracing::error!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, "tracker died; respawning it");
             metrics::counter!("weaver_actor_restarts_total", "actor" => "tracker", "reason" => "died")
                 .increment(1);
-            self.tracking().actors.remove(&key);
-            let current = self.tracking().view.entries.get(&key).map(|t| t.clone());
-            if let Some(tracked) = current.filter(|t| !t.state().is_terminal()) {
-                self.spawn(tracked);
-            }
+            self.spawn(tracked);
         }
     }
 
