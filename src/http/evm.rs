@@ -8,7 +8,7 @@ use weaver_actors::chain::address::parse_account;
 use weaver_actors::indexers::evm_internal_txs::BY_TX;
 use weaver_actors::store::{BlocksStore, TxFilter};
 
-use super::error::{ApiError, ApiResult};
+use super::error::{json_bytes, ApiError, ApiResult};
 use super::indexer::{list_body, list_of, wrap};
 use super::limits::HeavyPages;
 use super::query::{parse_height, parse_list_query, parse_tx_hash, CursorKind};
@@ -98,7 +98,7 @@ pub(super) async fn evm_tx(api: web::Data<EvmApi>, hash: web::Path<String>) -> A
     let record = store
         .tx_by_hash(&hash)?
         .ok_or_else(|| ApiError::not_found("tx not found"))?;
-    Ok(wrap("tx", record).response())
+    Ok(json_bytes(wrap("tx", &record)))
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs", tag = "EVM",
@@ -156,7 +156,12 @@ pub(super) async fn internal_txs_of_tx(
     if page.items.is_empty() && query.page.after.is_none() && query.page.offset == 0 {
         return Err(ApiError::not_found("transaction not found"));
     }
-    Ok(list_body("internal_txs", &page, &query, CursorKind::Sequence).response())
+    Ok(json_bytes(list_body(
+        "internal_txs",
+        &page,
+        &query,
+        CursorKind::Sequence,
+    )))
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,6 @@
 //! The indexer and router listeners describe themselves at `/swagger/doc.json` (OpenAPI 3.1,
 //! generated from the handlers) with Swagger UI at `/swagger/` ([`openapi`]).
 
-pub mod body;
 pub mod cors;
 pub mod error;
 pub mod evm;

@@ -14,8 +14,7 @@ use weaver_actors::store::nft::keys::TxPosition;
 use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
 use weaver_actors::store::{BlocksStore, NftStore, Page, PageRequest, StoreError};
 
-use super::body::JsonParts;
-use super::error::{ApiError, ApiResult};
+use super::error::{json_bytes, ApiError, ApiResult};
 use super::indexer::{list_body_with, wrap, INLINE_LIMIT, INLINE_OFFSET};
 use super::limits::HeavyPages;
 use super::query::{parse_list_query_with, ListQuery};
@@ -121,14 +120,14 @@ fn collection_key(n: &u64) -> String {
 pub(super) async fn paged<C: Send + 'static>(
     heavy: &HeavyPages,
     query: &ListQuery<C>,
-    work: impl FnOnce() -> Result<JsonParts, ApiError> + Send + 'static,
+    work: impl FnOnce() -> Result<Vec<u8>, ApiError> + Send + 'static,
 ) -> ApiResult {
     let body = if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
         heavy.run(work).await?
     } else {
         work()?
     };
-    Ok(body.response())
+    Ok(json_bytes(body))
 }
 
 /// A page of collections chosen by `list`, on the request's pagination.
@@ -215,7 +214,7 @@ pub(super) async fn collection(api: web::Data<NftApi>, path: web::Path<String>) 
         .collection(&addr)?
         .ok_or_else(|| ApiError::not_found("nft collection not found"))?;
     let rendered = record.render(api.nfts.bech32_prefix());
-    Ok(wrap("collection", rendered).response())
+    Ok(json_bytes(wrap("collection", rendered.as_bytes())))
 }
 
 /// `order_by`, `token_id` and (by account) `collection_addr`, as the reference indexer reads

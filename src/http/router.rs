@@ -175,7 +175,7 @@ impl RouteCache {
     fn get(&self, snapshot: &Arc<PlannerSnapshot>, body: &[u8]) -> Option<web::Bytes> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let (planned_on, answer) = entries.get(body)?;
-        Weak::ptr_eq(planned_on, &Arc::downgrade(snapshot)).then(|| answer.clone())
+        std::ptr::eq(planned_on.as_ptr(), Arc::as_ptr(snapshot)).then(|| answer.clone())
     }
 
     fn put(&self, snapshot: &Arc<PlannerSnapshot>, body: web::Bytes, answer: web::Bytes) {

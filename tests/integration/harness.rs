@@ -71,6 +71,8 @@ pub struct Daemon {
     pub config: PathBuf,
     pub listeners: Value,
     pub http: reqwest::blocking::Client,
+    /// Its listeners' OpenAPI documents, which every GET and POST answer is checked against.
+    pub documents: crate::openapi::Documents,
 }
 
 fn wait_for_file(path: &Path, child: &mut Child, what: &str) -> Value {
@@ -134,6 +136,7 @@ impl Daemon {
             config,
             listeners,
             http,
+            documents: Default::default(),
         }
     }
 
@@ -158,7 +161,7 @@ impl Daemon {
         let (status, content_type, text) = read(self.http.get(url).send().unwrap());
         let body = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{url} answered non-JSON ({e}): {text}"));
-        crate::openapi::check("get", url, status, &body);
+        self.documents.check("get", url, status, &body);
         (status, content_type, body)
     }
 
@@ -167,7 +170,7 @@ impl Daemon {
     pub fn post(&self, url: &str, body: &Value) -> (u16, String, Value) {
         let (status, content_type, text) = read(self.http.post(url).json(body).send().unwrap());
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        crate::openapi::check("post", url, status, &body);
+        self.documents.check("post", url, status, &body);
         (status, content_type, body)
     }
 

@@ -192,7 +192,7 @@ fn interwovenkit_calls_from_a_browser_on_another_origin() {
         } else {
             "post"
         };
-        crate::openapi::check(
+        net.daemon.documents.check(
             method,
             &format!("{}/{path}", net.router),
             200,

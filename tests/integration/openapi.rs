@@ -1,12 +1,13 @@
 //! Every answer the integration tests receive from an indexer or router listener is checked
 //! against the OpenAPI document that listener serves (`/swagger/doc.json`): the harness's GET
-//! and the network's POST call [`check`], so the whole suite exercises the schemas with real
+//! and POST call [`Documents::check`] with the daemon's own cache of documents (a port a later
+//! daemon reuses is fetched again), so the whole suite exercises the schemas with real
 //! data. A body that does not validate against the schema of its path, method and status
 //! fails the test that received it. The tests below add what the rest of the suite does not
 //! reach: each path of both documents, with real data, and the Swagger UI.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
@@ -22,10 +23,9 @@ struct Document {
     validators: Mutex<HashMap<(String, String, String), Arc<jsonschema::Validator>>>,
 }
 
-fn documents() -> &'static Mutex<HashMap<String, Cached>> {
-    static DOCS: OnceLock<Mutex<HashMap<String, Cached>>> = OnceLock::new();
-    DOCS.get_or_init(Default::default)
-}
+/// One daemon's listener documents by base URL, fetched on first use.
+#[derive(Default)]
+pub struct Documents(Mutex<HashMap<String, Cached>>);
 
 /// `http://host:port` and the path of `url` (its query left out).
 fn split(url: &str) -> Option<(String, String)> {
@@ -35,11 +35,8 @@ fn split(url: &str) -> Option<(String, String)> {
     Some((format!("http://{host}"), path.to_string()))
 }
 
-fn document(base: &str) -> Cached {
-    if let Some(cached) = documents().lock().unwrap().get(base) {
-        return cached.clone();
-    }
-    let fetched = reqwest::blocking::Client::new()
+fn fetch(base: &str) -> Cached {
+    reqwest::blocking::Client::new()
         .get(format!("{base}/swagger/doc.json"))
         .send()
         .ok()
@@ -51,12 +48,7 @@ fn document(base: &str) -> Cached {
                 doc,
                 validators: Mutex::default(),
             })
-        });
-    documents()
-        .lock()
-        .unwrap()
-        .insert(base.to_string(), fetched.clone());
-    fetched
+        })
 }
 
 /// Whether `path` matches `template`: `{x}` takes one segment, and a template's last
@@ -91,68 +83,82 @@ fn template_of(doc: &Value, path: &str) -> Option<String> {
     found.first().map(|t| t.to_string())
 }
 
-/// Checks `body`, the answer with `status` to `method url`, against the document of the
-/// listener it came from. Answers of paths the document does not describe pass (nodes,
-/// `/metrics`, `/swagger/…`), as do bodies that are not JSON objects (a stream).
-pub fn check(method: &str, url: &str, status: u16, body: &Value) {
-    if let Err(message) = conforms(method, url, status, body) {
-        panic!("{message}");
-    }
-}
-
-pub fn conforms(method: &str, url: &str, status: u16, body: &Value) -> Result<(), String> {
-    let Some((base, path)) = split(url) else {
-        return Ok(());
-    };
-    let Some(document) = document(&base) else {
-        return Ok(());
-    };
-    let Some(template) = template_of(&document.doc, &path) else {
-        return Ok(());
-    };
-    let operation = &document.doc["paths"][&template][method];
-    if operation.is_null() {
-        // A method the path does not have: the listener's 405 is an Error body.
-        return Ok(());
-    }
-    let responses = &operation["responses"];
-    let response = responses
-        .get(status.to_string())
-        .or_else(|| responses.get("default"))
-        .ok_or_else(|| {
-            format!("{method} {url}: status {status} is not documented for {template}: {body}")
-        })?;
-    let Some(schema) = response["content"]["application/json"].get("schema") else {
-        return Ok(());
-    };
-    let key = (template.clone(), method.to_string(), status.to_string());
-    let validator = {
-        let mut validators = document.validators.lock().unwrap();
-        match validators.get(&key) {
-            Some(v) => v.clone(),
-            None => {
-                let mut root = schema.clone();
-                root["components"] = document.doc["components"].clone();
-                let compiled = Arc::new(jsonschema::draft202012::new(&root).map_err(|e| {
-                    format!("the schema of {template} {status} does not compile: {e}")
-                })?);
-                validators.insert(key, compiled.clone());
-                compiled
-            }
+impl Documents {
+    /// Checks `body`, the answer with `status` to `method url`, against the document of the
+    /// listener it came from. Answers of paths the document does not describe pass (nodes,
+    /// `/metrics`, `/swagger/…`), as do bodies that are not JSON objects (a stream).
+    pub fn check(&self, method: &str, url: &str, status: u16, body: &Value) {
+        if let Err(message) = self.conforms(method, url, status, body) {
+            panic!("{message}");
         }
-    };
-    let errors: Vec<String> = validator
-        .iter_errors(body)
-        .map(|e| format!("  at {}: {e}", e.instance_path()))
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
+    }
+
+    pub fn conforms(
+        &self,
+        method: &str,
+        url: &str,
+        status: u16,
+        body: &Value,
+    ) -> Result<(), String> {
+        let Some((base, path)) = split(url) else {
+            return Ok(());
+        };
+        let cached = self.0.lock().unwrap().get(&base).cloned();
+        let cached = cached.unwrap_or_else(|| {
+            let fetched = fetch(&base);
+            self.0.lock().unwrap().insert(base.clone(), fetched.clone());
+            fetched
+        });
+        let Some(document) = cached else {
+            return Ok(());
+        };
+        let Some(template) = template_of(&document.doc, &path) else {
+            return Ok(());
+        };
+        let operation = &document.doc["paths"][&template][method];
+        if operation.is_null() {
+            // A method the path does not have: the listener's 405 is an Error body.
+            return Ok(());
+        }
+        let responses = &operation["responses"];
+        let response = responses
+            .get(status.to_string())
+            .or_else(|| responses.get("default"))
+            .ok_or_else(|| {
+                format!("{method} {url}: status {status} is not documented for {template}: {body}")
+            })?;
+        let Some(schema) = response["content"]["application/json"].get("schema") else {
+            return Ok(());
+        };
+        let key = (template.clone(), method.to_string(), status.to_string());
+        let validator = {
+            let mut validators = document.validators.lock().unwrap();
+            match validators.get(&key) {
+                Some(v) => v.clone(),
+                None => {
+                    let mut root = schema.clone();
+                    root["components"] = document.doc["components"].clone();
+                    let compiled = Arc::new(jsonschema::draft202012::new(&root).map_err(|e| {
+                        format!("the schema of {template} {status} does not compile: {e}")
+                    })?);
+                    validators.insert(key, compiled.clone());
+                    compiled
+                }
+            }
+        };
+        let errors: Vec<String> = validator
+            .iter_errors(body)
+            .map(|e| format!("  at {}: {e}", e.instance_path()))
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
             "{method} {url} ({status}) does not match the {template} schema of {base}/swagger/doc.json:\n{}\nbody: {}",
             errors.join("\n"),
             truncated(body)
         ))
+        }
     }
 }
 
@@ -326,21 +332,28 @@ fn every_indexer_path_answers_as_documented() {
     }
     // The check bites: a block of the wrong shape, or an error body where a block belongs.
     let block_url = format!("{base}/indexer/block/v1/blocks/{HEIGHT}");
-    assert!(conforms("get", &block_url, 200, &json!({"block": {"height": 1}})).is_err());
-    assert!(conforms(
-        "get",
-        &block_url,
-        200,
-        &json!({"code": 5, "message": "x", "details": []})
-    )
-    .is_err());
-    assert!(conforms(
-        "get",
-        &block_url,
-        404,
-        &json!({"code": 5, "message": "x", "details": []})
-    )
-    .is_ok());
+    assert!(daemon
+        .documents
+        .conforms("get", &block_url, 200, &json!({"block": {"height": 1}}))
+        .is_err());
+    assert!(daemon
+        .documents
+        .conforms(
+            "get",
+            &block_url,
+            200,
+            &json!({"code": 5, "message": "x", "details": []})
+        )
+        .is_err());
+    assert!(daemon
+        .documents
+        .conforms(
+            "get",
+            &block_url,
+            404,
+            &json!({"code": 5, "message": "x", "details": []})
+        )
+        .is_ok());
     // Errors are documented bodies too (the harness checks them).
     for (path, want) in [
         ("/indexer/block/v1/blocks/abc", 400),
