@@ -128,6 +128,9 @@ impl Daemon {
         let listeners = wait_for_file(&listeners_file, &mut child, "weaver");
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(20))
+            // Below actix's 5 s keep-alive: a pooled connection the daemon is closing is
+            // never reused (a POST on it fails with "IncompleteMessage", seen once in CI).
+            .pool_idle_timeout(Duration::from_secs(2))
             .build()
             .unwrap();
         Daemon {
