@@ -181,7 +181,7 @@ fn sled_floor(blocks: &[BlockBundle]) -> Duration {
     let mut sequence = 0u64;
     let started = Instant::now();
     for block in blocks {
-        let mut batch = sled::Batch::default();
+        let mut batch = weaver_actors::store::Batch::default();
         for tx in &block.txs {
             sequence += 1;
             let hash = weaver_actors::chain::decode::tx_hash(&tx.raw);

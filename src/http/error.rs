@@ -159,8 +159,8 @@ pub async fn not_allowed() -> HttpResponse {
 pub type ApiResult = Result<HttpResponse, ApiError>;
 
 /// A 200 `application/json` response from already-serialized bytes.
-pub fn json_bytes(body: Vec<u8>) -> HttpResponse {
+pub fn json_bytes(body: impl Into<actix_web::web::Bytes>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
-        .body(body)
+        .body(body.into())
 }

@@ -5,6 +5,7 @@
 //! The indexer and router listeners describe themselves at `/swagger/doc.json` (OpenAPI 3.1,
 //! generated from the handlers) with Swagger UI at `/swagger/` ([`openapi`]).
 
+pub mod answer_cache;
 pub mod cors;
 pub mod error;
 pub mod evm;
@@ -83,6 +84,11 @@ pub struct Scope<'a> {
 }
 
 impl Scope<'_> {
+    /// Data the scope's handlers share (per worker, like every app data).
+    pub fn data<T: 'static>(&mut self, data: T) {
+        self.cfg.app_data(web::Data::new(data));
+    }
+
     /// [`get`] of `path`, which must start with the scope's prefix.
     pub fn get<F, Args>(&mut self, path: &'static str, handler: F)
     where

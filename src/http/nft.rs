@@ -14,7 +14,8 @@ use weaver_actors::store::nft::keys::TxPosition;
 use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
 use weaver_actors::store::{BlocksStore, NftStore, Page, PageRequest, StoreError};
 
-use super::error::{json_bytes, ApiError, ApiResult};
+use super::answer_cache::AnswerCache;
+use super::error::{ApiError, ApiResult};
 use super::indexer::{list_body_with, wrap, INLINE_LIMIT, INLINE_OFFSET};
 use super::limits::HeavyPages;
 use super::query::{parse_list_query_with, ListQuery};
@@ -29,6 +30,7 @@ pub struct NftApi {
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::scope(cfg, "/indexer/nft/v1", |s| {
+        s.data(AnswerCache::default());
         s.get("/indexer/nft/v1/collections", collections);
         s.get(
             "/indexer/nft/v1/collections/by_account/{account}",
@@ -121,13 +123,12 @@ pub(super) async fn paged<C: Send + 'static>(
     heavy: &HeavyPages,
     query: &ListQuery<C>,
     work: impl FnOnce() -> Result<Vec<u8>, ApiError> + Send + 'static,
-) -> ApiResult {
-    let body = if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
-        heavy.run(work).await?
+) -> Result<Vec<u8>, ApiError> {
+    if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
+        heavy.run(work).await
     } else {
-        work()?
-    };
-    Ok(json_bytes(body))
+        work()
+    }
 }
 
 /// A page of collections chosen by `list`, on the request's pagination.
@@ -136,7 +137,7 @@ async fn collection_list(
     heavy: &HeavyPages,
     req: &HttpRequest,
     list: impl FnOnce(&NftStore, &PageRequest<u64>) -> Result<Page<u64>, StoreError> + Send + 'static,
-) -> ApiResult {
+) -> Result<Vec<u8>, ApiError> {
     let query = collections_query(req)?;
     let store = api.nfts.clone();
     let page = query.clone();
@@ -154,9 +155,15 @@ async fn collection_list(
 pub(super) async fn collections(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     req: HttpRequest,
 ) -> ApiResult {
-    collection_list(&api, &heavy, &req, |store, page| store.collections(page)).await
+    let changes = api.nfts.domain().changes();
+    cache
+        .answer(&req, changes, || {
+            collection_list(&api, &heavy, &req, |store, page| store.collections(page))
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/indexer/nft/v1/collections/by_account/{account}", tag = "NFT",
@@ -166,14 +173,20 @@ pub(super) async fn collections(
 pub(super) async fn collections_by_account(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let owner = account(&path)?;
-    collection_list(&api, &heavy, &req, move |store, page| {
-        store.collections_of(&owner, page)
-    })
-    .await
+    let changes = api.nfts.domain().changes();
+    cache
+        .answer(&req, changes, || async {
+            let owner = account(&path)?;
+            collection_list(&api, &heavy, &req, move |store, page| {
+                store.collections_of(&owner, page)
+            })
+            .await
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/indexer/nft/v1/collections/by_name/{name}", tag = "NFT",
@@ -183,6 +196,7 @@ pub(super) async fn collections_by_account(
 pub(super) async fn collections_by_name(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
@@ -194,10 +208,14 @@ pub(super) async fn collections_by_name(
             &format!("at most {MAX_NAME_CHARS} characters"),
         ));
     }
-    collection_list(&api, &heavy, &req, move |store, page| {
-        store.collections_named(&name, page)
-    })
-    .await
+    let changes = api.nfts.domain().changes();
+    cache
+        .answer(&req, changes, || {
+            collection_list(&api, &heavy, &req, move |store, page| {
+                store.collections_named(&name, page)
+            })
+        })
+        .await
 }
 
 /// Longest collection-name query (names on chain are short; this bounds the match work).
@@ -207,14 +225,24 @@ const MAX_NAME_CHARS: usize = 256;
     summary = "One collection",
     params(("collection_addr" = String, Path, description = "bech32, or 0x hex (left-padded to the chain's address width)")),
     responses((status = 200, description = "The collection", body = crate::http::openapi::schemas::CollectionResponse)))]
-pub(super) async fn collection(api: web::Data<NftApi>, path: web::Path<String>) -> ApiResult {
-    let addr = collection_addr(api.vm, &path)?;
-    let record = api
-        .nfts
-        .collection(&addr)?
-        .ok_or_else(|| ApiError::not_found("nft collection not found"))?;
-    let rendered = record.render(api.nfts.bech32_prefix());
-    Ok(json_bytes(wrap("collection", rendered.as_bytes())))
+pub(super) async fn collection(
+    api: web::Data<NftApi>,
+    cache: web::Data<AnswerCache>,
+    path: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult {
+    let changes = api.nfts.domain().changes();
+    cache
+        .answer(&req, changes, || async {
+            let addr = collection_addr(api.vm, &path)?;
+            let record = api
+                .nfts
+                .collection(&addr)?
+                .ok_or_else(|| ApiError::not_found("nft collection not found"))?;
+            let rendered = record.render(api.nfts.bech32_prefix());
+            Ok(wrap("collection", rendered.as_bytes()))
+        })
+        .await
 }
 
 /// `order_by`, `token_id` and (by account) `collection_addr`, as the reference indexer reads
@@ -283,7 +311,7 @@ async fn token_list(
     filter: TokenFilter,
     order: TokenOrder,
     query: ListQuery<TokenCursor>,
-) -> ApiResult {
+) -> Result<Vec<u8>, ApiError> {
     let store = api.nfts.clone();
     let page = query.clone();
     paged(&heavy, &query, move || {
@@ -300,18 +328,24 @@ async fn token_list(
 pub(super) async fn tokens_by_account(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let owner = account(&path)?;
-    let params = token_params(api.vm, &req)?;
-    let query = tokens_query(&req)?;
-    let filter = TokenFilter {
-        owner: Some(owner),
-        collection: params.collection,
-        token_id: params.token_id,
-    };
-    token_list(api, heavy, filter, params.order, query).await
+    let changes = api.nfts.domain().changes();
+    cache
+        .answer(&req, changes, || async {
+            let owner = account(&path)?;
+            let params = token_params(api.vm, &req)?;
+            let query = tokens_query(&req)?;
+            let filter = TokenFilter {
+                owner: Some(owner),
+                collection: params.collection,
+                token_id: params.token_id,
+            };
+            token_list(api.clone(), heavy, filter, params.order, query).await
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/indexer/nft/v1/tokens/by_collection/{collection_addr}", tag = "NFT",
@@ -321,18 +355,24 @@ pub(super) async fn tokens_by_account(
 pub(super) async fn tokens_by_collection(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let collection = collection_addr(api.vm, &path)?;
-    let params = token_params(api.vm, &req)?;
-    let query = tokens_query(&req)?;
-    let filter = TokenFilter {
-        owner: None,
-        collection: Some(collection),
-        token_id: params.token_id,
-    };
-    token_list(api, heavy, filter, params.order, query).await
+    let changes = api.nfts.domain().changes();
+    cache
+        .answer(&req, changes, || async {
+            let collection = collection_addr(api.vm, &path)?;
+            let params = token_params(api.vm, &req)?;
+            let query = tokens_query(&req)?;
+            let filter = TokenFilter {
+                owner: None,
+                collection: Some(collection),
+                token_id: params.token_id,
+            };
+            token_list(api.clone(), heavy, filter, params.order, query).await
+        })
+        .await
 }
 
 fn tx_position_key(position: &TxPosition) -> String {
@@ -346,9 +386,23 @@ fn tx_position_key(position: &TxPosition) -> String {
 pub(super) async fn token_txs(
     api: web::Data<NftApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
 ) -> ApiResult {
+    // Tx records never change once written: the NFT domain's positions decide the answer.
+    let changes = api.nfts.domain().changes();
+    cache
+        .answer(&req, changes, || token_txs_page(api, heavy, path, &req))
+        .await
+}
+
+async fn token_txs_page(
+    api: web::Data<NftApi>,
+    heavy: web::Data<HeavyPages>,
+    path: web::Path<(String, String)>,
+    req: &HttpRequest,
+) -> Result<Vec<u8>, ApiError> {
     let (collection, token) = path.into_inner();
     let token_id = token_id(token)?;
     let collection = collection_addr(api.vm, &collection)?;

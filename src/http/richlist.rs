@@ -18,6 +18,7 @@ use weaver_actors::chain::{ChainAccess, ChainQuery, ChainSource};
 use weaver_actors::store::richlist::Holding;
 use weaver_actors::store::RichListStore;
 
+use super::answer_cache::AnswerCache;
 use super::error::{ApiError, ApiResult};
 use super::indexer::list_body_with;
 use super::limits::HeavyPages;
@@ -54,6 +55,7 @@ pub struct NoRichList(pub &'static str);
 pub fn routes(cfg: &mut web::ServiceConfig) {
     // A denom may carry a literal slash (`ibc/…`): take the rest of the path.
     super::scope(cfg, "/indexer/richlist/v1", |s| {
+        s.data(AnswerCache::default());
         s.get("/indexer/richlist/v1/{denom:.+}", holders)
     });
 }
@@ -176,18 +178,26 @@ fn holding_cursor(value: &Value) -> Option<Holding> {
 pub(super) async fn holders(
     api: web::Data<RichListApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     denom: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let query = parse_list_query_with(req.query_string(), "holder", holding_cursor)?;
-    let token = resolve(&api, &denom).await?;
-    let store = api.store.clone();
-    let page = query.clone();
-    paged(&heavy, &query, move || {
-        let found = store.page(&token, &page.page)?;
-        Ok(list_body_with("holders", &found, &page, holding_key))
-    })
-    .await
+    // The denom's mapping comes from the same domain (`erc20_created`), or from the node for
+    // a denom the index has not seen created, which no change of the domain would undo.
+    let changes = api.store.domain().changes();
+    cache
+        .answer(&req, changes, || async {
+            let query = parse_list_query_with(req.query_string(), "holder", holding_cursor)?;
+            let token = resolve(&api, &denom).await?;
+            let store = api.store.clone();
+            let page = query.clone();
+            paged(&heavy, &query, move || {
+                let found = store.page(&token, &page.page)?;
+                Ok(list_body_with("holders", &found, &page, holding_key))
+            })
+            .await
+        })
+        .await
 }
 
 #[cfg(test)]

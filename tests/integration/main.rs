@@ -1,6 +1,7 @@
 //! Integration tests: they boot the real `weaver` binary on ephemeral loopback ports
 //! (against the embedded devnet or against `weaver devnet serve`) and talk HTTP to it.
 
+mod answer_cache;
 mod api;
 mod cli;
 mod cors;

@@ -78,7 +78,11 @@ impl DomainIndexer for BlocksIndexer {
         self.store.domain()
     }
 
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
+    fn index(
+        &mut self,
+        bundle: &BlockBundle,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError> {
         let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut fees = Vec::new();
         let mut hot_txs = Vec::new();

@@ -17,7 +17,11 @@ pub trait DomainIndexer: Send + 'static {
     /// Adds this block's records to `batch`. Nothing is visible until the engine commits the
     /// batch together with the watermark; in-memory state must not move before
     /// [`DomainIndexer::committed`].
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError>;
+    fn index(
+        &mut self,
+        bundle: &BlockBundle,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError>;
 
     /// The chain state this block needs read before it can be indexed (NFT metadata). The
     /// follower asks the source at the block's height and hands the answers to
@@ -31,7 +35,7 @@ pub trait DomainIndexer: Send + 'static {
         &mut self,
         bundle: &BlockBundle,
         _answers: &Answers,
-        batch: &mut sled::Batch,
+        batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
         self.index(bundle, batch)
     }

@@ -59,7 +59,11 @@ impl DomainIndexer for RelayIndexer {
         self.store.domain()
     }
 
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
+    fn index(
+        &mut self,
+        bundle: &BlockBundle,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError> {
         self.pending.clear();
         let mut sequence = self.sequence;
         // Failed txs keep only their ante events: nothing of theirs was relayed.

@@ -161,7 +161,11 @@ impl DomainIndexer for RichListIndexer {
         }
     }
 
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
+    fn index(
+        &mut self,
+        bundle: &BlockBundle,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError> {
         self.index_answered(bundle, &Answers::default(), batch)
     }
 
@@ -169,7 +173,7 @@ impl DomainIndexer for RichListIndexer {
         &mut self,
         bundle: &BlockBundle,
         answers: &Answers,
-        batch: &mut sled::Batch,
+        batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
         let chain_id = self.store.domain().chain_id().to_string();
         let moves = self.moves(bundle)?;

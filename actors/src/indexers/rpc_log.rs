@@ -29,7 +29,7 @@ pub trait RowSource: Send + 'static {
     /// The rows of one item (none: skip it), or why the item cannot be used.
     fn rows(height: u64, item: &Value) -> Result<Vec<Row>, String>;
     /// Keys a row adds beside the tx families.
-    fn extra_keys(_row: &Row, _sequence: u64, _batch: &mut sled::Batch) {}
+    fn extra_keys(_row: &Row, _sequence: u64, _batch: &mut crate::store::Batch) {}
 }
 
 pub struct RpcLogIndexer<S> {
@@ -100,7 +100,11 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
         }
     }
 
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
+    fn index(
+        &mut self,
+        bundle: &BlockBundle,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError> {
         self.index_answered(bundle, &Answers::default(), batch)
     }
 
@@ -108,7 +112,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
         &mut self,
         bundle: &BlockBundle,
         answers: &Answers,
-        batch: &mut sled::Batch,
+        batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
         let items = self.block_array(bundle, answers)?;
         let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();

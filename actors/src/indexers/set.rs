@@ -151,11 +151,15 @@ impl DomainSet {
                     got: bundle.height,
                 });
             }
-            let mut batch = sled::Batch::default();
+            let mut batch = crate::store::Batch::default();
             slot.indexer.index_answered(bundle, answers, &mut batch)?;
+            let changed = !batch.is_empty();
             tree.commit(batch, bundle.height, slot.watermark == 0)?;
             slot.watermark = bundle.height;
             slot.indexer.committed(bundle);
+            if changed {
+                tree.note_change();
+            }
             metrics::gauge!("weaver_domain_height", "chain_id" => self.chain_id.clone(), "domain" => tree.domain().to_string())
                 .set(bundle.height as f64);
         }

@@ -21,7 +21,11 @@ pub struct TxEntry<'a> {
 
 /// Adds the entry's keys to `batch`; counter increments accumulate in `counters` (the caller
 /// adds them to the stored counts once per block).
-pub fn write(entry: &TxEntry, batch: &mut sled::Batch, counters: &mut HashMap<Vec<u8>, u64>) {
+pub fn write(
+    entry: &TxEntry,
+    batch: &mut crate::store::Batch,
+    counters: &mut HashMap<Vec<u8>, u64>,
+) {
     let sequence = entry.sequence;
     batch.insert(&keys::by_u64(keys::TX, sequence), entry.record);
     batch.insert(keys::tx_hash(entry.hash), &sequence.to_be_bytes());
@@ -60,7 +64,7 @@ pub fn write(entry: &TxEntry, batch: &mut sled::Batch, counters: &mut HashMap<Ve
 pub fn flush_counters(
     store: &BlocksStore,
     counters: HashMap<Vec<u8>, u64>,
-    batch: &mut sled::Batch,
+    batch: &mut crate::store::Batch,
 ) -> Result<(), StoreError> {
     for (key, added) in counters {
         let total = store.counter(&key)? + added;

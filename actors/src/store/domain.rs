@@ -2,24 +2,45 @@
 //! it adds them to the domain's block batch so records and watermark land in one atomic
 //! `apply_batch` on this one tree.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{keys, read_u64_at, StoreError};
+use super::{keys, read_u64_at, Batch, StoreError};
 
 #[derive(Clone)]
 pub struct DomainTree {
     tree: sled::Tree,
     chain_id: Arc<str>,
     domain: Arc<str>,
+    changes: Arc<AtomicU64>,
 }
 
 impl DomainTree {
-    pub(super) fn new(tree: sled::Tree, chain_id: &str, domain: &str) -> Self {
+    pub(super) fn new(
+        tree: sled::Tree,
+        chain_id: &str,
+        domain: &str,
+        changes: Arc<AtomicU64>,
+    ) -> Self {
         DomainTree {
             tree,
             chain_id: chain_id.into(),
             domain: domain.into(),
+            changes,
         }
+    }
+
+    /// How many indexed blocks changed this domain's records (blocks that only moved the
+    /// watermark do not count). An answer rendered after this read `n` stays the answer for
+    /// as long as it reads `n`: the count moves only once a block's writes and the indexer's
+    /// in-memory state (`DomainIndexer::committed`) are both visible.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
+    /// Counts one more change (see [`DomainTree::changes`]).
+    pub fn note_change(&self) {
+        self.changes.fetch_add(1, Ordering::Release);
     }
 
     pub fn chain_id(&self) -> &str {
@@ -55,22 +76,35 @@ impl DomainTree {
     }
 
     /// Applies one block's records and moves the watermark to `height`, atomically.
-    pub fn commit(
-        &self,
-        mut batch: sled::Batch,
-        height: u64,
-        first: bool,
-    ) -> Result<(), StoreError> {
+    pub fn commit(&self, mut batch: Batch, height: u64, first: bool) -> Result<(), StoreError> {
         batch.insert(keys::meta(keys::META_HEIGHT), &height.to_be_bytes());
         if first {
             batch.insert(keys::meta(keys::META_FIRST_HEIGHT), &height.to_be_bytes());
         }
-        self.tree.apply_batch(batch)?;
+        self.tree.apply_batch(batch.into_sled())?;
         Ok(())
     }
 
     pub fn flush(&self) -> Result<(), StoreError> {
         self.tree.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::Store;
+
+    #[test]
+    fn every_handle_on_a_tree_shares_its_change_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        let writer = store.domain("c-1", "nft").unwrap();
+        let reader = store.clone().domain("c-1", "nft").unwrap();
+        let other = store.domain("c-1", "richlist").unwrap();
+        writer.note_change();
+        writer.note_change();
+        assert_eq!(reader.changes(), 2);
+        assert_eq!(other.changes(), 0);
     }
 }

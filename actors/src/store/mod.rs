@@ -2,6 +2,7 @@
 //! process-level metadata tree, with the hot tier in front of the blocks domain. Every tree's
 //! key layout is documented in `SCHEMA.md`.
 
+mod batch;
 mod blocks;
 mod blocks_query;
 mod domain;
@@ -14,9 +15,12 @@ pub mod relay;
 pub mod richlist;
 pub mod tracker;
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
+pub use batch::Batch;
 pub use blocks::BlocksStore;
 pub use blocks_query::{TxFilter, COUNT_SCAN_LIMIT};
 pub use domain::DomainTree;
@@ -30,8 +34,6 @@ pub use richlist::RichListStore;
 pub const EVM_TXS_DOMAIN: &str = "evm_txs";
 /// The EVM internal-txs domain's tree: `chain/<chain_id>/evm_internal_txs`.
 pub const EVM_INTERNAL_TXS_DOMAIN: &str = "evm_internal_txs";
-/// The write batch a domain indexer fills (one atomic `apply_batch` per block and domain).
-pub use sled::Batch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -45,6 +47,9 @@ pub enum StoreError {
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
+    /// Each tree's change counter, shared by every handle on the tree however many times it
+    /// is opened (see [`DomainTree::changes`]).
+    changes: Arc<Mutex<HashMap<String, Arc<AtomicU64>>>>,
 }
 
 impl Store {
@@ -54,13 +59,24 @@ impl Store {
             .cache_capacity(cache_bytes)
             .mode(sled::Mode::HighThroughput)
             .open()?;
-        Ok(Store { db })
+        Ok(Store {
+            db,
+            changes: Default::default(),
+        })
     }
 
     /// The tree of one domain of one chain: its records and its watermark.
     pub fn domain(&self, chain_id: &str, domain: &str) -> Result<DomainTree, StoreError> {
-        let tree = self.db.open_tree(format!("chain/{chain_id}/{domain}"))?;
-        Ok(DomainTree::new(tree, chain_id, domain))
+        let name = format!("chain/{chain_id}/{domain}");
+        let tree = self.db.open_tree(&name)?;
+        let changes = self
+            .changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(name)
+            .or_default()
+            .clone();
+        Ok(DomainTree::new(tree, chain_id, domain, changes))
     }
 
     /// The blocks-and-txs domain of a chain, with its hot tier.

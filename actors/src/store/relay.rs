@@ -58,7 +58,7 @@ pub fn tx_prefix(hash: &[u8; 32]) -> Vec<u8> {
 /// entries under its packet, bridge transfer and tx. `tx_hash` is the raw hash of the tx
 /// that emitted it (none for block events).
 pub fn stage_event(
-    batch: &mut sled::Batch,
+    batch: &mut crate::store::Batch,
     event: &RelayEvent,
     tx_hash: Option<&[u8; 32]>,
 ) -> Result<(), serde_json::Error> {

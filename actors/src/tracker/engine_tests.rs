@@ -83,7 +83,7 @@ impl Engine {
         let sequence = self.sequences.get_mut(chain).unwrap();
         let first = *sequence == 0;
         let height = events[0].height;
-        let mut batch = sled::Batch::default();
+        let mut batch = crate::store::Batch::default();
         let mut committed = vec![];
         for mut event in events {
             *sequence += 1;

@@ -109,7 +109,11 @@ impl DomainIndexer for NftIndexer {
         queries
     }
 
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut sled::Batch) -> Result<(), IndexError> {
+    fn index(
+        &mut self,
+        bundle: &BlockBundle,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError> {
         self.index_answered(bundle, &Answers::default(), batch)
     }
 
@@ -117,7 +121,7 @@ impl DomainIndexer for NftIndexer {
         &mut self,
         bundle: &BlockBundle,
         answers: &Answers,
-        batch: &mut sled::Batch,
+        batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
         let tree = self.store.domain().tree().clone();
         let mut state = BlockState::new(&tree, bundle.height, bundle.time_ns)?;

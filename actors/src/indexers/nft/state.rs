@@ -31,6 +31,8 @@ pub struct BlockState<'a> {
     /// Collections a mint or burn changed (their height moves even if the count does not).
     minted_or_burned: BTreeSet<Vec<u8>>,
     last_number: u64,
+    /// `last_number` when the block began.
+    first_number: u64,
 }
 
 fn read<T: serde::de::DeserializeOwned>(
@@ -65,6 +67,7 @@ impl<'a> BlockState<'a> {
             origins: BTreeMap::new(),
             minted_or_burned: BTreeSet::new(),
             last_number,
+            first_number: last_number,
         })
     }
 
@@ -258,7 +261,7 @@ impl<'a> BlockState<'a> {
     /// (creation number, name, origin name) for the name index.
     pub fn finish(
         mut self,
-        batch: &mut sled::Batch,
+        batch: &mut crate::store::Batch,
     ) -> Result<Vec<(u64, String, String)>, StoreError> {
         self.apply_origins(batch)?;
         let mut counts: HashMap<Vec<u8>, i64> = HashMap::new();
@@ -361,15 +364,19 @@ impl<'a> BlockState<'a> {
                 ));
             }
         }
-        batch.insert(
-            core_keys::meta(META_COLLECTIONS),
-            &self.last_number.to_be_bytes(),
-        );
+        // Only when a collection took a number: a block that writes nothing leaves the
+        // domain's change count (and the answers kept on it) alone.
+        if self.last_number != self.first_number {
+            batch.insert(
+                core_keys::meta(META_COLLECTIONS),
+                &self.last_number.to_be_bytes(),
+            );
+        }
         Ok(renamed)
     }
 
     /// Stores the block's origin names and applies them to the collections so named.
-    fn apply_origins(&mut self, batch: &mut sled::Batch) -> Result<(), StoreError> {
+    fn apply_origins(&mut self, batch: &mut crate::store::Batch) -> Result<(), StoreError> {
         let origins = std::mem::take(&mut self.origins);
         for (class_name, origin) in &origins {
             batch.insert(keys::origin(class_name), origin.as_bytes());
@@ -413,7 +420,7 @@ impl<'a> BlockState<'a> {
     fn write_counts(
         &mut self,
         counts: HashMap<Vec<u8>, i64>,
-        batch: &mut sled::Batch,
+        batch: &mut crate::store::Batch,
     ) -> Result<(), StoreError> {
         let mut owner_collections: HashMap<Vec<u8>, i64> = HashMap::new();
         for (prefix, delta) in counts {

@@ -714,3 +714,41 @@ fn indexing_without_the_answers_fails_instead_of_losing_mints() {
     );
     assert!(h.domains.apply(&mint).is_err());
 }
+
+#[test]
+fn the_change_count_moves_with_records_and_names_not_with_empty_blocks() {
+    let mut h = Harness::new(Vm::Move);
+    let none = |_: &ChainQuery| -> crate::chain::QueryAnswer { unreachable!() };
+    let counted = |h: &Harness| h.store.domain().changes();
+    assert_eq!(counted(&h), 0);
+    h.apply(block(1, vec![vec![]]), none);
+    assert_eq!(counted(&h), 0, "a block without NFT events changes nothing");
+    h.apply(
+        block(
+            2,
+            vec![vec![move_event(
+                "0x1::collection::CreateCollectionEvent",
+                json!({"collection": "0xc0", "creator": "0xc4ea70", "name": "Cool Cats!"}),
+            )]],
+        ),
+        none,
+    );
+    assert_eq!(counted(&h), 1);
+    // When the count has moved, the name index (updated after the commit) already answers.
+    let named = h
+        .store
+        .collections_named(
+            "cool",
+            &PageRequest {
+                after: None,
+                offset: 0,
+                limit: 10,
+                order: Order::Desc,
+                count_total: true,
+            },
+        )
+        .unwrap();
+    assert_eq!(named.items.len(), 1);
+    h.apply(block(3, vec![vec![]]), none);
+    assert_eq!(counted(&h), 1);
+}

@@ -1,0 +1,130 @@
+//! The NFT and rich-list answers kept between requests (`http::answer_cache`) follow the chain:
+//! on a live EVM devnet chain, a page asked for with the same URL again and again (answered
+//! from the cache while its domain has not changed) must equal the same page rendered afresh
+//! (an extra query parameter makes another cache key) whenever neither domain moved between
+//! the two requests, and the repeated URL must show the chain's changes as they come.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use weaver::config::Config;
+use weaver_actors::chain::devnet::DevnetWorld;
+
+use crate::harness::{config_with, devnet_chain, metric_value, Daemon};
+
+const CHAIN: &str = "minievm-1";
+
+fn heights(daemon: &Daemon) -> (u64, u64) {
+    let metrics = daemon.metrics();
+    let height = |domain| {
+        metric_value(
+            &metrics,
+            "weaver_domain_height",
+            &[("chain_id", CHAIN), ("domain", domain)],
+        ) as u64
+    };
+    (height("nft"), height("richlist"))
+}
+
+/// ERC-20 tokens the devnet deploys in blocks `heights`.
+fn tokens(daemon: &Daemon, heights: std::ops::RangeInclusive<u64>) -> Vec<String> {
+    let config = Config::load(&daemon.config).unwrap();
+    let world = DevnetWorld {
+        seed: config.devnet.seed,
+        genesis_time_ns: config.devnet.genesis_unix_ms.unwrap_or(0) * 1_000_000,
+    };
+    let devnet = weaver::boot::embedded_devnet(&config.chains[0], world).unwrap();
+    heights
+        .flat_map(|h| devnet.block(h).txs)
+        .flat_map(|tx| tx.result.events)
+        .filter(|e| e.kind == "erc20_created")
+        .map(|e| e.attr("contract").unwrap().to_lowercase())
+        .collect()
+}
+
+#[test]
+fn kept_answers_equal_fresh_ones_and_follow_the_chain() {
+    let chain = devnet_chain(CHAIN, "evm", "")
+        .replace("block_interval_ms = 200", "block_interval_ms = 400")
+        .replace("txs_per_block = 4", "txs_per_block = 20");
+    let daemon = Daemon::start(&config_with(&chain));
+    daemon.wait_height(CHAIN, 121);
+    let base = daemon.chain_url(CHAIN);
+    let collections = daemon.ok(&format!(
+        "{base}/indexer/nft/v1/collections?pagination.limit=1"
+    ));
+    let collection = collections["collections"][0]["object_addr"]
+        .as_str()
+        .expect("the devnet created an NFT collection in its history")
+        .to_string();
+    // A token is touched only for the ~14 blocks after its deployment: take those the chain
+    // deploys while the test runs (their pages answer 404 until then).
+    let tokens = tokens(&daemon, 122..=160);
+    assert!(
+        !tokens.is_empty(),
+        "the devnet deploys no ERC-20 token soon"
+    );
+    let mut urls = vec![
+        format!("{base}/indexer/nft/v1/collections?pagination.limit=3"),
+        format!("{base}/indexer/nft/v1/collections/{collection}?"),
+        format!("{base}/indexer/nft/v1/tokens/by_collection/{collection}?pagination.limit=3"),
+    ];
+    let rich_lists = urls.len();
+    urls.extend(
+        tokens
+            .iter()
+            .take(3)
+            .map(|token| format!("{base}/indexer/richlist/v1/{token}?pagination.limit=100")),
+    );
+
+    let mut seen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut compared = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for round in 0..2_000 {
+        let before = heights(&daemon);
+        let pairs: Vec<((u16, Value), (u16, Value))> = urls
+            .iter()
+            .map(|url| {
+                let (code, _, kept) = daemon.get(url);
+                let (fresh_code, _, fresh) = daemon.get(&format!("{url}&fresh={round}"));
+                ((code, kept), (fresh_code, fresh))
+            })
+            .collect();
+        // A margin for the follower to publish a height after its commit.
+        std::thread::sleep(Duration::from_millis(30));
+        if heights(&daemon) == before {
+            for (url, (kept, fresh)) in urls.iter().zip(&pairs) {
+                assert_eq!(kept, fresh, "{url} at nft/richlist heights {before:?}");
+            }
+            compared += 1;
+        }
+        for (url, ((code, kept), _)) in urls.iter().zip(&pairs) {
+            if *code == 200 {
+                seen.entry(url).or_default().insert(kept.to_string());
+            }
+        }
+        let nft_moved = distinct(&seen, &urls[..1]) >= 3;
+        let rich_list_moved = distinct(&seen, &urls[rich_lists..]) >= 3;
+        if compared >= 20 && nft_moved && rich_list_moved || Instant::now() > deadline {
+            break;
+        }
+    }
+    assert!(compared >= 20, "only {compared} quiet rounds to compare");
+    for (what, some) in [("NFT", &urls[..1]), ("rich-list", &urls[rich_lists..])] {
+        let answers = distinct(&seen, some);
+        assert!(
+            answers >= 3,
+            "the {what} page answered at most {answers} distinct bodies while the chain moved"
+        );
+    }
+}
+
+/// The most distinct bodies any of `urls` answered.
+fn distinct(seen: &BTreeMap<&str, BTreeSet<String>>, urls: &[String]) -> usize {
+    urls.iter()
+        .map(|url| seen.get(url.as_str()).map_or(0, BTreeSet::len))
+        .max()
+        .unwrap_or(0)
+}
