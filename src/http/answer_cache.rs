@@ -22,9 +22,18 @@ use actix_web::HttpRequest;
 
 use super::error::{json_bytes, ApiError, ApiResult};
 
-#[derive(Default)]
 pub struct AnswerCache {
     inner: Mutex<Entries>,
+    /// Larger answers (long or deep pages) are rendered every time.
+    max_answer: usize,
+    max_bytes: usize,
+}
+
+impl Default for AnswerCache {
+    /// For lists of small rows (NFTs, holders): answers up to 256 KiB, 16 MiB in all.
+    fn default() -> Self {
+        AnswerCache::with_limits(256 << 10, 16 << 20)
+    }
 }
 
 #[derive(Default)]
@@ -34,10 +43,20 @@ struct Entries {
 }
 
 impl AnswerCache {
+    /// For pages of tx records (~3.8 KB each): a page of 100 is ~380 KB.
+    pub fn for_record_pages() -> Self {
+        AnswerCache::with_limits(1 << 20, 32 << 20)
+    }
+
+    pub fn with_limits(max_answer: usize, max_bytes: usize) -> Self {
+        AnswerCache {
+            inner: Mutex::default(),
+            max_answer,
+            max_bytes,
+        }
+    }
+
     const MAX_ENTRIES: usize = 4096;
-    const MAX_BYTES: usize = 16 << 20;
-    /// Larger answers (long or deep pages) are rendered every time.
-    const MAX_ANSWER: usize = 256 << 10;
     /// Longer keys are not kept (a real request's path and query are far shorter).
     const MAX_KEY: usize = 1024;
 
@@ -48,12 +67,12 @@ impl AnswerCache {
     }
 
     fn put(&self, key: String, changes: u64, answer: Bytes) {
-        if answer.len() > Self::MAX_ANSWER || key.len() > Self::MAX_KEY {
+        if answer.len() > self.max_answer || key.len() > Self::MAX_KEY {
             return;
         }
         let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if entries.answers.len() >= Self::MAX_ENTRIES
-            || entries.bytes + answer.len() > Self::MAX_BYTES
+            || entries.bytes + answer.len() > self.max_bytes
         {
             entries.answers.clear();
             entries.bytes = 0;
@@ -150,15 +169,15 @@ mod tests {
             cache.put(format!("/k{n}"), 0, Bytes::from_static(b"{}"));
         }
         assert!(cache.inner.lock().unwrap().answers.len() <= AnswerCache::MAX_ENTRIES);
-        let big = Bytes::from(vec![b' '; AnswerCache::MAX_ANSWER]);
-        for n in 0..(AnswerCache::MAX_BYTES / AnswerCache::MAX_ANSWER) + 3 {
+        let big = Bytes::from(vec![b' '; cache.max_answer]);
+        for n in 0..(cache.max_bytes / cache.max_answer) + 3 {
             cache.put(format!("/big{n}"), 0, big.clone());
         }
-        assert!(cache.inner.lock().unwrap().bytes <= AnswerCache::MAX_BYTES);
+        assert!(cache.inner.lock().unwrap().bytes <= cache.max_bytes);
         cache.put(
             "/huge".into(),
             0,
-            Bytes::from(vec![b' '; AnswerCache::MAX_ANSWER + 1]),
+            Bytes::from(vec![b' '; cache.max_answer + 1]),
         );
         assert!(cache.get("/huge", 0).is_none());
         cache.put(

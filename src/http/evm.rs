@@ -8,6 +8,7 @@ use weaver_actors::chain::address::parse_account;
 use weaver_actors::indexers::evm_internal_txs::BY_TX;
 use weaver_actors::store::{BlocksStore, TxFilter};
 
+use super::answer_cache::AnswerCache;
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::indexer::{list_body, list_of, wrap};
 use super::limits::HeavyPages;
@@ -22,6 +23,7 @@ pub struct EvmApi {
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::scope(cfg, "/indexer/tx/v1/evm-txs", |s| {
+        s.data(AnswerCache::for_record_pages());
         s.get("/indexer/tx/v1/evm-txs", evm_txs);
         s.get(
             "/indexer/tx/v1/evm-txs/by_account/{account}",
@@ -34,6 +36,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         s.get("/indexer/tx/v1/evm-txs/{tx_hash}", evm_tx);
     });
     super::scope(cfg, "/indexer/tx/v1/evm-internal-txs", |s| {
+        s.data(AnswerCache::for_record_pages());
         s.get("/indexer/tx/v1/evm-internal-txs", internal_txs);
         s.get(
             "/indexer/tx/v1/evm-internal-txs/by_account/{account}",
@@ -57,9 +60,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 pub(super) async fn evm_txs(
     api: web::Data<EvmApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     req: HttpRequest,
 ) -> ApiResult {
-    all(&api, List::Txs, &heavy, &req).await
+    all(&api, List::Txs, &heavy, &cache, &req).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/by_account/{account}", tag = "EVM",
@@ -69,10 +73,11 @@ pub(super) async fn evm_txs(
 pub(super) async fn evm_txs_by_account(
     api: web::Data<EvmApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     account: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    by_account(&api, List::Txs, &heavy, &account, &req).await
+    by_account(&api, List::Txs, &heavy, &cache, &account, &req).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/by_height/{height}", tag = "EVM",
@@ -82,10 +87,11 @@ pub(super) async fn evm_txs_by_account(
 pub(super) async fn evm_txs_by_height(
     api: web::Data<EvmApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     height: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    by_height(&api, List::Txs, &heavy, &height, &req).await
+    by_height(&api, List::Txs, &heavy, &cache, &height, &req).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/{tx_hash}", tag = "EVM",
@@ -108,9 +114,10 @@ pub(super) async fn evm_tx(api: web::Data<EvmApi>, hash: web::Path<String>) -> A
 pub(super) async fn internal_txs(
     api: web::Data<EvmApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     req: HttpRequest,
 ) -> ApiResult {
-    all(&api, List::Internal, &heavy, &req).await
+    all(&api, List::Internal, &heavy, &cache, &req).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/by_account/{account}", tag = "EVM",
@@ -120,10 +127,11 @@ pub(super) async fn internal_txs(
 pub(super) async fn internal_txs_by_account(
     api: web::Data<EvmApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     account: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    by_account(&api, List::Internal, &heavy, &account, &req).await
+    by_account(&api, List::Internal, &heavy, &cache, &account, &req).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/by_height/{height}", tag = "EVM",
@@ -133,10 +141,11 @@ pub(super) async fn internal_txs_by_account(
 pub(super) async fn internal_txs_by_height(
     api: web::Data<EvmApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     height: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    by_height(&api, List::Internal, &heavy, &height, &req).await
+    by_height(&api, List::Internal, &heavy, &cache, &height, &req).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/{tx_hash}", tag = "EVM",
@@ -187,45 +196,72 @@ impl List {
     }
 }
 
-async fn all(api: &EvmApi, list: List, heavy: &HeavyPages, req: &HttpRequest) -> ApiResult {
+async fn all(
+    api: &EvmApi,
+    list: List,
+    heavy: &HeavyPages,
+    cache: &AnswerCache,
+    req: &HttpRequest,
+) -> ApiResult {
     let store = list.store(api)?;
-    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    list_of(store, list.name(), heavy, TxFilter::default(), query).await
+    cache
+        .answer(req, store.domain().changes(), || async {
+            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+            list_of(
+                store.clone(),
+                list.name(),
+                heavy,
+                TxFilter::default(),
+                query,
+            )
+            .await
+        })
+        .await
 }
 
 async fn by_account(
     api: &EvmApi,
     list: List,
     heavy: &HeavyPages,
+    cache: &AnswerCache,
     account: &str,
     req: &HttpRequest,
 ) -> ApiResult {
     let store = list.store(api)?;
-    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    let bytes = parse_account(account)
-        .map_err(|e| ApiError::invalid_value("account", account, &e.to_string()))?;
-    let filter = TxFilter {
-        account: Some(bytes),
-        // Internal calls have no signer: `is_signer` applies to EVM txs only.
-        signer_only: query.is_signer && matches!(list, List::Txs),
-        ..Default::default()
-    };
-    list_of(store, list.name(), heavy, filter, query).await
+    cache
+        .answer(req, store.domain().changes(), || async {
+            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+            let bytes = parse_account(account)
+                .map_err(|e| ApiError::invalid_value("account", account, &e.to_string()))?;
+            let filter = TxFilter {
+                account: Some(bytes),
+                // Internal calls have no signer: `is_signer` applies to EVM txs only.
+                signer_only: query.is_signer && matches!(list, List::Txs),
+                ..Default::default()
+            };
+            list_of(store.clone(), list.name(), heavy, filter, query).await
+        })
+        .await
 }
 
 async fn by_height(
     api: &EvmApi,
     list: List,
     heavy: &HeavyPages,
+    cache: &AnswerCache,
     height: &str,
     req: &HttpRequest,
 ) -> ApiResult {
     let store = list.store(api)?;
     let height = parse_height(height)?;
-    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    let filter = TxFilter {
-        height: Some(height),
-        ..Default::default()
-    };
-    list_of(store, list.name(), heavy, filter, query).await
+    cache
+        .answer(req, store.domain().changes(), || async {
+            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+            let filter = TxFilter {
+                height: Some(height),
+                ..Default::default()
+            };
+            list_of(store.clone(), list.name(), heavy, filter, query).await
+        })
+        .await
 }

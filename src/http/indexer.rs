@@ -10,6 +10,7 @@ use weaver_actors::chain::address::parse_account;
 use weaver_actors::follower::{Ingestion, IngestionStatus};
 use weaver_actors::store::{BlocksStore, Page, Total, TxFilter};
 
+use super::answer_cache::AnswerCache;
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::limits::HeavyPages;
 use super::query::{
@@ -66,11 +67,13 @@ pub const INLINE_LIMIT: usize = 100;
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
     super::scope(cfg, "/indexer/block/v1", |s| {
+        s.data(AnswerCache::for_record_pages());
         s.get("/indexer/block/v1/avg_blocktime", avg_blocktime);
         s.get("/indexer/block/v1/blocks", blocks);
         s.get("/indexer/block/v1/blocks/{height}", block);
     });
     super::scope(cfg, "/indexer/tx/v1/txs", |s| {
+        s.data(AnswerCache::for_record_pages());
         s.get("/indexer/tx/v1/txs", txs);
         // `/txs/by_account/` (trailing slash trimmed) names no account: a 400 naming the
         // parameter, not a hash error from `/txs/{tx_hash}`.
@@ -201,20 +204,25 @@ pub(super) async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> Api
 pub(super) async fn blocks(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     req: HttpRequest,
 ) -> ApiResult {
-    let query = parse_list_query(req.query_string(), CursorKind::Height)?;
-    let page = |store: &BlocksStore, query: &ListQuery| -> Result<Vec<u8>, ApiError> {
-        let page = store.blocks_page(&query.page)?;
-        Ok(list_body("blocks", &page, query, CursorKind::Height))
-    };
-    let body = if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
-        let store = api.store.clone();
-        heavy.run(move || page(&store, &query)).await?
-    } else {
-        page(&api.store, &query)?
-    };
-    Ok(json_bytes(body))
+    let changes = api.store.domain().changes();
+    cache
+        .answer(&req, changes, || async {
+            let query = parse_list_query(req.query_string(), CursorKind::Height)?;
+            let page = |store: &BlocksStore, query: &ListQuery| -> Result<Vec<u8>, ApiError> {
+                let page = store.blocks_page(&query.page)?;
+                Ok(list_body("blocks", &page, query, CursorKind::Height))
+            };
+            if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
+                let store = api.store.clone();
+                heavy.run(move || page(&store, &query)).await
+            } else {
+                page(&api.store, &query)
+            }
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/txs", tag = "Tx",
@@ -224,14 +232,16 @@ pub(super) async fn blocks(
 pub(super) async fn txs(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     req: HttpRequest,
 ) -> ApiResult {
-    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    let filter = TxFilter {
-        msgs: query.msgs.clone(),
-        ..Default::default()
-    };
-    tx_list(api, heavy, filter, query).await
+    tx_list(&api, &heavy, &cache, &req, |query| {
+        Ok(TxFilter {
+            msgs: query.msgs.clone(),
+            ..Default::default()
+        })
+    })
+    .await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/txs/by_account/{account}", tag = "Tx",
@@ -241,19 +251,21 @@ pub(super) async fn txs(
 pub(super) async fn txs_by_account(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     account: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    let bytes = parse_account(&account)
-        .map_err(|e| ApiError::invalid_value("account", &account, &e.to_string()))?;
-    let filter = TxFilter {
-        account: Some(bytes),
-        signer_only: query.is_signer,
-        msgs: query.msgs.clone(),
-        ..Default::default()
-    };
-    tx_list(api, heavy, filter, query).await
+    tx_list(&api, &heavy, &cache, &req, |query| {
+        let bytes = parse_account(&account)
+            .map_err(|e| ApiError::invalid_value("account", &account, &e.to_string()))?;
+        Ok(TxFilter {
+            account: Some(bytes),
+            signer_only: query.is_signer,
+            msgs: query.msgs.clone(),
+            ..Default::default()
+        })
+    })
+    .await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/txs/by_height/{height}", tag = "Tx",
@@ -263,17 +275,19 @@ pub(super) async fn txs_by_account(
 pub(super) async fn txs_by_height(
     api: web::Data<ChainApi>,
     heavy: web::Data<HeavyPages>,
+    cache: web::Data<AnswerCache>,
     height: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
     let height = parse_height(&height)?;
-    let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-    let filter = TxFilter {
-        height: Some(height),
-        msgs: query.msgs.clone(),
-        ..Default::default()
-    };
-    tx_list(api, heavy, filter, query).await
+    tx_list(&api, &heavy, &cache, &req, |query| {
+        Ok(TxFilter {
+            height: Some(height),
+            msgs: query.msgs.clone(),
+            ..Default::default()
+        })
+    })
+    .await
 }
 
 /// Whether a tx page is heavy: it may touch many entries (a filtered count, a filter
@@ -291,13 +305,23 @@ fn heavy_tx_page(filter: &TxFilter, query: &ListQuery) -> bool {
         || query.page.limit > INLINE_LIMIT
 }
 
+/// A page of Cosmos txs chosen by `filter_of` the request's query, kept in `cache` until the
+/// blocks domain indexes another block.
 async fn tx_list(
-    api: web::Data<ChainApi>,
-    heavy: web::Data<HeavyPages>,
-    filter: TxFilter,
-    query: ListQuery,
+    api: &ChainApi,
+    heavy: &HeavyPages,
+    cache: &AnswerCache,
+    req: &HttpRequest,
+    filter_of: impl FnOnce(&ListQuery) -> Result<TxFilter, ApiError>,
 ) -> ApiResult {
-    list_of(api.store.clone(), "txs", &heavy, filter, query).await
+    let changes = api.store.domain().changes();
+    cache
+        .answer(req, changes, || async {
+            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+            let filter = filter_of(&query)?;
+            list_of(api.store.clone(), "txs", heavy, filter, query).await
+        })
+        .await
 }
 
 /// A page of records from a tree with the tx key families (Cosmos txs, EVM txs, internal
@@ -308,17 +332,16 @@ pub async fn list_of(
     heavy: &HeavyPages,
     filter: TxFilter,
     query: ListQuery,
-) -> ApiResult {
+) -> Result<Vec<u8>, ApiError> {
     let page = move |store: &BlocksStore, filter: &TxFilter, query: &ListQuery| {
         let page = store.txs_page(filter, &query.page)?;
         Ok::<_, ApiError>(list_body(name, &page, query, CursorKind::Sequence))
     };
-    let body = if heavy_tx_page(&filter, &query) {
-        heavy.run(move || page(&store, &filter, &query)).await?
+    if heavy_tx_page(&filter, &query) {
+        heavy.run(move || page(&store, &filter, &query)).await
     } else {
-        page(&store, &filter, &query)?
-    };
-    Ok(json_bytes(body))
+        page(&store, &filter, &query)
+    }
 }
 
 pub fn wrap(name: &str, record: &[u8]) -> Vec<u8> {

@@ -1,4 +1,4 @@
-//! The NFT and rich-list answers kept between requests (`http::answer_cache`) follow the chain:
+//! The tx, block, NFT and rich-list pages kept between requests (`http::answer_cache`) follow the chain:
 //! on a live EVM devnet chain, a page asked for with the same URL again and again (answered
 //! from the cache while its domain has not changed) must equal the same page rendered afresh
 //! (an extra query parameter makes another cache key) whenever neither domain moved between
@@ -16,7 +16,7 @@ use crate::harness::{config_with, devnet_chain, metric_value, Daemon};
 
 const CHAIN: &str = "minievm-1";
 
-fn heights(daemon: &Daemon) -> (u64, u64) {
+fn heights(daemon: &Daemon) -> (u64, u64, u64) {
     let metrics = daemon.metrics();
     let height = |domain| {
         metric_value(
@@ -25,7 +25,7 @@ fn heights(daemon: &Daemon) -> (u64, u64) {
             &[("chain_id", CHAIN), ("domain", domain)],
         ) as u64
     };
-    (height("nft"), height("richlist"))
+    (height("blocks"), height("nft"), height("richlist"))
 }
 
 /// ERC-20 tokens the devnet deploys in blocks `heights`.
@@ -67,6 +67,8 @@ fn kept_answers_equal_fresh_ones_and_follow_the_chain() {
         "the devnet deploys no ERC-20 token soon"
     );
     let mut urls = vec![
+        format!("{base}/indexer/tx/v1/txs?pagination.limit=5"),
+        format!("{base}/indexer/block/v1/blocks?pagination.limit=2"),
         format!("{base}/indexer/nft/v1/collections?pagination.limit=3"),
         format!("{base}/indexer/nft/v1/collections/{collection}?"),
         format!("{base}/indexer/nft/v1/tokens/by_collection/{collection}?pagination.limit=3"),
@@ -96,7 +98,10 @@ fn kept_answers_equal_fresh_ones_and_follow_the_chain() {
         std::thread::sleep(Duration::from_millis(30));
         if heights(&daemon) == before {
             for (url, (kept, fresh)) in urls.iter().zip(&pairs) {
-                assert_eq!(kept, fresh, "{url} at nft/richlist heights {before:?}");
+                assert_eq!(
+                    kept, fresh,
+                    "{url} at heights {before:?} (blocks, nft, richlist)"
+                );
             }
             compared += 1;
         }
@@ -105,14 +110,20 @@ fn kept_answers_equal_fresh_ones_and_follow_the_chain() {
                 seen.entry(url).or_default().insert(kept.to_string());
             }
         }
-        let nft_moved = distinct(&seen, &urls[..1]) >= 3;
+        let txs_moved = distinct(&seen, &urls[..1]) >= 3;
+        let nft_moved = distinct(&seen, &urls[2..3]) >= 3;
         let rich_list_moved = distinct(&seen, &urls[rich_lists..]) >= 3;
-        if compared >= 20 && nft_moved && rich_list_moved || Instant::now() > deadline {
+        if compared >= 20 && txs_moved && nft_moved && rich_list_moved || Instant::now() > deadline
+        {
             break;
         }
     }
     assert!(compared >= 20, "only {compared} quiet rounds to compare");
-    for (what, some) in [("NFT", &urls[..1]), ("rich-list", &urls[rich_lists..])] {
+    for (what, some) in [
+        ("tx", &urls[..1]),
+        ("NFT", &urls[2..3]),
+        ("rich-list", &urls[rich_lists..]),
+    ] {
         let answers = distinct(&seen, some);
         assert!(
             answers >= 3,
