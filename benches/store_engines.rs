@@ -6,15 +6,18 @@
 //! txs, relay, NFT, rich list). Every domain's batch of every block is recorded as it is
 //! committed, with its watermark, and then replayed into each engine in a fresh directory:
 //! one atomic batch per block and domain, the unit weaver commits in, every domain in its own
-//! tree / keyspace / table. Durability is matched to sled's: writes reach the OS at once and
-//! are synced to disk every 500 ms (sled's flusher; `persist(SyncAll)` for fjall; an
-//! `Immediate` commit for redb, whose other commits are `Durability::None`). All three apply a
-//! batch atomically and recover to a batch boundary after a crash.
+//! tree / keyspace / table. Durability is matched to sled's: a commit is atomic and buffered by
+//! the engine, and a background thread makes everything committed durable every 500 ms, off
+//! the writing thread (sled's own flusher; `persist(SyncAll)` for fjall; an empty
+//! `Immediate` commit for redb, whose other commits are `Durability::None`). All three
+//! recover to a batch boundary after a crash.
 //!
-//! Printed per engine: write throughput (blocks/s, txs/s, µs per key), bytes on disk per tx and
-//! against the compact JSON of the records served (after the final sync, and after the
-//! engine's own compaction where it has one), then reads on the result: tx by hash (the hash
-//! key, then the record) and a page of 100 tx records walked backwards from a random point.
+//! Printed per engine: write throughput (blocks/s, txs/s, µs per key, wall time of the writing
+//! thread), then reads on the store as written: tx by hash (the hash key, then the record) and
+//! a page of 100 tx records walked backwards from a random point; then the space the files
+//! take (allocated blocks), per tx and against the compact JSON of the records served: after
+//! the final sync, once the engine's background work has settled with its write buffers
+//! flushed, and after a full compaction where the engine has one.
 //!
 //! Run: `cargo bench --features engine-compare --bench store_engines` (env `BLOCKS`, `TXS`,
 //! `READS`, `PAGES`, `ENGINES=sled,fjall,fjall32k,redb`).
@@ -159,12 +162,20 @@ fn capture(n: u64, txs_per_block: u32) -> Workload {
     workload
 }
 
+/// Makes everything committed so far durable (run every 500 ms on a thread of its own).
+type Syncer = Box<dyn Fn() + Send>;
+
 /// One engine behind the operations the comparison needs.
 trait Engine {
-    fn commit(&mut self, tree: usize, writes: &Writes, sync: bool);
+    fn commit(&mut self, tree: usize, writes: &Writes);
+    /// The periodic sync, where the engine has no flusher of its own.
+    fn syncer(&self) -> Option<Syncer>;
     /// Makes everything durable (the end of the write phase).
     fn sync(&mut self);
-    /// The engine's own space reclamation, where it has one (timed separately).
+    /// Writes out what the engine buffers in memory (the state a long run reaches), and lets
+    /// its background work settle.
+    fn settle(&mut self);
+    /// The engine's own full compaction, where it has one (timed separately).
     fn compact(&mut self) -> bool;
     fn get(&self, tree: usize, key: &[u8]) -> Option<Vec<u8>>;
     /// Bytes of up to `PAGE` values walking backwards from `last` within `prefix`.
@@ -191,8 +202,7 @@ impl Sled {
 }
 
 impl Engine for Sled {
-    fn commit(&mut self, tree: usize, writes: &Writes, _sync: bool) {
-        // sled's own flusher syncs every 500 ms.
+    fn commit(&mut self, tree: usize, writes: &Writes) {
         let mut batch = sled::Batch::default();
         for (k, v) in writes {
             match v {
@@ -202,9 +212,13 @@ impl Engine for Sled {
         }
         self.trees[tree].apply_batch(batch).unwrap();
     }
+    fn syncer(&self) -> Option<Syncer> {
+        None // its flusher syncs every 500 ms (`flush_every_ms` default)
+    }
     fn sync(&mut self) {
         self.db.flush().unwrap();
     }
+    fn settle(&mut self) {}
     fn compact(&mut self) -> bool {
         false
     }
@@ -246,7 +260,7 @@ impl Fjall {
 }
 
 impl Engine for Fjall {
-    fn commit(&mut self, tree: usize, writes: &Writes, sync: bool) {
+    fn commit(&mut self, tree: usize, writes: &Writes) {
         let mut batch = self.db.batch();
         let keyspace = &self.trees[tree];
         for (k, v) in writes {
@@ -256,18 +270,27 @@ impl Engine for Fjall {
             }
         }
         batch.commit().unwrap();
-        if sync {
-            self.sync();
-        }
+    }
+    fn syncer(&self) -> Option<Syncer> {
+        let db = self.db.clone();
+        Some(Box::new(move || {
+            db.persist(fjall::PersistMode::SyncAll).unwrap()
+        }))
     }
     fn sync(&mut self) {
         self.db.persist(fjall::PersistMode::SyncAll).unwrap();
     }
-    fn compact(&mut self) -> bool {
-        // The memtables (64 MiB each) hold recent writes, with the journal as their only copy
-        // on disk: write them out as tables first, so the journal can go.
+    fn settle(&mut self) {
+        // The memtables (64 MiB each) hold the recent writes, with the journal as their only
+        // copy on disk; a long run flushes them as they fill. Flush them now, then give the
+        // background compactions time to finish.
         for keyspace in &self.trees {
             keyspace.rotate_memtable_and_wait().unwrap();
+        }
+        self.sync();
+    }
+    fn compact(&mut self) -> bool {
+        for keyspace in &self.trees {
             keyspace.major_compact().unwrap();
         }
         self.sync();
@@ -290,7 +313,7 @@ impl Engine for Fjall {
 type Table<'a> = redb::TableDefinition<'a, &'static [u8], &'static [u8]>;
 
 struct Redb {
-    db: redb::Database,
+    db: std::sync::Arc<redb::Database>,
     names: Vec<String>,
 }
 
@@ -301,7 +324,7 @@ impl Redb {
             .create(dir.join("redb"))
             .unwrap();
         Redb {
-            db,
+            db: std::sync::Arc::new(db),
             names: names.to_vec(),
         }
     }
@@ -311,14 +334,9 @@ impl Redb {
 }
 
 impl Engine for Redb {
-    fn commit(&mut self, tree: usize, writes: &Writes, sync: bool) {
+    fn commit(&mut self, tree: usize, writes: &Writes) {
         let mut txn = self.db.begin_write().unwrap();
-        txn.set_durability(if sync {
-            redb::Durability::Immediate
-        } else {
-            redb::Durability::None
-        })
-        .unwrap();
+        txn.set_durability(redb::Durability::None).unwrap();
         {
             let mut table = txn.open_table(self.table(tree)).unwrap();
             for (k, v) in writes {
@@ -334,12 +352,23 @@ impl Engine for Redb {
         }
         txn.commit().unwrap();
     }
+    fn syncer(&self) -> Option<Syncer> {
+        let db = self.db.clone();
+        // An `Immediate` commit makes the `None` commits before it durable.
+        Some(Box::new(move || {
+            db.begin_write().unwrap().commit().unwrap()
+        }))
+    }
     fn sync(&mut self) {
         let txn = self.db.begin_write().unwrap();
         txn.commit().unwrap();
     }
+    fn settle(&mut self) {}
     fn compact(&mut self) -> bool {
-        self.db.compact().unwrap();
+        std::sync::Arc::get_mut(&mut self.db)
+            .expect("the syncer has stopped")
+            .compact()
+            .unwrap();
         true
     }
     fn get(&self, tree: usize, key: &[u8]) -> Option<Vec<u8>> {
@@ -363,7 +392,10 @@ impl Engine for Redb {
     }
 }
 
+/// Space the files under `path` take on disk: allocated blocks, not apparent lengths (an
+/// engine may preallocate a file it has not filled yet).
 fn dir_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     std::fs::read_dir(path)
         .unwrap()
         .flatten()
@@ -372,10 +404,27 @@ fn dir_bytes(path: &Path) -> u64 {
             if meta.is_dir() {
                 dir_bytes(&e.path())
             } else {
-                meta.len()
+                meta.blocks() * 512
             }
         })
         .sum()
+}
+
+/// Waits until the size of `dir` has not changed for two seconds (at most 60 s): the engine's
+/// background flushes and compactions are done.
+fn settled_bytes(dir: &Path) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = dir_bytes(dir);
+    let mut stable_since = Instant::now();
+    while Instant::now() < deadline && stable_since.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = dir_bytes(dir);
+        if now != last {
+            last = now;
+            stable_since = Instant::now();
+        }
+    }
+    last
 }
 
 /// A small deterministic generator, so every engine reads the same keys.
@@ -392,23 +441,29 @@ impl Lcg {
 }
 
 fn run(name: &str, engine: &mut dyn Engine, dir: &Path, w: &Workload, reads: u64, pages: u64) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let syncer = engine.syncer().map(|sync| {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(SYNC_EVERY);
+                sync();
+            }
+        })
+    });
     let started = Instant::now();
-    let mut last_sync = Instant::now();
     for commit in &w.commits {
-        let sync = last_sync.elapsed() >= SYNC_EVERY;
-        if sync {
-            last_sync = Instant::now();
-        }
-        engine.commit(commit.tree, &commit.writes, sync);
+        engine.commit(commit.tree, &commit.writes);
+    }
+    let wrote = started.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(thread) = syncer {
+        thread.join().unwrap();
     }
     engine.sync();
-    let wrote = started.elapsed();
     let synced_bytes = dir_bytes(dir);
-    let started = Instant::now();
-    let compacted = engine.compact();
-    let compaction = started.elapsed();
-    let compacted_bytes = dir_bytes(dir);
 
+    // Reads on the store as written (no compaction asked for).
     let mut rng = Lcg(15);
     let started = Instant::now();
     let mut read_bytes = 0usize;
@@ -433,15 +488,26 @@ fn run(name: &str, engine: &mut dyn Engine, dir: &Path, w: &Workload, reads: u64
     let paged = started.elapsed();
     std::hint::black_box(read_bytes);
 
+    engine.settle();
+    let settled = settled_bytes(dir);
+    let started = Instant::now();
+    let compacted = engine.compact();
+    let compaction = started.elapsed();
+    let compacted_bytes = if compacted { settled_bytes(dir) } else { 0 };
+
     let per_tx = |bytes: u64| bytes as f64 / w.txs as f64;
     let ratio = |bytes: u64| bytes as f64 / w.record_bytes as f64;
     println!(
-        "{name:<9} write {:>6.0} blocks/s {:>7.0} txs/s {:>5.1} µs/key | disk {:>6.0} B/tx {:.2}× JSON{} | tx by hash {:>5.1} µs | page of {PAGE} {:>6.0} µs",
+        "{name:<9} write {:>6.0} blocks/s {:>7.0} txs/s {:>5.1} µs/key | tx by hash {:>5.1} µs | page of {PAGE} {:>6.0} µs | disk synced {:>6.0} B/tx {:.2}×, settled {:>6.0} B/tx {:.2}×{}",
         w.blocks as f64 / wrote.as_secs_f64(),
         w.txs as f64 / wrote.as_secs_f64(),
         wrote.as_secs_f64() * 1e6 / w.keys as f64,
+        point.as_secs_f64() * 1e6 / reads as f64,
+        paged.as_secs_f64() * 1e6 * PAGE as f64 / page_records as f64,
         per_tx(synced_bytes),
         ratio(synced_bytes),
+        per_tx(settled),
+        ratio(settled),
         if compacted {
             format!(
                 ", compacted {:.0} B/tx {:.2}× ({:.1} s)",
@@ -452,8 +518,6 @@ fn run(name: &str, engine: &mut dyn Engine, dir: &Path, w: &Workload, reads: u64
         } else {
             String::new()
         },
-        point.as_secs_f64() * 1e6 / reads as f64,
-        paged.as_secs_f64() * 1e6 * PAGE as f64 / page_records as f64,
     );
 }
 

@@ -2,6 +2,10 @@
 //! allocations (the read buffers of thousands of refused or timed-out connections) in its
 //! arenas, so a flood would leave RSS at its peak for good; trimming every few seconds
 //! hands it back.
+//!
+//! The `weaver` binary allocates with mimalloc (`src/main.rs`), which returns freed pages by
+//! itself (after its purge delay), so there the trim only covers what still goes through
+//! glibc's malloc. It stays for programs that embed this library on glibc's allocator.
 
 use std::time::Duration;
 

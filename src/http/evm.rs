@@ -23,7 +23,7 @@ pub struct EvmApi {
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::scope(cfg, "/indexer/tx/v1/evm-txs", |s| {
-        s.data(AnswerCache::for_record_pages());
+        s.data(AnswerCache::for_record_pages("evm_txs"));
         s.get("/indexer/tx/v1/evm-txs", evm_txs);
         s.get(
             "/indexer/tx/v1/evm-txs/by_account/{account}",
@@ -36,7 +36,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         s.get("/indexer/tx/v1/evm-txs/{tx_hash}", evm_tx);
     });
     super::scope(cfg, "/indexer/tx/v1/evm-internal-txs", |s| {
-        s.data(AnswerCache::for_record_pages());
+        s.data(AnswerCache::for_record_pages("evm_internal_txs"));
         s.get("/indexer/tx/v1/evm-internal-txs", internal_txs);
         s.get(
             "/indexer/tx/v1/evm-internal-txs/by_account/{account}",

@@ -67,13 +67,13 @@ pub const INLINE_LIMIT: usize = 100;
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
     super::scope(cfg, "/indexer/block/v1", |s| {
-        s.data(AnswerCache::for_record_pages());
+        s.data(AnswerCache::for_record_pages("blocks"));
         s.get("/indexer/block/v1/avg_blocktime", avg_blocktime);
         s.get("/indexer/block/v1/blocks", blocks);
         s.get("/indexer/block/v1/blocks/{height}", block);
     });
     super::scope(cfg, "/indexer/tx/v1/txs", |s| {
-        s.data(AnswerCache::for_record_pages());
+        s.data(AnswerCache::for_record_pages("txs"));
         s.get("/indexer/tx/v1/txs", txs);
         // `/txs/by_account/` (trailing slash trimmed) names no account: a 400 naming the
         // parameter, not a hash error from `/txs/{tx_hash}`.

@@ -14,7 +14,7 @@ use weaver_actors::store::nft::keys::TxPosition;
 use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
 use weaver_actors::store::{BlocksStore, NftStore, Page, PageRequest, StoreError};
 
-use super::answer_cache::AnswerCache;
+use super::answer_cache::{AnswerCache, Rendered};
 use super::error::{ApiError, ApiResult};
 use super::indexer::{list_body_with, wrap, INLINE_LIMIT, INLINE_OFFSET};
 use super::limits::HeavyPages;
@@ -30,7 +30,7 @@ pub struct NftApi {
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::scope(cfg, "/indexer/nft/v1", |s| {
-        s.data(AnswerCache::default());
+        s.data(AnswerCache::for_lists("nft"));
         s.get("/indexer/nft/v1/collections", collections);
         s.get(
             "/indexer/nft/v1/collections/by_account/{account}",
@@ -119,11 +119,11 @@ fn collection_key(n: &u64) -> String {
 }
 
 /// Runs a page on the blocking pool when it is long or deep (see `HeavyPages`).
-pub(super) async fn paged<C: Send + 'static>(
+pub(super) async fn paged<C: Send + 'static, T: Send + 'static>(
     heavy: &HeavyPages,
     query: &ListQuery<C>,
-    work: impl FnOnce() -> Result<Vec<u8>, ApiError> + Send + 'static,
-) -> Result<Vec<u8>, ApiError> {
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
     if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
         heavy.run(work).await
     } else {
@@ -402,7 +402,7 @@ async fn token_txs_page(
     heavy: web::Data<HeavyPages>,
     path: web::Path<(String, String)>,
     req: &HttpRequest,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Rendered, ApiError> {
     let (collection, token) = path.into_inner();
     let token_id = token_id(token)?;
     let collection = collection_addr(api.vm, &collection)?;
@@ -417,14 +417,24 @@ async fn token_txs_page(
     let page = query.clone();
     paged(&heavy, &query, move || {
         let hashes = nfts.token_txs(&collection, &token_id, &page.page)?;
+        let listed = hashes.items.len();
         let txs = resolve_txs(&blocks, hashes)?;
-        Ok(list_body_with("txs", &txs, &page, tx_position_key))
+        let body = list_body_with("txs", &txs, &page, tx_position_key);
+        // A tx the blocks domain has not indexed yet appears without the NFT domain changing:
+        // such a page is sent, not kept.
+        Ok(if txs.items.len() == listed {
+            Rendered::Keep(body)
+        } else {
+            Rendered::Once(body)
+        })
     })
     .await
 }
 
-/// Swaps each tx hash for its tx record. A tx the blocks domain has not committed yet (it
-/// commits before the NFT domain, so only after a crash between the two) is left out.
+/// Swaps each tx hash for its tx record. A tx the blocks domain has not indexed is left out:
+/// the blocks domain commits each block before the NFT domain, so that happens only where the
+/// blocks tree is behind an NFT tree that already existed (blocks added to a chain's domains,
+/// or reset, later).
 fn resolve_txs(
     blocks: &BlocksStore,
     hashes: Page<TxPosition>,

@@ -55,7 +55,7 @@ pub struct NoRichList(pub &'static str);
 pub fn routes(cfg: &mut web::ServiceConfig) {
     // A denom may carry a literal slash (`ibc/…`): take the rest of the path.
     super::scope(cfg, "/indexer/richlist/v1", |s| {
-        s.data(AnswerCache::default());
+        s.data(AnswerCache::for_lists("richlist"));
         s.get("/indexer/richlist/v1/{denom:.+}", holders)
     });
 }
