@@ -168,6 +168,12 @@ def us(label):
 print("%.0f %.0f %.0f" % (rps, us("50"), us("99")))'
 }
 
+# A discarded warm-up of both servers on the first read: the first measured row should not
+# pay for the daemon's last flushes after catching up, or for cold caches and connections.
+IFS='|' read -r _ warm_url _ <<<"${reads[0]}"
+wrk -t2 -c64 -d3s "$warm_url" >/dev/null
+wrk -t2 -c64 -d3s "http://127.0.0.1:$nginx_port/0.json" >/dev/null
+
 echo "weaver vs nginx, same bytes: wrk -t2 -c64 -d${duration}s, best of $rounds alternating rounds, $(nproc) cores"
 printf '%-30s %8s %11s %11s %7s %9s %9s\n' read bytes weaver nginx ratio "p99 w" "p99 n"
 [ -n "$csv" ] && echo "read,bytes,weaver_rps,nginx_rps,ratio,weaver_p50_us,nginx_p50_us,weaver_p99_us,nginx_p99_us" > "$csv"
