@@ -127,7 +127,10 @@ fn kept_answers_equal_fresh_ones_and_follow_the_chain() {
         }
     }
     assert!(compared >= 20, "only {compared} quiet rounds to compare");
-    assert!(heights(&daemon)[1] > 0, "the EVM txs domain published no height");
+    assert!(
+        heights(&daemon)[1] > 0,
+        "the EVM txs domain published no height"
+    );
     for (what, some) in [
         ("tx", &urls[..1]),
         ("EVM tx", &urls[2..3]),
