@@ -21,16 +21,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use weaver_actors::chain::devnet::{now_ns, render, Devnet, DevnetSource, DevnetSpec, Vm};
+#[path = "support/evm_workload.rs"]
+mod evm_workload;
+use evm_workload::{main_domains, spec, CHAIN};
+
+use weaver_actors::chain::devnet::{now_ns, render, Devnet, DevnetSource};
 use weaver_actors::chain::node::wire::{BlockResponse, BlockResults, RestBlockTxs, RpcEnvelope};
 use weaver_actors::chain::{Answers, BlockBundle, Source};
 use weaver_actors::follower::{Follower, FollowerSettings, Progress};
-use weaver_actors::indexers::{
-    BlocksIndexer, DomainIndexer, DomainSet, NftIndexer, RelayIndexer, RichListIndexer,
-};
+use weaver_actors::indexers::DomainSet;
 use weaver_actors::store::{keys, HotLimits, Store};
 
-const CHAIN: &str = "minievm-1";
 const INTERVAL_MS: u64 = 100;
 
 fn env(name: &str, default: u64) -> u64 {
@@ -40,37 +41,9 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn spec(genesis_time_ns: i64, txs: u32) -> DevnetSpec {
-    DevnetSpec {
-        chain_id: CHAIN.into(),
-        vm: Vm::Evm,
-        bech32_prefix: "init".into(),
-        seed: 2,
-        block_interval_ms: INTERVAL_MS,
-        txs_per_block: txs,
-        fee_denom: "GAS".into(),
-        genesis_time_ns,
-    }
-}
-
 /// The main follower's default domains of an EVM chain.
 fn domains(store: &Store) -> DomainSet {
-    let indexers: Vec<Box<dyn DomainIndexer>> = vec![
-        Box::new(
-            BlocksIndexer::open(
-                store.blocks(CHAIN, HotLimits::blocks(1000)).unwrap(),
-                "init",
-                true,
-            )
-            .unwrap(),
-        ),
-        Box::new(
-            RelayIndexer::open(store.relay(CHAIN).unwrap(), Default::default(), None).unwrap(),
-        ),
-        Box::new(NftIndexer::new(store.nft(CHAIN, "init").unwrap(), Vm::Evm)),
-        Box::new(RichListIndexer::new(store.rich_list(CHAIN).unwrap())),
-    ];
-    DomainSet::open(CHAIN, indexers).unwrap()
+    DomainSet::open(CHAIN, main_domains(store, 1000)).unwrap()
 }
 
 fn dir_bytes(path: &std::path::Path) -> u64 {
@@ -204,7 +177,7 @@ fn follow(runtime: &tokio::runtime::Runtime, n: u64, txs: u32) -> (Duration, u64
     // A genesis far enough back that exactly `n` heights exist.
     let genesis = now_ns() - (n as i64 * INTERVAL_MS as i64 + INTERVAL_MS as i64 / 2) * 1_000_000;
     let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
-        Arc::new(Devnet::new(spec(genesis, txs))),
+        Arc::new(Devnet::new(spec(genesis, INTERVAL_MS, txs))),
         vec![],
     ))));
     let settings = FollowerSettings {
@@ -247,7 +220,7 @@ fn main() {
         .unwrap_or_else(|_| "generate,render,decode,index,sled_floor,follow".into());
     let on = |s: &str| stages.split(',').any(|x| x == s);
 
-    let devnet = Devnet::new(spec(1_767_225_600_000_000_000, txs_per_block));
+    let devnet = Devnet::new(spec(1_767_225_600_000_000_000, INTERVAL_MS, txs_per_block));
     let started = Instant::now();
     let blocks: Vec<BlockBundle> = (1..=n).map(|h| devnet.block(h)).collect();
     let first_generation = started.elapsed();

@@ -25,14 +25,14 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use weaver_actors::chain::devnet::{Devnet, DevnetSpec, Vm};
-use weaver_actors::chain::{Answers, BlockBundle};
-use weaver_actors::indexers::{
-    BlocksIndexer, DomainIndexer, NftIndexer, RelayIndexer, RichListIndexer,
-};
-use weaver_actors::store::{keys, Batch, HotLimits, Store};
+#[path = "support/evm_workload.rs"]
+mod evm_workload;
+use evm_workload::{main_domains, spec};
 
-const CHAIN: &str = "minievm-1";
+use weaver_actors::chain::devnet::Devnet;
+use weaver_actors::chain::{Answers, BlockBundle};
+use weaver_actors::store::{keys, Batch, Store};
+
 const SYNC_EVERY: Duration = Duration::from_millis(500);
 const CACHE_BYTES: u64 = 64 << 20;
 const PAGE: usize = 100;
@@ -66,33 +66,10 @@ struct Workload {
 }
 
 fn capture(n: u64, txs_per_block: u32) -> Workload {
-    let devnet = Devnet::new(DevnetSpec {
-        chain_id: CHAIN.into(),
-        vm: Vm::Evm,
-        bech32_prefix: "init".into(),
-        seed: 2,
-        block_interval_ms: 100,
-        txs_per_block,
-        fee_denom: "GAS".into(),
-        genesis_time_ns: 1_767_225_600_000_000_000,
-    });
+    let devnet = Devnet::new(spec(1_767_225_600_000_000_000, 100, txs_per_block));
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), CACHE_BYTES).unwrap();
-    let mut indexers: Vec<Box<dyn DomainIndexer>> = vec![
-        Box::new(
-            BlocksIndexer::open(
-                store.blocks(CHAIN, HotLimits::blocks(0)).unwrap(),
-                "init",
-                true,
-            )
-            .unwrap(),
-        ),
-        Box::new(
-            RelayIndexer::open(store.relay(CHAIN).unwrap(), Default::default(), None).unwrap(),
-        ),
-        Box::new(NftIndexer::new(store.nft(CHAIN, "init").unwrap(), Vm::Evm)),
-        Box::new(RichListIndexer::new(store.rich_list(CHAIN).unwrap())),
-    ];
+    let mut indexers = main_domains(&store, 0);
     let trees: Vec<String> = indexers
         .iter()
         .map(|i| i.tree().domain().to_string())

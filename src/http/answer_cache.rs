@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use actix_web::web::Bytes;
 use actix_web::HttpRequest;
 use metrics::Counter;
+use weaver_actors::store::DomainTree;
 
 use super::error::{json_bytes, ApiError, ApiResult};
 
@@ -122,9 +123,23 @@ impl AnswerCache {
         }
     }
 
-    /// The answer to `req` kept at `changes` (read from the domain before this call), else
-    /// the one `render` makes, kept for the next request unless it says otherwise.
+    /// The answer to `req` kept for `domain`'s current change count, else the one `render`
+    /// makes, kept for the next request unless it says otherwise.
     pub async fn answer<F, R>(
+        &self,
+        req: &HttpRequest,
+        domain: &DomainTree,
+        render: impl FnOnce() -> F,
+    ) -> ApiResult
+    where
+        F: Future<Output = Result<R, ApiError>>,
+        R: Into<Rendered>,
+    {
+        // Read before rendering: an answer may be newer than its count, never older.
+        self.answer_at(req, domain.changes(), render).await
+    }
+
+    async fn answer_at<F, R>(
         &self,
         req: &HttpRequest,
         changes: u64,
@@ -170,7 +185,7 @@ mod tests {
     async fn body_of(cache: &AnswerCache, uri: &str, changes: u64, renders: &Cell<u32>) -> Bytes {
         let req = TestRequest::get().uri(uri).to_http_request();
         let response = cache
-            .answer(&req, changes, || async {
+            .answer_at(&req, changes, || async {
                 renders.set(renders.get() + 1);
                 Ok::<_, ApiError>(format!("{{\"render\":{}}}", renders.get()).into_bytes())
             })
@@ -223,7 +238,7 @@ mod tests {
         let req = TestRequest::get().uri("/a").to_http_request();
         for _ in 0..2 {
             cache
-                .answer(&req, 1, || async {
+                .answer_at(&req, 1, || async {
                     Ok::<_, ApiError>(Rendered::Once(b"{}".to_vec()))
                 })
                 .await
@@ -237,7 +252,7 @@ mod tests {
         let cache = AnswerCache::for_lists("test");
         let req = TestRequest::get().uri("/a").to_http_request();
         let failed = cache
-            .answer(&req, 1, || async {
+            .answer_at(&req, 1, || async {
                 Err::<Vec<u8>, _>(ApiError::not_found("nothing"))
             })
             .await;

@@ -205,7 +205,7 @@ async fn all(
 ) -> ApiResult {
     let store = list.store(api)?;
     cache
-        .answer(req, store.domain().changes(), || async {
+        .answer(req, store.domain(), || async {
             let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
             list_of(
                 store.clone(),
@@ -229,7 +229,7 @@ async fn by_account(
 ) -> ApiResult {
     let store = list.store(api)?;
     cache
-        .answer(req, store.domain().changes(), || async {
+        .answer(req, store.domain(), || async {
             let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
             let bytes = parse_account(account)
                 .map_err(|e| ApiError::invalid_value("account", account, &e.to_string()))?;
@@ -255,7 +255,7 @@ async fn by_height(
     let store = list.store(api)?;
     let height = parse_height(height)?;
     cache
-        .answer(req, store.domain().changes(), || async {
+        .answer(req, store.domain(), || async {
             let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
             let filter = TxFilter {
                 height: Some(height),

@@ -207,9 +207,8 @@ pub(super) async fn blocks(
     cache: web::Data<AnswerCache>,
     req: HttpRequest,
 ) -> ApiResult {
-    let changes = api.store.domain().changes();
     cache
-        .answer(&req, changes, || async {
+        .answer(&req, api.store.domain(), || async {
             let query = parse_list_query(req.query_string(), CursorKind::Height)?;
             let page = |store: &BlocksStore, query: &ListQuery| -> Result<Vec<u8>, ApiError> {
                 let page = store.blocks_page(&query.page)?;
@@ -314,9 +313,8 @@ async fn tx_list(
     req: &HttpRequest,
     filter_of: impl FnOnce(&ListQuery) -> Result<TxFilter, ApiError>,
 ) -> ApiResult {
-    let changes = api.store.domain().changes();
     cache
-        .answer(req, changes, || async {
+        .answer(req, api.store.domain(), || async {
             let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
             let filter = filter_of(&query)?;
             list_of(api.store.clone(), "txs", heavy, filter, query).await

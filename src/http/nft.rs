@@ -158,9 +158,8 @@ pub(super) async fn collections(
     cache: web::Data<AnswerCache>,
     req: HttpRequest,
 ) -> ApiResult {
-    let changes = api.nfts.domain().changes();
     cache
-        .answer(&req, changes, || {
+        .answer(&req, api.nfts.domain(), || {
             collection_list(&api, &heavy, &req, |store, page| store.collections(page))
         })
         .await
@@ -177,9 +176,8 @@ pub(super) async fn collections_by_account(
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let changes = api.nfts.domain().changes();
     cache
-        .answer(&req, changes, || async {
+        .answer(&req, api.nfts.domain(), || async {
             let owner = account(&path)?;
             collection_list(&api, &heavy, &req, move |store, page| {
                 store.collections_of(&owner, page)
@@ -208,9 +206,8 @@ pub(super) async fn collections_by_name(
             &format!("at most {MAX_NAME_CHARS} characters"),
         ));
     }
-    let changes = api.nfts.domain().changes();
     cache
-        .answer(&req, changes, || {
+        .answer(&req, api.nfts.domain(), || {
             collection_list(&api, &heavy, &req, move |store, page| {
                 store.collections_named(&name, page)
             })
@@ -231,9 +228,8 @@ pub(super) async fn collection(
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let changes = api.nfts.domain().changes();
     cache
-        .answer(&req, changes, || async {
+        .answer(&req, api.nfts.domain(), || async {
             let addr = collection_addr(api.vm, &path)?;
             let record = api
                 .nfts
@@ -332,9 +328,8 @@ pub(super) async fn tokens_by_account(
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let changes = api.nfts.domain().changes();
     cache
-        .answer(&req, changes, || async {
+        .answer(&req, api.nfts.domain(), || async {
             let owner = account(&path)?;
             let params = token_params(api.vm, &req)?;
             let query = tokens_query(&req)?;
@@ -359,9 +354,8 @@ pub(super) async fn tokens_by_collection(
     path: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult {
-    let changes = api.nfts.domain().changes();
     cache
-        .answer(&req, changes, || async {
+        .answer(&req, api.nfts.domain(), || async {
             let collection = collection_addr(api.vm, &path)?;
             let params = token_params(api.vm, &req)?;
             let query = tokens_query(&req)?;
@@ -391,9 +385,10 @@ pub(super) async fn token_txs(
     req: HttpRequest,
 ) -> ApiResult {
     // Tx records never change once written: the NFT domain's positions decide the answer.
-    let changes = api.nfts.domain().changes();
     cache
-        .answer(&req, changes, || token_txs_page(api, heavy, path, &req))
+        .answer(&req, api.nfts.domain(), || {
+            token_txs_page(api.clone(), heavy, path, &req)
+        })
         .await
 }
 

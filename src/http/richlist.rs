@@ -184,9 +184,8 @@ pub(super) async fn holders(
 ) -> ApiResult {
     // The denom's mapping comes from the same domain (`erc20_created`), or from the node for
     // a denom the index has not seen created, which no change of the domain would undo.
-    let changes = api.store.domain().changes();
     cache
-        .answer(&req, changes, || async {
+        .answer(&req, api.store.domain(), || async {
             let query = parse_list_query_with(req.query_string(), "holder", holding_cursor)?;
             let token = resolve(&api, &denom).await?;
             let store = api.store.clone();
