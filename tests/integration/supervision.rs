@@ -32,11 +32,11 @@ fn follower_failures_are_restarted_while_http_keeps_serving() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(served > 0);
-    let metrics = daemon.metrics();
     // Each fault fires once, in whichever of the chain's followers fetches that height first
-    // (the main one, or an EVM domain's own).
-    for reason in ["error", "panic"] {
-        let restarts: f64 = metrics
+    // (the main one, or an EVM domain's own). That follower may still be catching up when
+    // the main one reaches the tip, so wait (bounded) for both restarts to be counted.
+    let restarts = |metrics: &str, reason: &str| -> f64 {
+        metrics
             .lines()
             .filter(|l| l.starts_with("weaver_actor_restarts_total{actor=\"chain_follower\""))
             .filter(|l| {
@@ -44,8 +44,24 @@ fn follower_failures_are_restarted_while_http_keeps_serving() {
                     && l.contains(&format!("reason=\"{reason}\""))
             })
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum();
-        assert_eq!(restarts, 1.0, "{reason} restarts:\n{metrics}");
+            .sum()
+    };
+    let counted_by = Instant::now() + Duration::from_secs(30);
+    let mut metrics = daemon.metrics();
+    while ["error", "panic"]
+        .iter()
+        .any(|reason| restarts(&metrics, reason) < 1.0)
+        && Instant::now() < counted_by
+    {
+        std::thread::sleep(Duration::from_millis(100));
+        metrics = daemon.metrics();
+    }
+    for reason in ["error", "panic"] {
+        assert_eq!(
+            restarts(&metrics, reason),
+            1.0,
+            "{reason} restarts:\n{metrics}"
+        );
     }
     let (_, mut heights) = all_blocks(&daemon, CHAIN);
     heights.truncate(100);

@@ -87,7 +87,7 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
     fn fail(&mut self, ctx: &mut Context<Self>, reason: &'static str, detail: String) {
         self.failures += 1;
         self.last_failure = reason;
-        tracing::error!(chain_id = %self.chain_id(), reason, failures = self.failures, next_attempt_in = ?self.backoff(), "follower failed: {detail}");
+        tracing::error!(chain_id = %self.chain_id(), follower = self.settings.role, reason, failures = self.failures, next_attempt_in = ?self.backoff(), "follower failed: {detail}");
         ctx.stop();
     }
 
@@ -162,7 +162,7 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
     fn handle(&mut self, _: Open, ctx: &mut Context<Self>) {
         match (self.open_domains)() {
             Ok(domains) => {
-                tracing::info!(chain_id = %self.chain_id(), watermarks = ?domains.watermarks(), "follower started");
+                tracing::info!(chain_id = %self.chain_id(), follower = self.settings.role, watermarks = ?domains.watermarks(), "follower started");
                 self.ingestion.track(domains.committed_handle());
                 self.follower = Some(
                     Follower::new(self.source.clone(), domains, self.settings.clone())
