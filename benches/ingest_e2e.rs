@@ -125,7 +125,7 @@ fn index(blocks: &[BlockBundle], devnet: &Devnet) -> (Duration, Duration, u64, u
     let records = records_bytes(&store);
     let keys: usize = ["blocks", "relay", "nft", "richlist"]
         .iter()
-        .map(|d| store.domain(CHAIN, d).unwrap().tree().len())
+        .map(|d| store.domain(CHAIN, d).unwrap().tree().count_keys().unwrap())
         .sum();
     drop(set);
     drop(store);
@@ -158,11 +158,11 @@ fn sled_floor(blocks: &[BlockBundle]) -> Duration {
         for tx in &block.txs {
             sequence += 1;
             let hash = weaver_actors::chain::decode::tx_hash(&tx.raw);
-            batch.insert(&keys::by_u64(keys::TX, sequence), record.as_slice());
-            batch.insert(keys::tx_hash(&hash), &sequence.to_be_bytes());
+            batch.insert(keys::by_u64(keys::TX, sequence), record.as_slice());
+            batch.insert(keys::tx_hash(&hash), sequence.to_be_bytes());
             batch.insert(
                 keys::with_sequence(&keys::height_prefix(block.height), sequence),
-                &[],
+                [],
             );
         }
         tree.commit(batch, block.height, false).unwrap();

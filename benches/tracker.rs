@@ -732,7 +732,7 @@ fn append(
         stage_event(&mut batch, &event, hash.as_ref()).unwrap();
         out.push(Arc::new(event));
     }
-    batch.insert(keys::meta(META_SEQUENCE), &sequence.to_be_bytes());
+    batch.insert(keys::meta(META_SEQUENCE), sequence.to_be_bytes());
     store.domain().commit(batch, height, first).unwrap();
     out
 }

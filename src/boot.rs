@@ -290,8 +290,8 @@ pub async fn run_with(
     let mut servers = Vec::new();
     let mut listeners = Listeners::default();
     // A chain whose store writes fail stalls; once the disk accepts writes again it asks the
-    // process to exit non-zero so the service manager restarts it (sled does not recover from
-    // an IO error in-process).
+    // process to exit non-zero so the service manager restarts it (the store refuses
+    // every write after an IO error until it is reopened).
     let restart = RestartRequest::default();
     let mut ingestions = Vec::new();
     let mut relay_stores = std::collections::HashMap::new();
@@ -621,10 +621,7 @@ pub async fn run_with(
                 && (ingestions
                     .iter()
                     .any(|i| i.state() == IngestionState::Stalled)
-                    || matches!(
-                        &e,
-                        weaver_actors::store::StoreError::Sled(sled::Error::Io(_))
-                    )) =>
+                    || e.is_io()) =>
         {
             // A full or failing disk: what was durable stays durable (every block is one
             // atomic batch); the rest is fetched again at the next start. A clean stop.
@@ -635,7 +632,7 @@ pub async fn run_with(
     Ok(())
 }
 
-/// The sled trees of one chain's domains, for the status page.
+/// The trees of one chain's domains, for the status page.
 struct StatusTrees<'a> {
     blocks: Option<&'a weaver_actors::store::DomainTree>,
     relay: Option<&'a weaver_actors::store::DomainTree>,

@@ -38,7 +38,7 @@ fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Where sled keeps its files.
+    /// Where the store keeps its files (`<data_dir>/db`).
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
     /// Blocks per chain kept in the in-memory hot tier (0 disables it).
@@ -47,7 +47,7 @@ pub struct Config {
     /// Memory bound of each chain's hot tier, in MiB (whichever bound is reached first).
     #[serde(default = "default_hot_tier_max_mb")]
     pub hot_tier_max_mb: u64,
-    /// sled page cache, in MiB.
+    /// The store's block cache, in MiB (one for the whole store).
     #[serde(default = "default_cache_mb")]
     pub cache_mb: u64,
     /// actix-web worker threads per listener.

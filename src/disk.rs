@@ -16,8 +16,8 @@ pub struct DiskUsage {
     pub free_bytes: Option<u64>,
     /// Size of that file system.
     pub total_bytes: Option<u64>,
-    /// Bytes allocated to the store's files (`<data_dir>/db`, as `du` counts them: sled's
-    /// log, snapshots and blobs).
+    /// Bytes allocated to the store's files (`<data_dir>/db`, as `du` counts them: the
+    /// journal and the tables).
     pub store_bytes: u64,
 }
 
@@ -31,7 +31,7 @@ pub fn read(data_dir: &Path) -> DiskUsage {
 }
 
 /// Bytes allocated to the files under `dir` (0 for what cannot be read: files come and go
-/// while sled runs).
+/// while the store compacts).
 fn allocated_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;

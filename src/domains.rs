@@ -1,5 +1,5 @@
 //! The domain extension point of the daemon: a [`DomainPlugin`] adds a domain to chains —
-//! an indexer over its own sled tree, fed by the chain's follower with its own watermark,
+//! an indexer over its own tree, fed by the chain's follower with its own watermark,
 //! and optionally HTTP routes on the chain's listener that read that tree. Built-in domains
 //! (`blocks`, `txs`, `relay`) come from the config; plug-ins are handed to
 //! [`crate::boot::run_with`]. See ARCHITECTURE.md, "Adding a domain".

@@ -1,4 +1,4 @@
-//! weaver's engine: chain sources, the sled store with its hot tier, the domain indexers,
+//! weaver's engine: chain sources, the store (fjall) with its hot tier, the domain indexers,
 //! the per-chain follower actors and the supervision tree.
 
 pub mod chain;

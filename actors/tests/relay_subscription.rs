@@ -1,5 +1,5 @@
 //! Relay events reach a subscriber exactly once and in order across a restart: first what
-//! it missed, replayed from sled, then live events as the followers commit them — even
+//! it missed, replayed from the store, then live events as the followers commit them — even
 //! through a channel too small to hold a block's worth, which forces replays on the way.
 
 use std::collections::BTreeMap;

@@ -133,11 +133,10 @@ impl ResponseError for ApiError {
 
 impl From<weaver_actors::store::StoreError> for ApiError {
     fn from(e: weaver_actors::store::StoreError) -> Self {
-        use weaver_actors::store::StoreError;
         match e {
-            // The disk, not us: sled keeps an IO error (a full disk) until it is reopened,
-            // and some recent pages cannot be read meanwhile. Say so and when to retry.
-            StoreError::Sled(sled::Error::Io(io)) => {
+            // The disk, not us: a read the disk refused (a full or failing disk). Say so and
+            // when to retry.
+            io if io.is_io() => {
                 tracing::warn!(error = %io, "store read failed with an IO error");
                 metrics::counter!("weaver_store_read_errors_total").increment(1);
                 ApiError::unavailable("storage is temporarily unavailable", 5)

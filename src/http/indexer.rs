@@ -1,5 +1,5 @@
 //! The indexer API of one chain (spec endpoints 1–8): status, blocks and transactions.
-//! Handlers read the store directly — sled point reads and the hot tier — and stitch the
+//! Handlers read the store directly — point reads of the store and the hot tier — and stitch the
 //! stored JSON records into the response without re-serializing them.
 
 use actix_web::{web, HttpRequest};
@@ -122,7 +122,7 @@ pub struct Status<'a> {
     summary = "The chain and the height indexed",
     responses((status = 200, description = "The newest height indexed (and those of the EVM domains kept)", body = Status)))]
 pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
-    // Never a 500: when the store cannot be read (sled after a disk error), the last height
+    // Never a 500: when the store cannot be read (a disk error), the last height
     // read is still true — nothing is committed while ingestion is stalled.
     let height = match api.store.watermark() {
         Ok(height) => {

@@ -2,7 +2,7 @@
 //! scripts, no external assets, reloads itself every [`REFRESH_SECS`]) and its JSON twin
 //! `/status.json`. Both are rendered from live state on every request:
 //!
-//! - each domain's height is its sled watermark, as `/status` reads it (for the domains on
+//! - each domain's height is its stored watermark, as `/status` reads it (for the domains on
 //!   the chain's main follower, capped the same way while ingestion is stalled);
 //! - the node's height is the tip the chain's follower last learned from the node (the
 //!   `weaver_chain_tip_height` gauge), and lag is that tip minus the domain's height;

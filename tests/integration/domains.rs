@@ -53,7 +53,7 @@ impl DomainIndexer for MsgTypeCounts {
         for (msg_type, n) in added {
             let key = counter_key(&msg_type);
             let total = self.tree.counter(&key)? + n;
-            batch.insert(key, &total.to_be_bytes());
+            batch.insert(key, total.to_be_bytes());
         }
         Ok(())
     }
@@ -221,10 +221,10 @@ fn a_plugged_in_domain_is_fed_served_and_resumed() {
 
     // Restarted on the same data: it resumes at its watermark and counts nothing twice.
     // Under heavy load the first run's store was once still locked when the second opened it
-    // (seen once in CI, not reproduced since); wait until sled can open it, at most 20 s.
+    // (seen once in CI, not reproduced since); wait until the store can be opened, at most 20 s.
     let db = config.data_dir.join("db");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while sled::Config::new().path(&db).open().is_err() {
+    while fjall::Database::builder(&db).open().is_err() {
         assert!(
             std::time::Instant::now() < deadline,
             "the first run never released its store"

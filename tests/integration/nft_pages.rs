@@ -1,4 +1,4 @@
-//! NFT pagination through the real handlers and a real sled store: walking every page of a
+//! NFT pagination through the real handlers and a real store: walking every page of a
 //! 10,000-token collection (and of an account holding them) returns each token once, in
 //! order, in both directions, while new blocks keep minting, transferring and burning tokens
 //! of the same collection; and `total` is exact.

@@ -428,7 +428,7 @@ fn ops_dashboard_and_alerts_use_exported_metrics_and_prometheus_scrapes_them() {
     requests(&daemon);
 
     // Every used name is exported (a few appear once the follower measured a window, the
-    // store's size once sled wrote its files and the gauge was read again).
+    // store's size once the store wrote its files and the gauge was read again).
     let all: BTreeSet<String> = used.values().flatten().cloned().collect();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

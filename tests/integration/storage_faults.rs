@@ -1,7 +1,7 @@
 //! A real full disk under the data directory (a small tmpfs, filled by a filler file while
 //! the daemon indexes): ingestion stalls with one clear error, a metric and `/status` saying
 //! why, reads keep answering from what is committed, SIGTERM still exits 0, and once space
-//! is freed weaver exits non-zero by itself (sled does not recover from an IO error
+//! is freed weaver exits non-zero by itself (the store does not recover from an IO error
 //! in-process) so its supervisor restarts it, and the restarted daemon resumes with no gap.
 //!
 //! Mounting needs root (the tests run as root here and in CI); without it the test prints
@@ -118,7 +118,7 @@ fn check_stalled(daemon: &Daemon) -> u64 {
     ] {
         daemon.ok(&format!("{base}{path}"));
     }
-    // Older records come from sled, which may be unable to read some pages while its IO
+    // Older records come from the store, which may be unable to read some pages while its IO
     // error lasts: then the answer is a 503 with Retry-After, never a 500.
     for path in [
         "/indexer/block/v1/blocks/5",

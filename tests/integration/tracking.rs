@@ -907,7 +907,7 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// The daemon stops (SIGTERM) while a tracked transfer is pending and boots again on the same
-/// data dir: the transfer is still tracked (reloaded from sled) and completes with what the
+/// data dir: the transfer is still tracked (reloaded from the store) and completes with what the
 /// chains did while it was down. The network must outlive the daemon, so it is `weaver devnet
 /// serve --network` (a process of its own, devnet_network.rs's served mode) and the daemon
 /// follows it through its node client; the relayer is paused until the daemon is down.
@@ -993,7 +993,7 @@ fn a_tracked_transfer_survives_a_daemon_restart() {
         "http://{}",
         net.daemon.listeners["router"].as_str().unwrap()
     );
-    // Reloaded from sled at boot: tracked, never back to submitted.
+    // Reloaded from the store at boot: tracked, never back to submitted.
     let (code, reloaded) = status(&net, L1, &hash);
     assert_eq!(code, 200, "after the restart: {reloaded}");
     assert!(

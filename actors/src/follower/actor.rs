@@ -1,6 +1,6 @@
 //! `ChainFollower`: the supervised actor shell around [`Follower`]. A failed step — an
 //! error, or a panic caught at the step boundary — stops the actor; its `Supervisor`
-//! restarts it after an exponential backoff and the follower resumes from the sled
+//! restarts it after an exponential backoff and the follower resumes from the stored
 //! watermark. A panic that escapes elsewhere kills the actor; the watchdog in
 //! [`crate::system`] respawns it.
 
@@ -124,7 +124,7 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
             match actor.ingestion.probe() {
                 Ok(true) => {
                     let reason = format!(
-                        "chain {}: the data directory accepts writes again after a store write error; sled does not recover in-process, so weaver exits for its supervisor to restart it",
+                        "chain {}: the data directory accepts writes again after a store write error; the store does not recover in-process, so weaver exits for its supervisor to restart it",
                         actor.chain_id()
                     );
                     tracing::error!("{reason}");
@@ -170,12 +170,7 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
                 );
                 ctx.notify(Step);
             }
-            Err(e)
-                if matches!(
-                    e,
-                    IndexError::Store(crate::store::StoreError::Sled(sled::Error::Io(_)))
-                ) =>
-            {
+            Err(IndexError::Store(e)) if e.is_io() => {
                 self.stall(ctx, format!("cannot open the index: {e}"))
             }
             Err(e) => self.fail(ctx, "error", format!("cannot open the index: {e}")),

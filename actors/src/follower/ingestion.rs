@@ -4,12 +4,11 @@
 //! indexed until the config is fixed and weaver restarted). Handlers read it directly,
 //! never through a mailbox.
 //!
-//! sled poisons itself after an IO error (every later write, and reads of pages not yet
-//! written, return the same error until the database is reopened), so a stalled chain does
-//! not resume in-process: its follower probes the data directory once a second and, as soon
-//! as a probe write succeeds, asks the process to exit non-zero ([`RestartRequest`]) so the
-//! service manager restarts weaver, which reopens sled and resumes from the durable
-//! watermarks.
+//! The store poisons itself after a failed write (every later write returns an error until
+//! the database is reopened), so a stalled chain does not resume in-process: its follower
+//! probes the data directory once a second and, as soon as a probe write succeeds, asks the
+//! process to exit non-zero ([`RestartRequest`]) so the service manager restarts weaver,
+//! which reopens the store and resumes from the durable watermarks.
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -46,7 +45,7 @@ pub struct IngestionStatus {
 }
 
 /// Shared by every chain of the process: a stalled follower that finds the disk writable
-/// again asks for a restart of the whole process (one sled database serves every chain).
+/// again asks for a restart of the whole process (one store serves every chain).
 #[derive(Clone, Default)]
 pub struct RestartRequest {
     inner: Arc<RestartInner>,
@@ -100,8 +99,8 @@ pub struct Ingestion {
 /// (or a quarter of a smaller file system).
 pub const MIN_FREE_BYTES: u64 = 64 << 20;
 
-/// Bytes written by each probe: a little more than one sled log segment, so a probe that
-/// succeeds means sled can write again too.
+/// Bytes written by each probe: more than one block's batch, so a probe that succeeds means
+/// the store's journal can take writes again too.
 pub const PROBE_BYTES: usize = 1 << 20;
 
 impl Ingestion {
@@ -147,8 +146,8 @@ impl Ingestion {
     }
 
     /// The height to report for a chain whose store reports `watermark`: once a write has
-    /// failed, sled may show part of the failed batch (its watermark without its records)
-    /// until it is reopened, so only what a good step committed is claimed.
+    /// failed, only what a good step committed is claimed (a failed block may have
+    /// committed some of its domains and not others).
     pub fn reported_height(&self, watermark: u64) -> u64 {
         match self.state() {
             IngestionState::Running => watermark,
@@ -207,8 +206,8 @@ impl Ingestion {
         })();
         let _ = std::fs::remove_file(path.as_path());
         written?;
-        // A probe that fits is not enough: the first batch after the restart (and sled's
-        // recovery) need room too, or weaver would stall and exit again in a loop.
+        // A probe that fits is not enough: the first batch after the restart (and the
+        // store's recovery) need room too, or weaver would stall and exit again in a loop.
         Ok(path
             .parent()
             .and_then(crate::store::filesystem_space)

@@ -75,15 +75,10 @@ impl FollowError {
         self.is_wrong_chain() || matches!(self, FollowError::Index(IndexError::Unsupported { .. }))
     }
 
-    /// The disk refused a write (or a read): sled keeps refusing until it is reopened. Only IO
-    /// errors: a corrupt store does not heal when the disk does.
+    /// The disk refused a write (or a read): the store keeps refusing writes until it is
+    /// reopened. Only IO errors: a corrupt store does not heal when the disk does.
     pub fn is_store_fault(&self) -> bool {
-        matches!(
-            self,
-            FollowError::Index(IndexError::Store(crate::store::StoreError::Sled(
-                sled::Error::Io(_)
-            )))
-        )
+        matches!(self, FollowError::Index(IndexError::Store(e)) if e.is_io())
     }
 }
 

@@ -129,16 +129,16 @@ impl DomainIndexer for BlocksIndexer {
             None => 0,
         };
         let block = block_record(bundle, block_time_ms, &sum_coins(&fees));
-        batch.insert(&keys::by_u64(keys::BLOCK, bundle.height), block.as_slice());
+        batch.insert(keys::by_u64(keys::BLOCK, bundle.height), block.as_slice());
         batch.insert(
-            &keys::by_u64(keys::BLOCK_TIME, bundle.height),
-            &bundle.time_ns.to_be_bytes(),
+            keys::by_u64(keys::BLOCK_TIME, bundle.height),
+            bundle.time_ns.to_be_bytes(),
         );
-        batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
+        batch.insert(keys::meta(keys::META_SEQUENCE), sequence.to_be_bytes());
         if self.fresh {
             batch.insert(
                 keys::meta(META_TXS),
-                &u64::from(self.index_txs).to_be_bytes(),
+                u64::from(self.index_txs).to_be_bytes(),
             );
         }
         self.pending = Some((

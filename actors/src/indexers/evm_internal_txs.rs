@@ -126,7 +126,7 @@ impl RowSource for Calls {
     fn extra_keys(row: &Row, sequence: u64, batch: &mut crate::store::Batch) {
         let mut by_tx = vec![BY_TX];
         by_tx.extend_from_slice(&row.hash);
-        batch.insert(keys::with_sequence(&by_tx, sequence), &[]);
+        batch.insert(keys::with_sequence(&by_tx, sequence), []);
     }
 }
 

@@ -1,5 +1,5 @@
 //! Domain indexers, the engine's plug-ins. A domain is one kind of indexed data of a chain
-//! with its own sled tree and watermark; its indexer turns each block into a batch of
+//! with its own tree and watermark; its indexer turns each block into a batch of
 //! writes on that tree. [`DomainSet`] drives the domains of one follower: it feeds every
 //! block to each domain that has not passed it and commits each domain's batch together
 //! with its watermark.

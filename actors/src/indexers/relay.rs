@@ -96,7 +96,7 @@ impl DomainIndexer for RelayIndexer {
             self.pending.push(Arc::new(event));
         }
         if sequence != self.sequence {
-            batch.insert(keys::meta(META_SEQUENCE), &sequence.to_be_bytes());
+            batch.insert(keys::meta(META_SEQUENCE), sequence.to_be_bytes());
         }
         Ok(())
     }

@@ -218,8 +218,8 @@ impl DomainIndexer for RichListIndexer {
             if after == U256::ZERO {
                 batch.remove(balance_key(token, account));
             } else {
-                batch.insert(rank(after), &[]);
-                batch.insert(balance_key(token, account), &after.to_be_bytes());
+                batch.insert(rank(after), []);
+                batch.insert(balance_key(token, account), after.to_be_bytes());
             }
             let delta = (after != U256::ZERO) as i64 - (before != U256::ZERO) as i64;
             *holders.entry(*token).or_default() += delta;
@@ -229,7 +229,7 @@ impl DomainIndexer for RichListIndexer {
                 continue;
             }
             let count = self.store.holders(&token)?.saturating_add_signed(delta);
-            batch.insert(holders_key(&token), &count.to_be_bytes());
+            batch.insert(holders_key(&token), count.to_be_bytes());
         }
         for (denom, contract) in &moves.denoms {
             batch.insert(denom_key(denom), &contract[..]);

@@ -141,7 +141,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
             }
         }
         tx_log::flush_counters(&self.store, counters, batch)?;
-        batch.insert(keys::meta(keys::META_SEQUENCE), &sequence.to_be_bytes());
+        batch.insert(keys::meta(keys::META_SEQUENCE), sequence.to_be_bytes());
         self.pending = Some(sequence);
         Ok(())
     }

@@ -27,11 +27,11 @@ pub fn write(
     counters: &mut HashMap<Vec<u8>, u64>,
 ) {
     let sequence = entry.sequence;
-    batch.insert(&keys::by_u64(keys::TX, sequence), entry.record);
-    batch.insert(keys::tx_hash(entry.hash), &sequence.to_be_bytes());
+    batch.insert(keys::by_u64(keys::TX, sequence), entry.record);
+    batch.insert(keys::tx_hash(entry.hash), sequence.to_be_bytes());
     batch.insert(
         keys::with_sequence(&keys::height_prefix(entry.height), sequence),
-        &[],
+        [],
     );
     let signer = entry.signer.map(<[u8]>::to_vec);
     let mut accounts = entry.accounts.clone();
@@ -41,11 +41,11 @@ pub fn write(
     for account in &accounts {
         let is_signer = signer.as_ref() == Some(account);
         let edge = keys::account_prefix(keys::ACCOUNT_EDGE, account);
-        batch.insert(keys::with_sequence(&edge, sequence), &[is_signer as u8]);
+        batch.insert(keys::with_sequence(&edge, sequence), [is_signer as u8]);
         *counters.entry(keys::counter(&edge)).or_default() += 1;
         if is_signer {
             let edge = keys::account_prefix(keys::SIGNER_EDGE, account);
-            batch.insert(keys::with_sequence(&edge, sequence), &[]);
+            batch.insert(keys::with_sequence(&edge, sequence), []);
             *counters.entry(keys::counter(&edge)).or_default() += 1;
         }
     }
@@ -55,7 +55,7 @@ pub fn write(
         .filter(|t| !t.is_empty() && !t.contains('\0'))
     {
         let edge = keys::msg_prefix(msg_type);
-        batch.insert(keys::with_sequence(&edge, sequence), &[]);
+        batch.insert(keys::with_sequence(&edge, sequence), []);
         *counters.entry(keys::counter(&edge)).or_default() += 1;
     }
 }
@@ -68,7 +68,7 @@ pub fn flush_counters(
 ) -> Result<(), StoreError> {
     for (key, added) in counters {
         let total = store.counter(&key)? + added;
-        batch.insert(key, &total.to_be_bytes());
+        batch.insert(key, total.to_be_bytes());
     }
     Ok(())
 }

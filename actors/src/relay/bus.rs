@@ -1,6 +1,6 @@
 //! Delivering relay events to subscribers. Each subscriber has a bounded channel: the
 //! follower never waits on a slow consumer. An event that does not fit is not lost — the
-//! chain's relay log in sled is the truth, and a subscriber that missed anything (a full
+//! chain's relay log in the store is the truth, and a subscriber that missed anything (a full
 //! channel, a restart) replays from its cursor before taking live events again. Events of
 //! one chain arrive exactly once and in sequence order; chains are independent streams.
 
@@ -25,7 +25,7 @@ pub enum RelayError {
     Closed,
 }
 
-/// Events read from sled per chain in one replay round.
+/// Events read from the store per chain in one replay round.
 const REPLAY_BATCH: usize = 512;
 
 struct Subscriber {
@@ -100,7 +100,7 @@ impl RelayBus {
         }
     }
 
-    /// Called by the relay indexer once a height's events are committed to sled.
+    /// Called by the relay indexer once a height's events are committed to the store.
     pub fn publish(&self, chain_id: &str, events: &[Arc<RelayEvent>]) {
         let Some(last) = events.last() else {
             return;
@@ -134,7 +134,7 @@ impl RelayBus {
         let lagged = Arc::new(AtomicBool::new(true));
         let wake = Arc::new(Notify::new());
         // Registered before the first replay: an event committed meanwhile is either read
-        // from sled or queued, never neither.
+        // from the store or queued, never neither.
         self.inner
             .subscribers
             .lock()
@@ -178,7 +178,7 @@ pub struct RelaySubscription {
 /// How a subscription's events reached it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Delivered {
-    /// Read back from sled (a restart, a full channel, a late start).
+    /// Read back from the store (a restart, a full channel, a late start).
     pub replayed: u64,
     /// Taken from the live channel.
     pub live: u64,
@@ -226,7 +226,7 @@ impl RelaySubscription {
         }
     }
 
-    /// Takes a live event: a repeat is dropped, a gap is filled from sled first.
+    /// Takes a live event: a repeat is dropped, a gap is filled from the store first.
     fn accept(&mut self, event: &RelayEvent) {
         let seen = self.queued.get(&event.chain_id).copied().unwrap_or(0);
         if event.sequence <= seen {
@@ -240,7 +240,7 @@ impl RelaySubscription {
         self.pending.push_back((event.clone(), true));
     }
 
-    /// Reads what this subscriber has not seen from each chain's log in sled.
+    /// Reads what this subscriber has not seen from each chain's log in the store.
     fn replay(&mut self) -> Result<(), StoreError> {
         let feeds: Vec<Arc<Feed>> = self.bus.feeds().values().cloned().collect();
         for feed in feeds {

@@ -2,7 +2,7 @@
 //! keyed the way a transfer tracker links hops — IBC by the packet's (source port, source
 //! channel, sequence), OPinit by (bridge id, sequence). The relay domain stores them
 //! ([`crate::indexers::relay`]); the [`bus::RelayBus`] delivers them to subscribers live,
-//! with replay from sled for anyone who restarts or falls behind.
+//! with replay from the store for anyone who restarts or falls behind.
 
 pub mod bus;
 pub mod decode;

@@ -3,19 +3,21 @@
 //! The batch is the store's own type, not the engine's, so its contents can be read back:
 //! `benches/store_engines.rs` replays the writes of real indexing into other engines.
 
-use sled::IVec;
+use std::collections::HashSet;
+
+use fjall::Slice;
 
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
-    writes: Vec<(IVec, Option<IVec>)>,
+    writes: Vec<(Slice, Option<Slice>)>,
 }
 
 impl Batch {
-    pub fn insert<K: Into<IVec>, V: Into<IVec>>(&mut self, key: K, value: V) {
+    pub fn insert<K: Into<Slice>, V: Into<Slice>>(&mut self, key: K, value: V) {
         self.writes.push((key.into(), Some(value.into())));
     }
 
-    pub fn remove<K: Into<IVec>>(&mut self, key: K) {
+    pub fn remove<K: Into<Slice>>(&mut self, key: K) {
         self.writes.push((key.into(), None));
     }
 
@@ -33,15 +35,18 @@ impl Batch {
         self.writes.iter().map(|(k, v)| (k.as_ref(), v.as_deref()))
     }
 
-    pub(super) fn into_sled(self) -> sled::Batch {
-        let mut batch = sled::Batch::default();
-        for (key, value) in self.writes {
-            match value {
-                Some(value) => batch.insert(key, value),
-                None => batch.remove(key),
-            }
-        }
-        batch
+    /// The last write of each key, in no particular order: what the engine applies. (Its
+    /// batch gives every write one sequence number, so two writes of a key would tie.)
+    pub(super) fn into_last_writes(self) -> Vec<(Slice, Option<Slice>)> {
+        let mut seen = HashSet::with_capacity(self.writes.len());
+        let mut last: Vec<_> = self
+            .writes
+            .into_iter()
+            .rev()
+            .filter(|(key, _)| seen.insert(key.clone()))
+            .collect();
+        last.reverse();
+        last
     }
 }
 
@@ -50,10 +55,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_last_write_of_a_key_wins_when_applied() {
-        let db = sled::Config::new().temporary(true).open().unwrap();
-        let tree = db.open_tree("t").unwrap();
-        tree.insert(b"gone", b"x").unwrap();
+    fn only_the_last_write_of_each_key_is_applied() {
         let mut batch = Batch::default();
         batch.insert(b"k".as_slice(), b"1".as_slice());
         batch.insert(b"k".as_slice(), b"2".as_slice());
@@ -65,9 +67,18 @@ mod tests {
             batch.writes().nth(3),
             Some((b"gone2".as_slice(), None::<&[u8]>))
         );
-        tree.apply_batch(batch.into_sled()).unwrap();
-        assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(b"2".as_slice()));
-        assert_eq!(tree.get(b"gone").unwrap(), None);
-        assert_eq!(tree.get(b"gone2").unwrap(), None);
+        let last: Vec<(Vec<u8>, Option<Vec<u8>>)> = batch
+            .into_last_writes()
+            .into_iter()
+            .map(|(k, v)| (k.to_vec(), v.map(|v| v.to_vec())))
+            .collect();
+        assert_eq!(
+            last,
+            [
+                (b"k".to_vec(), Some(b"2".to_vec())),
+                (b"gone2".to_vec(), None),
+                (b"gone".to_vec(), None)
+            ]
+        );
     }
 }

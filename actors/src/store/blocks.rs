@@ -1,4 +1,4 @@
-//! Reads of the blocks-and-txs domain: sled tree plus hot tier. Cheap to clone; handlers
+//! Reads of the blocks-and-txs domain: its tree plus the hot tier. Cheap to clone; handlers
 //! read it directly, the chain's blocks indexer is its only writer.
 
 use std::sync::Arc;
@@ -33,7 +33,7 @@ impl BlocksStore {
         &self.domain
     }
 
-    pub(crate) fn tree(&self) -> &sled::Tree {
+    pub(crate) fn tree(&self) -> &super::Tree {
         self.domain.tree()
     }
 

@@ -1,27 +1,22 @@
-//! One domain's sled tree. The engine owns the watermark keys (`m height`, `m first_height`):
+//! One domain's tree. The engine owns the watermark keys (`m height`, `m first_height`):
 //! it adds them to the domain's block batch so records and watermark land in one atomic
 //! `apply_batch` on this one tree.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{keys, read_u64_at, Batch, StoreError};
+use super::{keys, read_u64_at, Batch, StoreError, Tree};
 
 #[derive(Clone)]
 pub struct DomainTree {
-    tree: sled::Tree,
+    tree: Tree,
     chain_id: Arc<str>,
     domain: Arc<str>,
     changes: Arc<AtomicU64>,
 }
 
 impl DomainTree {
-    pub(super) fn new(
-        tree: sled::Tree,
-        chain_id: &str,
-        domain: &str,
-        changes: Arc<AtomicU64>,
-    ) -> Self {
+    pub(super) fn new(tree: Tree, chain_id: &str, domain: &str, changes: Arc<AtomicU64>) -> Self {
         DomainTree {
             tree,
             chain_id: chain_id.into(),
@@ -52,7 +47,7 @@ impl DomainTree {
     }
 
     /// The raw tree, for the domain's own reads. Writes go through [`DomainTree::commit`].
-    pub fn tree(&self) -> &sled::Tree {
+    pub fn tree(&self) -> &Tree {
         &self.tree
     }
 
@@ -77,17 +72,15 @@ impl DomainTree {
 
     /// Applies one block's records and moves the watermark to `height`, atomically.
     pub fn commit(&self, mut batch: Batch, height: u64, first: bool) -> Result<(), StoreError> {
-        batch.insert(keys::meta(keys::META_HEIGHT), &height.to_be_bytes());
+        batch.insert(keys::meta(keys::META_HEIGHT), height.to_be_bytes());
         if first {
-            batch.insert(keys::meta(keys::META_FIRST_HEIGHT), &height.to_be_bytes());
+            batch.insert(keys::meta(keys::META_FIRST_HEIGHT), height.to_be_bytes());
         }
-        self.tree.apply_batch(batch.into_sled())?;
-        Ok(())
+        self.tree.apply_batch(batch)
     }
 
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.tree.flush()?;
-        Ok(())
+        self.tree.flush()
     }
 }
 
@@ -106,5 +99,20 @@ mod tests {
         writer.note_change();
         assert_eq!(reader.changes(), 2);
         assert_eq!(other.changes(), 0);
+    }
+
+    #[test]
+    fn a_store_written_by_sled_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("conf"), "segment_size: 524288\n").unwrap();
+        std::fs::write(dir.path().join("db"), [0u8; 64]).unwrap();
+        let error = Store::open(dir.path(), 8 << 20).err().expect("refused");
+        assert!(
+            matches!(error, crate::store::StoreError::EarlierFormat(_)),
+            "{error}"
+        );
+        assert!(error.to_string().contains("new directory"), "{error}");
+        // Nothing was written next to the old files.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

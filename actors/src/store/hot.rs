@@ -1,5 +1,5 @@
 //! The hot tier: the newest blocks and their txs kept in memory as ready-to-send JSON bytes,
-//! so the reads wallets make most (the tip) never touch sled.
+//! so the reads wallets make most (the tip) never touch the engine.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -1,14 +1,14 @@
 //! A small tree of named u64 settings that belong to no domain (fixed at first boot).
 
-use super::{keys, read_u64_at, StoreError};
+use super::{keys, read_u64_at, StoreError, Tree};
 
 #[derive(Clone)]
 pub struct MetaTree {
-    tree: sled::Tree,
+    tree: Tree,
 }
 
 impl MetaTree {
-    pub(super) fn new(tree: sled::Tree) -> Self {
+    pub(super) fn new(tree: Tree) -> Self {
         MetaTree { tree }
     }
 
@@ -17,7 +17,7 @@ impl MetaTree {
     }
 
     pub fn set_u64(&self, name: &str, value: u64) -> Result<(), StoreError> {
-        self.tree.insert(keys::meta(name), &value.to_be_bytes())?;
+        self.tree.insert(keys::meta(name), value.to_be_bytes())?;
         self.tree.flush()?;
         Ok(())
     }

@@ -1,6 +1,7 @@
-//! Durable storage: one sled database per process, one tree per (chain, domain) and one
-//! process-level metadata tree, with the hot tier in front of the blocks domain. Every tree's
-//! key layout is documented in `SCHEMA.md`.
+//! Durable storage: one fjall database per process, one tree (keyspace) per (chain, domain)
+//! and one process-level metadata tree, with the hot tier in front of the blocks domain.
+//! Every tree's key layout is documented in `SCHEMA.md`; why fjall (and not sled, which
+//! weaver used first) is measured in `benches/README.md`.
 
 mod batch;
 mod blocks;
@@ -14,11 +15,13 @@ pub mod pager;
 pub mod relay;
 pub mod richlist;
 pub mod tracker;
+mod tree;
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 pub use batch::Batch;
 pub use blocks::BlocksStore;
@@ -30,6 +33,7 @@ pub use nft::NftStore;
 pub use pager::{CursorKey, Order, Page, PageRequest, Total};
 pub use relay::RelayStore;
 pub use richlist::RichListStore;
+pub use tree::{Entry, Tree, Value};
 /// The EVM-txs domain's tree: `chain/<chain_id>/evm_txs`.
 pub const EVM_TXS_DOMAIN: &str = "evm_txs";
 /// The EVM internal-txs domain's tree: `chain/<chain_id>/evm_internal_txs`.
@@ -37,38 +41,91 @@ pub const EVM_INTERNAL_TXS_DOMAIN: &str = "evm_internal_txs";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("sled: {0}")]
-    Sled(#[from] sled::Error),
+    #[error("storage engine: {0}")]
+    Engine(#[from] fjall::Error),
     #[error("corrupt value under key {key}: {reason}")]
     Corrupt { key: String, reason: String },
+    #[error("{0} holds a store written by an earlier weaver (sled), which this version cannot read; point --data-dir at a new directory (or delete this one) and weaver indexes again from the chain")]
+    EarlierFormat(String),
 }
+
+impl StoreError {
+    /// The disk refused a read or write (full, read-only, failing), as opposed to bad data.
+    /// After a failed write the engine refuses every later one ("poisoned") until the process
+    /// reopens it.
+    pub fn is_io(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Engine(
+                fjall::Error::Io(_)
+                    | fjall::Error::Poisoned
+                    | fjall::Error::Storage(fjall::LsmError::Io(_))
+            )
+        )
+    }
+
+    /// The underlying IO error, when there is one.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            StoreError::Engine(fjall::Error::Io(e))
+            | StoreError::Engine(fjall::Error::Storage(fjall::LsmError::Io(e))) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// How often everything committed is made durable on disk (fsync). A commit reaches the OS
+/// at once, so a crash of the process alone loses nothing; a power cut loses at most this
+/// much, and always lands on a batch boundary.
+const SYNC_EVERY: Duration = Duration::from_millis(500);
+
+/// Data blocks of the record trees: large blocks compress better and read a page of records
+/// in fewer blocks (`benches/store_engines.rs`).
+const RECORD_BLOCK_BYTES: u32 = 32 << 10;
 
 /// The process-wide database.
 #[derive(Clone)]
 pub struct Store {
-    db: sled::Db,
+    db: fjall::Database,
     /// Each tree's change counter, shared by every handle on the tree however many times it
     /// is opened (see [`DomainTree::changes`]).
     changes: Arc<Mutex<HashMap<String, Arc<AtomicU64>>>>,
+    _syncer: Arc<Syncer>,
 }
 
 impl Store {
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Self, StoreError> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(cache_bytes)
-            .mode(sled::Mode::HighThroughput)
+        // sled's files: a `conf` file next to a `db` file.
+        if dir.join("conf").is_file() && dir.join("db").is_file() {
+            return Err(StoreError::EarlierFormat(dir.display().to_string()));
+        }
+        let db = fjall::Database::builder(dir)
+            .cache_size(cache_bytes)
             .open()?;
         Ok(Store {
+            _syncer: Arc::new(Syncer::start(db.clone())),
             db,
             changes: Default::default(),
         })
     }
 
+    fn tree(&self, name: &str, block_bytes: Option<u32>) -> Result<Tree, StoreError> {
+        let keyspace = self.db.keyspace(name, || {
+            let options = fjall::KeyspaceCreateOptions::default();
+            match block_bytes {
+                Some(bytes) => {
+                    options.data_block_size_policy(fjall::config::BlockSizePolicy::all(bytes))
+                }
+                None => options,
+            }
+        })?;
+        Ok(Tree::new(self.db.clone(), keyspace))
+    }
+
     /// The tree of one domain of one chain: its records and its watermark.
     pub fn domain(&self, chain_id: &str, domain: &str) -> Result<DomainTree, StoreError> {
         let name = format!("chain/{chain_id}/{domain}");
-        let tree = self.db.open_tree(&name)?;
+        let tree = self.tree(&name, Some(RECORD_BLOCK_BYTES))?;
         let changes = self
             .changes
             .lock()
@@ -88,7 +145,7 @@ impl Store {
     }
 
     /// The EVM-txs domain of an EVM chain: the same tx key families as the blocks tree, in
-    /// a tree of its own (no hot tier: receipts are read from sled).
+    /// a tree of its own (no hot tier: receipts are read from the tree).
     pub fn evm_txs(&self, chain_id: &str) -> Result<BlocksStore, StoreError> {
         Ok(BlocksStore::new(
             self.domain(chain_id, EVM_TXS_DOMAIN)?,
@@ -122,20 +179,68 @@ impl Store {
 
     /// The transfer trackers' records.
     pub fn trackers(&self) -> Result<tracker::TrackerStore, StoreError> {
-        Ok(tracker::TrackerStore::new(self.db.open_tree("tracker")?))
+        Ok(tracker::TrackerStore::new(self.tree("tracker", None)?))
     }
 
     /// Process-level metadata (the devnet world's genesis and the like).
     pub fn meta(&self) -> Result<MetaTree, StoreError> {
-        Ok(MetaTree::new(self.db.open_tree("meta")?))
+        Ok(MetaTree::new(self.tree("meta", None)?))
     }
 
-    pub fn flush(&self) -> Result<usize, StoreError> {
-        Ok(self.db.flush()?)
+    /// Makes every commit so far durable on disk (fsync).
+    pub fn flush(&self) -> Result<(), StoreError> {
+        Ok(self.db.persist(fjall::PersistMode::SyncAll)?)
     }
 
     pub fn size_on_disk(&self) -> u64 {
-        self.db.size_on_disk().unwrap_or(0)
+        self.db.disk_space().unwrap_or(0)
+    }
+}
+
+/// The thread that syncs the store every [`SYNC_EVERY`]; stopped (and the store synced once
+/// more) when the last handle on the store is dropped.
+struct Syncer {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start(db: fjall::Database) -> Self {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let signal = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("store-sync".into())
+            .spawn(move || {
+                let (stopped, wake) = &*signal;
+                let mut stopped = stopped.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    stopped = wake
+                        .wait_timeout(stopped, SYNC_EVERY)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    // A failed sync poisons the engine: the next commit reports it, where
+                    // the follower stalls ingestion with a clear error.
+                    if let Err(e) = db.persist(fjall::PersistMode::SyncAll) {
+                        tracing::debug!(error = %e, "store sync failed");
+                    }
+                    if *stopped {
+                        return;
+                    }
+                }
+            })
+            .ok();
+        Syncer { stop, thread }
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        let (stopped, wake) = &*self.stop;
+        *stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -173,7 +278,7 @@ pub(crate) fn corrupt(key: &[u8], reason: &str) -> StoreError {
 }
 
 /// Reads a big-endian u64 value stored under `key`.
-pub(crate) fn read_u64_at(tree: &sled::Tree, key: &[u8]) -> Result<Option<u64>, StoreError> {
+pub(crate) fn read_u64_at(tree: &Tree, key: &[u8]) -> Result<Option<u64>, StoreError> {
     match tree.get(key)? {
         None => Ok(None),
         Some(v) => keys::read_u64(&v)

@@ -8,7 +8,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::{corrupt, StoreError};
+use super::{corrupt, StoreError, Tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -64,7 +64,7 @@ pub type Keys<'a, C = u64> = Box<dyn Iterator<Item = Result<C, StoreError>> + 'a
 
 /// Cursors of the family `prefix ‖ cursor` in `tree`, in `order`, strictly past `after`.
 pub fn keys_under<'a, C: CursorKey + 'a>(
-    tree: &sled::Tree,
+    tree: &Tree,
     prefix: &[u8],
     after: Option<&C>,
     order: Order,
@@ -85,9 +85,9 @@ pub fn keys_under<'a, C: CursorKey + 'a>(
         (Order::Desc, Some(before)) => (lower, Bound::Excluded(with(before))),
     };
     let skip = prefix.len();
-    let iter = tree.range::<Vec<u8>, _>(range);
-    let decode = move |item: Result<(sled::IVec, sled::IVec), sled::Error>| {
-        let (key, _) = item?;
+    let iter = tree.keys(range);
+    let decode = move |item: Result<super::Value, StoreError>| {
+        let key = item?;
         key.get(skip..)
             .and_then(C::decode)
             .ok_or_else(|| corrupt(&key, "key does not end in a cursor"))
@@ -194,18 +194,17 @@ impl<C: Ord + Clone> Iterator for Merge<'_, C> {
 mod tests {
     use super::*;
 
-    fn tree_with(keys: &[(&[u8], u64)]) -> sled::Tree {
-        let db = sled::Config::new().temporary(true).open().unwrap();
-        let tree = db.open_tree("t").unwrap();
+    fn tree_with(keys: &[(&[u8], u64)]) -> (tempfile::TempDir, Tree) {
+        let (dir, tree) = crate::store::tree::scratch();
         for (prefix, n) in keys {
             let mut key = prefix.to_vec();
             n.encode(&mut key);
-            tree.insert(key, &[]).unwrap();
+            tree.insert(key, []).unwrap();
         }
-        tree
+        (dir, tree)
     }
 
-    fn walk(tree: &sled::Tree, prefix: &[u8], after: Option<u64>, order: Order) -> Vec<u64> {
+    fn walk(tree: &Tree, prefix: &[u8], after: Option<u64>, order: Order) -> Vec<u64> {
         keys_under::<u64>(tree, prefix, after.as_ref(), order)
             .map(Result::unwrap)
             .collect()
@@ -213,7 +212,7 @@ mod tests {
 
     #[test]
     fn seeks_past_the_cursor_in_both_orders_and_stays_in_its_family() {
-        let tree = tree_with(&[
+        let (_dir, tree) = tree_with(&[
             (b"a", 1),
             (b"a", 5),
             (b"a", 9),
@@ -231,7 +230,7 @@ mod tests {
 
     #[test]
     fn a_page_looks_ahead_and_merges_without_repeats() {
-        let tree = tree_with(&[(b"x", 1), (b"x", 4), (b"y", 2), (b"y", 4), (b"y", 7)]);
+        let (_dir, tree) = tree_with(&[(b"x", 1), (b"x", 4), (b"y", 2), (b"y", 4), (b"y", 7)]);
         let merged = Merge::new(
             vec![
                 keys_under::<u64>(&tree, b"x", None, Order::Desc),

@@ -65,16 +65,16 @@ pub fn stage_event(
     let sequence = event.sequence;
     if let Some((packet, side)) = event.event.packet() {
         let prefix = packet_prefix(side, &packet.local_key(side));
-        batch.insert(keys::with_sequence(&prefix, sequence), &[]);
+        batch.insert(keys::with_sequence(&prefix, sequence), []);
     }
     if let Some((transfer, deposit)) = event.event.bridge_key() {
         let prefix = bridge_prefix(&transfer, deposit);
-        batch.insert(keys::with_sequence(&prefix, sequence), &[]);
+        batch.insert(keys::with_sequence(&prefix, sequence), []);
     }
     if let Some(hash) = tx_hash {
-        batch.insert(keys::with_sequence(&tx_prefix(hash), sequence), &[]);
+        batch.insert(keys::with_sequence(&tx_prefix(hash), sequence), []);
     }
-    batch.insert(&keys::by_u64(EVENT, sequence), serde_json::to_vec(event)?);
+    batch.insert(keys::by_u64(EVENT, sequence), serde_json::to_vec(event)?);
     Ok(())
 }
 

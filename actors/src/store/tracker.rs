@@ -3,14 +3,14 @@
 //!
 //! `t` chain-id-len chain-id tx-hash(32) → the tracked tx as JSON.
 
-use super::{corrupt, StoreError};
+use super::{corrupt, StoreError, Tree};
 use crate::tracker::{TrackKey, Tracked};
 
 const RECORD: u8 = b't';
 
 #[derive(Clone)]
 pub struct TrackerStore {
-    tree: sled::Tree,
+    tree: Tree,
 }
 
 fn key_of(key: &TrackKey) -> Vec<u8> {
@@ -21,7 +21,7 @@ fn key_of(key: &TrackKey) -> Vec<u8> {
 }
 
 impl TrackerStore {
-    pub fn new(tree: sled::Tree) -> Self {
+    pub fn new(tree: Tree) -> Self {
         TrackerStore { tree }
     }
 

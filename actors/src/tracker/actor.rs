@@ -2,7 +2,7 @@
 //! pool around the plain state machine of [`Tracked`]. It lists itself under the relay keys
 //! its open hops wait on (the hub delivers those events), catches up from the relay logs
 //! whenever a hop is linked, looks its tx up on the chain while the chain has not shown it,
-//! abandons it when it waits too long, and commits every transition to sled and the view.
+//! abandons it when it waits too long, and commits every transition to the store and the view.
 //! It stops at a terminal state; the view keeps the tx queryable for the retention.
 
 use std::sync::Arc;

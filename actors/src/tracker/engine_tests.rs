@@ -1,4 +1,4 @@
-//! The engine on real parts: the `TrackerHub` and its `Tracker` actors over a sled store and
+//! The engine on real parts: the `TrackerHub` and its `Tracker` actors over a real store and
 //! the relay bus — one tracker per open transfer, events delivered to it, the tracker
 //! stopping at its terminal state, and no event lost across a process restart, a hub restart
 //! or a tracker's death.
@@ -95,7 +95,7 @@ impl Engine {
             stage_event(&mut batch, &event, Some(&raw)).unwrap();
             committed.push(Arc::new(event));
         }
-        batch.insert(keys::meta(META_SEQUENCE), &sequence.to_be_bytes());
+        batch.insert(keys::meta(META_SEQUENCE), sequence.to_be_bytes());
         relay.domain().commit(batch, height, first).unwrap();
         if publish {
             self.bus.publish(chain, &committed);

@@ -137,7 +137,7 @@ impl Tracking {
         self.publish(tracked, before)
     }
 
-    /// Publishes a tracked tx already written to sled (`before`: its state as last
+    /// Publishes a tracked tx already written to the store (`before`: its state as last
     /// published).
     pub(super) fn publish(&self, tracked: Tracked, before: Option<TxState>) -> Arc<Tracked> {
         let state = tracked.state();

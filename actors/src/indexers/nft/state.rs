@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::store::nft::keys::{self, *};
 use crate::store::nft::{CollectionRecord, ContractOrigin, TokenRecord};
-use crate::store::{keys as core_keys, read_u64_at, StoreError};
+use crate::store::{keys as core_keys, read_u64_at, StoreError, Tree};
 
 type TokenKey = (Vec<u8>, String);
 
@@ -17,7 +17,7 @@ struct Slot<T> {
 }
 
 pub struct BlockState<'a> {
-    tree: &'a sled::Tree,
+    tree: &'a Tree,
     pub height: u64,
     pub time_ns: i64,
     collections: BTreeMap<Vec<u8>, Slot<CollectionRecord>>,
@@ -35,10 +35,7 @@ pub struct BlockState<'a> {
     first_number: u64,
 }
 
-fn read<T: serde::de::DeserializeOwned>(
-    tree: &sled::Tree,
-    key: &[u8],
-) -> Result<Option<T>, StoreError> {
+fn read<T: serde::de::DeserializeOwned>(tree: &Tree, key: &[u8]) -> Result<Option<T>, StoreError> {
     match tree.get(key)? {
         None => Ok(None),
         Some(bytes) => serde_json::from_slice(&bytes)
@@ -52,7 +49,7 @@ fn json(value: &impl serde::Serialize) -> Vec<u8> {
 }
 
 impl<'a> BlockState<'a> {
-    pub fn new(tree: &'a sled::Tree, height: u64, time_ns: i64) -> Result<Self, StoreError> {
+    pub fn new(tree: &'a Tree, height: u64, time_ns: i64) -> Result<Self, StoreError> {
         let last_number = read_u64_at(tree, &core_keys::meta(META_COLLECTIONS))?.unwrap_or(0);
         Ok(BlockState {
             tree,
@@ -286,7 +283,7 @@ impl<'a> BlockState<'a> {
                 Some(new) => {
                     batch.insert(keys::token(&collection, &token_id), json(new));
                     for key in index_keys(new) {
-                        batch.insert(key, &[]);
+                        batch.insert(key, []);
                     }
                     for key in counted_prefixes(new) {
                         *counts.entry(key).or_default() += 1;
@@ -323,18 +320,18 @@ impl<'a> BlockState<'a> {
             *edges.entry(key.clone()).or_default() += 1;
             key.extend_from_slice(&self.height.to_be_bytes());
             key.extend_from_slice(&index.to_be_bytes());
-            batch.insert(key, &hash);
+            batch.insert(key, hash);
         }
         for (family, added) in edges {
             let counter = count(&family);
             let total = read_u64_at(self.tree, &counter)?.unwrap_or(0) + added;
-            batch.insert(counter, &total.to_be_bytes());
+            batch.insert(counter, total.to_be_bytes());
         }
         for (contract, origin) in &self.contracts {
             batch.insert(with_addr(CONTRACT, contract), json(origin));
         }
         for contract in &self.not_collections {
-            batch.insert(with_addr(NOT_COLLECTION, contract), &[]);
+            batch.insert(with_addr(NOT_COLLECTION, contract), []);
         }
         let mut renamed = Vec::new();
         for (addr, slot) in &self.collections {
@@ -354,7 +351,7 @@ impl<'a> BlockState<'a> {
                 );
                 let mut by_name = keys::name(&record.name);
                 by_name.extend_from_slice(&record.number.to_be_bytes());
-                batch.insert(by_name, &[]);
+                batch.insert(by_name, []);
             }
             if name_changed {
                 renamed.push((
@@ -369,7 +366,7 @@ impl<'a> BlockState<'a> {
         if self.last_number != self.first_number {
             batch.insert(
                 core_keys::meta(META_COLLECTIONS),
-                &self.last_number.to_be_bytes(),
+                self.last_number.to_be_bytes(),
             );
         }
         Ok(renamed)
@@ -433,7 +430,7 @@ impl<'a> BlockState<'a> {
             if after == 0 {
                 batch.remove(key);
             } else {
-                batch.insert(key, &after.to_be_bytes());
+                batch.insert(key, after.to_be_bytes());
             }
             if prefix.first() == Some(&OWNER_COLLECTION) && (before == 0) != (after == 0) {
                 let (owner, collection) = split_owner_collection(&prefix)
@@ -446,7 +443,7 @@ impl<'a> BlockState<'a> {
                 member.extend_from_slice(&number.to_be_bytes());
                 let joined = after > 0;
                 if joined {
-                    batch.insert(member, &[]);
+                    batch.insert(member, []);
                 } else {
                     batch.remove(member);
                 }
@@ -461,7 +458,7 @@ impl<'a> BlockState<'a> {
             if after == 0 {
                 batch.remove(key);
             } else {
-                batch.insert(key, &after.to_be_bytes());
+                batch.insert(key, after.to_be_bytes());
             }
         }
         Ok(())

@@ -569,8 +569,8 @@ fn a_page_skips_keys_whose_token_moved_on_since_they_were_read() {
         key
     };
     // Token 0 was burned; token 2 now belongs to someone else.
-    tree.insert(stale("0"), &[]).unwrap();
-    tree.insert(stale("2"), &[]).unwrap();
+    tree.insert(stale("0"), []).unwrap();
+    tree.insert(stale("2"), []).unwrap();
     let other = TokenRecord {
         collection: collection.clone(),
         token_id: "2".into(),

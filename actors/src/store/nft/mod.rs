@@ -80,7 +80,7 @@ impl NftStore {
         &self.domain
     }
 
-    fn tree(&self) -> &sled::Tree {
+    fn tree(&self) -> &crate::store::Tree {
         self.domain.tree()
     }
 
@@ -119,7 +119,7 @@ impl NftStore {
 
     /// Whether `addr` is a contract found not to be a collection.
     pub fn is_refused(&self, addr: &[u8]) -> Result<bool, StoreError> {
-        Ok(self.tree().contains_key(with_addr(NOT_COLLECTION, addr))?)
+        self.tree().contains_key(with_addr(NOT_COLLECTION, addr))
     }
 
     fn collection_by_number(&self, number: u64) -> Result<Option<Bytes>, StoreError> {

@@ -1,6 +1,6 @@
 //! The in-memory index behind `collections/by_name`: every collection's normalised name and
 //! origin name by creation number. The NFT indexer adds to it once a block is durable, so a
-//! search never sees more than the committed store; it is rebuilt from sled at start.
+//! search never sees more than the committed store; it is rebuilt from the store at start.
 
 use std::sync::RwLock;
 
