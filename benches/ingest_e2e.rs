@@ -10,7 +10,7 @@
 //!   client does with a block: serde, base64), one thread — the yardstick;
 //! - `index`: the domains indexing the pre-generated blocks into a fresh sled store (one
 //!   batch per block and domain), then a flush; bytes on disk per tx after the flush;
-//! - `sled_floor`: sled alone with the same shape of writes for the record, hash and height
+//! - `store_floor`: sled alone with the same shape of writes for the record, hash and height
 //!   families only (no indexer work, no other edges);
 //! - `follow`: the follower end to end from the devnet source (generation on the blocking
 //!   pool, 16 in flight), into a fresh store.
@@ -143,10 +143,10 @@ fn records_bytes(store: &Store) -> u64 {
         .sum()
 }
 
-/// sled alone, with nothing to compute: per block one batch holding, per tx, only the
+/// The store alone, with nothing to compute: per block one batch holding, per tx, only the
 /// record (3,740 bytes, the measured mean), its hash key and its height edge, plus the
-/// watermark — a floor under any indexer that keeps those three families in sled.
-fn sled_floor(blocks: &[BlockBundle]) -> Duration {
+/// watermark — a floor under any indexer that keeps those three families in the store.
+fn store_floor(blocks: &[BlockBundle]) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 64 << 20).unwrap();
     let tree = store.domain(CHAIN, "floor").unwrap();
@@ -217,7 +217,7 @@ fn main() {
     let txs_per_block = env("TXS", 20) as u32;
     let rounds = env("ROUNDS", 3) as usize;
     let stages = std::env::var("STAGES")
-        .unwrap_or_else(|_| "generate,render,decode,index,sled_floor,follow".into());
+        .unwrap_or_else(|_| "generate,render,decode,index,store_floor,follow".into());
     let on = |s: &str| stages.split(',').any(|x| x == s);
 
     let devnet = Devnet::new(spec(1_767_225_600_000_000_000, INTERVAL_MS, txs_per_block));
@@ -291,7 +291,7 @@ fn main() {
         if on("index") {
             let (d, flush, disk, records, keys) = index(&blocks, &devnet);
             println!(
-                "[{round}] index     {:>8.0} blocks/s, {:.0} txs/s (flush after: {:.0} ms); {:.1} sled keys per block, {:.1} µs per key; {:.0} bytes on disk per tx, records {:.0} bytes per tx, disk/records {:.2}",
+                "[{round}] index     {:>8.0} blocks/s, {:.0} txs/s (flush after: {:.0} ms); {:.1} store keys per block, {:.1} µs per key; {:.0} bytes on disk per tx, records {:.0} bytes per tx, disk/records {:.2}",
                 per_s(d),
                 txs as f64 / d.as_secs_f64(),
                 flush.as_secs_f64() * 1e3,
@@ -303,13 +303,13 @@ fn main() {
             );
             push("index", per_s(d));
         }
-        if on("sled_floor") {
-            let d = sled_floor(&blocks);
+        if on("store_floor") {
+            let d = store_floor(&blocks);
             println!(
-                "[{round}] sled_floor {:>7.0} blocks/s (record + hash + height edge per tx, one batch per block)",
+                "[{round}] store_floor{:>7.0} blocks/s (record + hash + height edge per tx, one batch per block)",
                 per_s(d)
             );
-            push("sled_floor", per_s(d));
+            push("store_floor", per_s(d));
         }
         if on("follow") {
             let (d, disk) = follow(&runtime, n, txs_per_block);
