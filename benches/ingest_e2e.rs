@@ -8,9 +8,9 @@
 //!   REST txs), one thread;
 //! - `decode`: the pure cost of decoding that JSON back into the wire structs (what a node
 //!   client does with a block: serde, base64), one thread — the yardstick;
-//! - `index`: the domains indexing the pre-generated blocks into a fresh sled store (one
+//! - `index`: the domains indexing the pre-generated blocks into a fresh store (one
 //!   batch per block and domain), then a flush; bytes on disk per tx after the flush;
-//! - `store_floor`: sled alone with the same shape of writes for the record, hash and height
+//! - `store_floor`: the store alone with the same shape of writes for the record, hash and height
 //!   families only (no indexer work, no other edges);
 //! - `follow`: the follower end to end from the devnet source (generation on the blocking
 //!   pool, 16 in flight), into a fresh store.

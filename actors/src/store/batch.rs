@@ -50,18 +50,23 @@ impl Batch {
     }
 }
 
+/// Writes `k` twice (1 then 2), writes `gone2` then removes it, and removes `gone`.
+#[cfg(test)]
+pub(super) fn rewrites() -> Batch {
+    let mut batch = Batch::default();
+    batch.insert(b"k".as_slice(), b"1".as_slice());
+    batch.insert(b"k".as_slice(), b"2".as_slice());
+    batch.insert(b"gone2".as_slice(), b"y".as_slice());
+    batch.remove(b"gone2".as_slice());
+    batch.remove(b"gone".as_slice());
+    batch
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn only_the_last_write_of_each_key_is_applied() {
-        let mut batch = Batch::default();
-        batch.insert(b"k".as_slice(), b"1".as_slice());
-        batch.insert(b"k".as_slice(), b"2".as_slice());
-        batch.insert(b"gone2".as_slice(), b"y".as_slice());
-        batch.remove(b"gone2".as_slice());
-        batch.remove(b"gone".as_slice());
+        let batch = super::rewrites();
         assert_eq!(batch.len(), 5);
         assert_eq!(
             batch.writes().nth(3),

@@ -118,12 +118,7 @@ mod tests {
     fn the_last_write_of_a_key_in_a_batch_wins() {
         let (_dir, tree) = super::scratch();
         tree.insert(b"gone".as_slice(), b"x".as_slice()).unwrap();
-        let mut batch = Batch::default();
-        batch.insert(b"k".as_slice(), b"1".as_slice());
-        batch.insert(b"k".as_slice(), b"2".as_slice());
-        batch.insert(b"gone2".as_slice(), b"y".as_slice());
-        batch.remove(b"gone2".as_slice());
-        batch.remove(b"gone".as_slice());
+        let mut batch = crate::store::batch::rewrites();
         batch.insert(b"back".as_slice(), b"1".as_slice());
         batch.remove(b"back".as_slice());
         batch.insert(b"back".as_slice(), b"2".as_slice());
