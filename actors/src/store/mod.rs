@@ -63,15 +63,6 @@ impl StoreError {
             )
         )
     }
-
-    /// The underlying IO error, when there is one.
-    pub fn io_error(&self) -> Option<&std::io::Error> {
-        match self {
-            StoreError::Engine(fjall::Error::Io(e))
-            | StoreError::Engine(fjall::Error::Storage(fjall::LsmError::Io(e))) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// How often everything committed is made durable on disk (fsync). A commit reaches the OS

@@ -2,7 +2,7 @@
 //! stores use. Everything engine-specific lives here and in [`super::Store::open`]; the rest
 //! of the store sees `Tree`, [`Value`] and [`super::Batch`].
 
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 
 use super::{Batch, StoreError};
 
@@ -76,9 +76,9 @@ impl Tree {
     }
 
     /// The keys in `range`, in key order (reversible); values are not copied out.
-    pub fn keys(
+    pub fn keys<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
-        range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        range: R,
     ) -> impl DoubleEndedIterator<Item = Result<Value, StoreError>> {
         self.keyspace
             .range(range)
