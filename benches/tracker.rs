@@ -42,6 +42,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use dashmap::DashMap;
 use sha2::{Digest, Sha256};
 use weaver_actors::chain::address::to_bech32;
 use weaver_actors::planner::registry::{IbcChannel, Registry};
@@ -54,6 +55,11 @@ use weaver_actors::tracker::{
     Hop, HubDeps, Register, Topology, TrackKey, Tracked, TrackerHub, TrackerSettings, TrackerView,
     Tracking, TxState, WatchKey,
 };
+
+/// The daemon's allocator (`src/main.rs`): resident memory is measured as the daemon would
+/// hold it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 // ---------------------------------------------------------------------------------------------
 // A 3-hop packet-forward transfer, event by event.
@@ -251,7 +257,8 @@ fn wave_done(tracked: &Tracked, wave: usize) -> bool {
 
 struct Core {
     topology: Arc<Topology>,
-    view: Arc<TrackerView>,
+    /// Every record in memory (the shape the view had before records moved to the store).
+    entries: DashMap<TrackKey, Arc<Tracked>>,
     index: HashMap<WatchKey, Vec<TrackKey>>,
     unlinked: HashSet<TrackKey>,
     /// The relay log's events by tx, for linking sources and continuations.
@@ -262,7 +269,7 @@ impl Core {
     fn new() -> Self {
         let topology = Arc::new(topology());
         Core {
-            view: TrackerView::new(topology.clone()),
+            entries: DashMap::new(),
             topology,
             index: HashMap::new(),
             unlinked: HashSet::new(),
@@ -301,13 +308,11 @@ impl Core {
                 }
             }
         }
-        let key = tracked.key.clone();
-        self.view.entries.insert(key.clone(), Arc::new(tracked));
-        let _ = self.view.updates.send(key);
+        self.entries.insert(tracked.key.clone(), Arc::new(tracked));
     }
 
     fn current(&self, key: &TrackKey) -> Option<Tracked> {
-        self.view.entries.get(key).map(|t| t.as_ref().clone())
+        self.entries.get(key).map(|t| t.as_ref().clone())
     }
 
     fn register(&mut self, key: TrackKey) {
@@ -406,12 +411,6 @@ fn rss_bytes() -> u64 {
     pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
 }
 
-/// Bytes the allocator has handed out and not had back (glibc's `mallinfo2`).
-fn heap_bytes() -> u64 {
-    // SAFETY: mallinfo2 only reads the allocator's statistics.
-    unsafe { libc::mallinfo2().uordblks as u64 }
-}
-
 /// CPU time of the calling thread, ns (unaffected by time spent waiting for a core).
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -451,15 +450,11 @@ fn process_cpu_ns() -> u64 {
 
 struct Mark {
     rss: u64,
-    heap: u64,
 }
 
 impl Mark {
     fn now() -> Self {
-        Mark {
-            rss: rss_bytes(),
-            heap: heap_bytes(),
-        }
+        Mark { rss: rss_bytes() }
     }
 
     /// Prints the growth since this mark, per item.
@@ -467,11 +462,6 @@ impl Mark {
         let now = Mark::now();
         println!("rss_total={}", now.rss);
         println!("rss_per={}", now.rss.saturating_sub(self.rss) / n);
-        println!("heap_per={}", now.heap.saturating_sub(self.heap) / n);
-        // What is resident once the allocator gives back the free pages it holds.
-        // SAFETY: malloc_trim has no preconditions.
-        unsafe { libc::malloc_trim(0) };
-        println!("rss_trim_per={}", rss_bytes().saturating_sub(self.rss) / n);
     }
 }
 
@@ -574,7 +564,7 @@ fn phase_actor_tracked(n: u64) {
             core.drive(from..to, 3, true);
             let keys: Vec<TrackKey> = (from..to).map(key_of).collect();
             for key in keys {
-                let (_, tracked) = core.view.entries.remove(&key).unwrap();
+                let (_, tracked) = core.entries.remove(&key).unwrap();
                 let tracked = Arc::try_unwrap(tracked).unwrap_or_else(|t| (*t).clone());
                 addrs.push(PerTransfer { _tracked: tracked }.start());
             }
@@ -607,15 +597,12 @@ fn phase_plain(n: u64, done: bool) {
             t.transfers.first().is_some_and(|h| h.len() == 3) && t.state() == TxState::Pending
         }
     };
-    assert_eq!(core.view.entries.len() as u64, n);
-    assert!(core.view.entries.iter().all(|e| want(e.value())));
+    assert_eq!(core.entries.len() as u64, n);
+    assert!(core.entries.iter().all(|e| want(e.value())));
     core.unlinked.shrink_to_fit();
     mark.report(n);
     println!("index_keys={}", core.index.len());
-    let before = heap_bytes();
-    drop(std::mem::take(&mut core.index));
-    println!("index_heap_per={}", before.saturating_sub(heap_bytes()) / n);
-    let json = serde_json::to_vec(core.view.entries.get(&key_of(0)).unwrap().as_ref()).unwrap();
+    let json = serde_json::to_vec(core.entries.get(&key_of(0)).unwrap().as_ref()).unwrap();
     println!("record_bytes={}", json.len());
     println!("size_tracked={}", std::mem::size_of::<Tracked>());
     println!("size_hop={}", std::mem::size_of::<Hop>());
@@ -661,7 +648,6 @@ fn phase_dispatch(n: u64, read_secs: u64) {
     }
     assert_eq!(delivered, n * EVENTS_PER_TRANSFER);
     let completed = core
-        .view
         .entries
         .iter()
         .filter(|e| e.value().state() == TxState::CompletedSuccess)
@@ -670,17 +656,34 @@ fn phase_dispatch(n: u64, read_secs: u64) {
     print_event_rates(delivered, busy, cpu_ns);
     println!("index_left={}", core.index.len());
 
-    // Status reads: the handler's work, body built and encoded.
-    let view = core.view.clone();
-    let (body, _) = view.status(&key_of(0)).unwrap();
-    println!("body_bytes={}", serde_json::to_vec(&body).unwrap().len());
+    // Status reads from records in memory: body built and encoded.
+    let status = |key: &TrackKey| core.entries.get(key).unwrap().status_body(&core.topology);
+    println!(
+        "body_bytes={}",
+        serde_json::to_vec(&status(&key_of(0))).unwrap().len()
+    );
+    let (reads, p50, p99, cpu_us) = read_statuses(n, read_secs, status);
+    println!("reads_per_sec={reads:.0}");
+    println!("read_p50_us={p50:.1}");
+    println!("read_p99_us={p99:.1}");
+    println!("read_cpu_us={cpu_us:.1}");
+}
+
+/// `/v2/tx/status` bodies of random transfers out of `n`, built by `status` and encoded,
+/// from 2 threads for `secs`: reads/s, p50 and p99 µs, µs of CPU per read.
+fn read_statuses(
+    n: u64,
+    secs: u64,
+    status: impl Fn(&TrackKey) -> serde_json::Value + Sync,
+) -> (f64, f64, f64, f64) {
     let keys: Vec<TrackKey> = (0..n).map(key_of).collect();
+    let read_secs = secs;
     let deadline = Instant::now() + Duration::from_secs(read_secs);
     let start = Instant::now();
     let per_thread: Vec<(Vec<u32>, u64)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2u64)
             .map(|t| {
-                let (view, keys) = (&view, &keys);
+                let (status, keys) = (&status, &keys);
                 s.spawn(move || {
                     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t + 1));
                     let mut samples = Vec::with_capacity(1 << 20);
@@ -689,7 +692,7 @@ fn phase_dispatch(n: u64, read_secs: u64) {
                         for _ in 0..64 {
                             let key = &keys[(rng.next() % keys.len() as u64) as usize];
                             let t0 = Instant::now();
-                            let (body, _) = view.status(key).unwrap();
+                            let body = status(key);
                             let bytes = serde_json::to_vec(&body).unwrap();
                             std::hint::black_box(bytes);
                             samples.push(t0.elapsed().as_nanos() as u32);
@@ -704,12 +707,10 @@ fn phase_dispatch(n: u64, read_secs: u64) {
     let elapsed = start.elapsed().as_secs_f64();
     let cpu_ns: u64 = per_thread.iter().map(|(_, cpu)| cpu).sum();
     let mut all: Vec<u32> = per_thread.into_iter().flat_map(|(s, _)| s).collect();
-    println!("read_cpu_us={:.1}", cpu_ns as f64 / 1e3 / all.len() as f64);
+    let cpu_us = cpu_ns as f64 / 1e3 / all.len() as f64;
     all.sort_unstable();
     let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)] as f64 / 1e3;
-    println!("reads_per_sec={:.0}", all.len() as f64 / elapsed);
-    println!("read_p50_us={:.1}", pct(0.50));
-    println!("read_p99_us={:.1}", pct(0.99));
+    (all.len() as f64 / elapsed, pct(0.50), pct(0.99), cpu_us)
 }
 
 /// Appends one block's events to a chain's relay log, as the relay indexer writes them.
@@ -776,10 +777,9 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
     for w in 0..=prewritten {
         write_wave(w, &mut sequences);
     }
-    let view = TrackerView::new(Arc::new(topology()));
+    let view = TrackerView::new(Arc::new(topology()), store.trackers().unwrap());
     let tracking = Tracking::new(
         view.clone(),
-        store.trackers().unwrap(),
         relay_stores.clone(),
         HashMap::new(),
         TrackerSettings::default(),
@@ -807,7 +807,11 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
     let wait_for = |w: usize| {
         for i in 0..n {
             let key = key_of(i);
-            while !view.entries.get(&key).is_some_and(|t| wave_done(&t, w)) {
+            while !view
+                .tracked(&key)
+                .unwrap()
+                .is_some_and(|t| wave_done(&t, w))
+            {
                 std::thread::sleep(Duration::from_micros(500));
             }
         }
@@ -860,13 +864,16 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
         let rss = rss_bytes();
         println!("rss_inflight_total={rss}");
         println!("rss_inflight_per={}", (rss - rss_before) / n);
+        // Once the allocator has returned what the catch-up freed (mimalloc purges freed
+        // pages after a delay) and the store's buffers settled.
+        std::thread::sleep(Duration::from_secs(5));
+        println!("rss_settled_total={}", rss_bytes());
     }
     if finish {
-        let completed = view
-            .entries
+        let completed = view.count_by_state()[TxState::ALL
             .iter()
-            .filter(|e| e.value().state() == TxState::CompletedSuccess)
-            .count() as u64;
+            .position(|s| *s == TxState::CompletedSuccess)
+            .unwrap()];
         assert_eq!(completed, n, "every transfer completes");
         // Trackers stop at a terminal state.
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -876,6 +883,12 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
         println!("live_trackers_after={}", tracking.live_trackers());
         print_event_rates(delivered, busy, cpu_ns);
         println!("rss_total={}", rss_bytes());
+        let status = |key: &TrackKey| view.status(key).unwrap().unwrap().0;
+        let (reads, p50, p99, cpu_us) = read_statuses(n, env_u64("TRACKER_READ_SECS", 3), status);
+        println!("reads_per_sec={reads:.0}");
+        println!("read_p50_us={p50:.1}");
+        println!("read_p99_us={p99:.1}");
+        println!("read_cpu_us={cpu_us:.1}");
     }
     system.stop();
     thread.join().unwrap();
@@ -1010,14 +1023,7 @@ fn main() {
     );
 
     let b = |r: &BTreeMap<String, String>, key: &str| format!("{} B", grouped(num(r, key)));
-    let memory = |r: &BTreeMap<String, String>| {
-        format!(
-            "RSS {} (after `malloc_trim` {}), heap {}",
-            b(r, "rss_per"),
-            b(r, "rss_trim_per"),
-            b(r, "heap_per")
-        )
-    };
+    let memory = |r: &BTreeMap<String, String>| format!("RSS {}", b(r, "rss_per"));
     println!();
     println!("Transfer tracking: 3-hop packet-forward transfers, 12 relay events each");
     println!(
@@ -1044,26 +1050,22 @@ fn main() {
         grouped(num(&actors_m, "messages_per_sec")),
     );
     println!(
-        "| one actor per transfer: an actor owning an in-flight `Tracked` (no index, no view) | {} | extrapolated: {} (heap {}) |",
+        "| one actor per transfer: an actor owning an in-flight `Tracked` (no index, no view) | {} | extrapolated: {} |",
         memory(&actor_tracked),
         size(num(&actor_tracked, "rss_per") * m),
-        size(num(&actor_tracked, "heap_per") * m),
     );
     println!(
-        "| plain `Tracked` in flight (3 hops linked, acks pending) in the `DashMap` view + watch index ({} B of index heap) | {} | measured: RSS {}/transfer, {} growth, process {} (heap {}/transfer) |",
-        grouped(num(&plain, "index_heap_per")),
+        "| plain `Tracked` in flight (3 hops linked, acks pending) in a `DashMap` + watch index (records in memory) | {} | measured: RSS {}/transfer, {} growth, process {} |",
         memory(&plain),
         b(&plain_m, "rss_per"),
         size(num(&plain_m, "rss_per") * m),
         size(num(&plain_m, "rss_total")),
-        b(&plain_m, "heap_per"),
     );
     println!(
-        "| plain `Tracked`, completed (retained; no index entries; {} B as JSON in sled) | {} | extrapolated: {} (heap {}) |",
+        "| plain `Tracked`, completed (in memory; no index entries; {} B as JSON in the store) | {} | extrapolated: {} |",
         grouped(num(&done, "record_bytes")),
         memory(&done),
         size(num(&done, "rss_per") * m),
-        size(num(&done, "heap_per") * m),
     );
     println!(
         "| event dispatch in memory (unlinked check, `WatchKey::of`, index, clone, `apply`/`link_next`, re-index, view) | {} events/s ({} per CPU-second) | — |",
@@ -1071,16 +1073,17 @@ fn main() {
         grouped(num(&dispatch, "events_per_cpu_sec")),
     );
     println!(
-        "| the engine: `TrackerHub` + one `Tracker` actor per transfer, in flight (3 hops linked, acks pending; sled cache {} MB included) | RSS {}/transfer ({} live actors) | measured: RSS {}/transfer, process {} ({} live actors) |",
+        "| the engine: `TrackerHub` + one `Tracker` actor per transfer, in flight (3 hops linked, acks pending; records in the store, its {} MB cache included) | RSS {}/transfer ({} live actors) | measured: RSS {}/transfer, process {} ({} 5 s later; {} live actors) |",
         env_u64("TRACKER_HUB_CACHE_MB", 256),
         b(&hub, "rss_inflight_per"),
         grouped(num(&hub, "live_trackers")),
         b(&hub_m, "rss_inflight_per"),
         size(num(&hub_m, "rss_inflight_total")),
+        size(num(&hub_m, "rss_settled_total")),
         grouped(num(&hub_m, "live_trackers")),
     );
     println!(
-        "| the engine end to end ({} transfers; relay logs in sled, `RelayBus`, hub dispatch, tracker catch-up reads, tracker-tree writes; {} trackers left after the last ack) | {} events/s ({} per CPU-second), {} registrations/s ({} per CPU-second) | {} registrations/s with 3 hops caught up from sled each |",
+        "| the engine end to end ({} transfers; relay logs in the store, `RelayBus`, hub dispatch, tracker record reads and writes, catch-up reads; {} trackers left after the last ack) | {} events/s ({} per CPU-second), {} registrations/s ({} per CPU-second) | {} registrations/s with 3 hops caught up from the store each |",
         grouped(hub_n as f64),
         hub["live_trackers_after"],
         grouped(num(&hub, "events_per_sec")),
@@ -1090,12 +1093,19 @@ fn main() {
         grouped(num(&hub_m, "register_per_sec")),
     );
     println!(
-        "| status reads (`TrackerView::status` + JSON encoding, {} B body), 2 threads, random keys | {} reads/s, p50 {} µs, p99 {} µs; {} µs of CPU per read | — |",
+        "| status reads of records in memory (`Tracked::status_body` + JSON encoding, {} B body), 2 threads, random keys | {} reads/s, p50 {} µs, p99 {} µs; {} µs of CPU per read | — |",
         grouped(num(&dispatch, "body_bytes")),
         grouped(num(&dispatch, "reads_per_sec")),
         dispatch["read_p50_us"],
         dispatch["read_p99_us"],
         dispatch["read_cpu_us"],
+    );
+    println!(
+        "| status reads as the handler makes them (`TrackerView::status`: record read from the store, body built, JSON encoded), completed transfers, 2 threads, random keys | {} reads/s, p50 {} µs, p99 {} µs; {} µs of CPU per read | — |",
+        grouped(num(&hub, "reads_per_sec")),
+        hub["read_p50_us"],
+        hub["read_p99_us"],
+        hub["read_cpu_us"],
     );
     println!();
     println!("{sizes}");

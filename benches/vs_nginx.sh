@@ -7,7 +7,8 @@
 # table of ratios (weaver / nginx, best of the rounds for each side) and writes it as CSV.
 # Both servers get the whole machine (2 workers each, no pinning); wrk -t2 -c64 as measured
 # in the issue. Bounded: ROUNDS x reads x 2 runs of DURATION seconds; everything stops at exit.
-#   usage: benches/vs_nginx.sh [DURATION_SECONDS] [ROUNDS] [CSV_OUT]
+#   usage: [READS=REGEX] benches/vs_nginx.sh [DURATION_SECONDS] [ROUNDS] [CSV_OUT]
+#   READS keeps only the reads whose name matches (grep -E), e.g. READS='100 txs'.
 #   needs: wrk, nginx (apt-get install wrk nginx), python3
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,9 +91,9 @@ route_body="{\"amount_in\":\"1000000\",\"source_asset_chain_id\":\"noble-1\",\"s
 # name | weaver URL | method
 reads=(
   "tx by hash, hot|$base/indexer/tx/v1/txs/$hot_hash|GET"
-  "tx by hash, sled|$base/indexer/tx/v1/txs/$cold_hash|GET"
+  "tx by hash, store|$base/indexer/tx/v1/txs/$cold_hash|GET"
   "block by height, hot|$base/indexer/block/v1/blocks/1990|GET"
-  "block by height, sled|$base/indexer/block/v1/blocks/7|GET"
+  "block by height, store|$base/indexer/block/v1/blocks/7|GET"
   "tx status|$router/v2/tx/status?tx_hash=$tracked&chain_id=interwoven-1|GET"
   "NFT collection|$base/indexer/nft/v1/collections/$collection|GET"
   "NFT tokens, page head|$base/indexer/nft/v1/tokens/by_collection/$collection?pagination.limit=1|GET"
@@ -101,6 +102,14 @@ reads=(
   "100 txs, deep cursor|$base/indexer/tx/v1/txs?pagination.limit=100&pagination.key=$deep_key|GET"
   "route (Noble USDC to echelon)|$router/v2/fungible/route|POST"
 )
+if [ -n "${READS:-}" ]; then
+  kept=()
+  for read in "${reads[@]}"; do
+    if grep -qE -- "$READS" <<<"${read%%|*}"; then kept+=("$read"); fi
+  done
+  [ ${#kept[@]} -gt 0 ] || { echo "READS='$READS' matches no read"; exit 1; }
+  reads=("${kept[@]}")
+fi
 
 mkdir -p "$work/www"
 # nginx workers run as an unprivileged user when started as root: they must read the files.

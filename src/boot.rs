@@ -267,7 +267,12 @@ pub async fn run_with(
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!("cannot create data dir {}: {e}", config.data_dir.display())
     })?;
-    let store = Store::open(&config.data_dir.join("db"), config.cache_mb << 20).map_err(|e| {
+    let store = Store::open_with(
+        &config.data_dir.join("db"),
+        config.cache_mb << 20,
+        config.memtable_mb << 20,
+    )
+    .map_err(|e| {
         anyhow::anyhow!(
             "cannot open the store in {}: {e}\nThe chain is the source of truth: if the store is corrupt, move the directory away and weaver resyncs.",
             config.data_dir.display()
@@ -694,11 +699,13 @@ fn start_tracking(
         HubDeps, Topology, TrackerHub, TrackerSettings, TrackerView, Tracking,
     };
     let settings = &config.tracker;
-    let view = TrackerView::new(Arc::new(Topology::new(&config.router.registry())));
+    let view = TrackerView::new(
+        Arc::new(Topology::new(&config.router.registry())),
+        store.trackers()?,
+    );
     let deps = HubDeps {
         tracking: Tracking::new(
             view.clone(),
-            store.trackers()?,
             relay_stores,
             sources,
             TrackerSettings {

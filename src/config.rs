@@ -50,6 +50,11 @@ pub struct Config {
     /// The store's block cache, in MiB (one for the whole store).
     #[serde(default = "default_cache_mb")]
     pub cache_mb: u64,
+    /// The largest write buffer (memtable) of each of the store's trees, in MiB: a tree's
+    /// recent writes are held in memory up to this, then written out. Set when a tree is
+    /// created (the engine keeps it with the tree).
+    #[serde(default = "default_memtable_mb")]
+    pub memtable_mb: u64,
     /// actix-web worker threads per listener.
     #[serde(default = "default_http_workers")]
     pub http_workers: usize,
@@ -604,6 +609,9 @@ fn default_hot_tier_max_mb() -> u64 {
 fn default_cache_mb() -> u64 {
     256
 }
+fn default_memtable_mb() -> u64 {
+    weaver_actors::store::DEFAULT_MEMTABLE_BYTES >> 20
+}
 fn default_http_workers() -> usize {
     2
 }
@@ -713,6 +721,9 @@ impl Config {
             .registry()
             .validate()
             .map_err(|e| invalid(e.key, e.message))?;
+        if self.memtable_mb == 0 || self.memtable_mb > 1024 {
+            return Err(invalid("memtable_mb", "must be between 1 and 1024"));
+        }
         if self.http_workers == 0 || self.http_workers > 256 {
             return Err(invalid("http_workers", "must be between 1 and 256"));
         }

@@ -178,13 +178,7 @@ impl StatusBoard {
     }
 
     fn trackers(&self) -> TrackersSnapshot {
-        let mut counts = [0u64; TxState::ALL.len()];
-        for entry in self.trackers.entries.iter() {
-            let state = entry.value().state();
-            if let Some(i) = TxState::ALL.iter().position(|s| *s == state) {
-                counts[i] += 1;
-            }
-        }
+        let counts = self.trackers.count_by_state();
         TrackersSnapshot {
             total: counts.iter().sum(),
             by_state: TxState::ALL
@@ -438,7 +432,10 @@ mod tests {
         )
         .domain("blocks", tree.clone(), true)
         .domain("txs", tree.clone(), true);
-        let view = TrackerView::new(Arc::new(Topology::new(&Default::default())));
+        let view = TrackerView::new(
+            Arc::new(Topology::new(&Default::default())),
+            store.trackers().unwrap(),
+        );
         (StatusBoard::new(vec![chain], view), tree)
     }
 
@@ -479,8 +476,8 @@ mod tests {
         };
         board
             .trackers
-            .entries
-            .insert(key.clone(), Arc::new(Tracked::new(key, 1)));
+            .commit_for_test(&Tracked::new(key, 1))
+            .unwrap();
         let snapshot = board.snapshot();
         assert_eq!(snapshot.trackers.total, 1);
         assert_eq!(snapshot.trackers.by_state[0].state, "STATE_SUBMITTED");

@@ -215,7 +215,7 @@ pub(super) async fn status(
     req: HttpRequest,
 ) -> ApiResult {
     let key = queried_key(&req, &snapshot)?;
-    let (body, _) = api.view.status(&key).ok_or_else(|| not_tracked(&key))?;
+    let (body, _) = api.view.status(&key)?.ok_or_else(|| not_tracked(&key))?;
     Ok(HttpResponse::Ok().json(body))
 }
 
@@ -237,7 +237,7 @@ pub(super) async fn stream(
     let key = queried_key(&req, &snapshot)?;
     // Subscribed before the first read: a change landing in between is not missed.
     let updates = api.view.updates.subscribe();
-    let (first, first_state) = api.view.status(&key).ok_or_else(|| not_tracked(&key))?;
+    let (first, first_state) = api.view.status(&key)?.ok_or_else(|| not_tracked(&key))?;
     let ip = req
         .peer_addr()
         .map(|a| a.ip())
@@ -272,7 +272,8 @@ pub(super) async fn stream(
             let changed = match wait {
                 // Quiet for a while: say so, and look again (nothing is lost either way).
                 Err(_) => {
-                    if let Some((body, state)) = s.slot.api.view.status(&s.key) {
+                    // A failed read is tried again at the next change or keepalive.
+                    if let Ok(Some((body, state))) = s.slot.api.view.status(&s.key) {
                         if body != s.last {
                             s.done = state.is_terminal();
                             s.last = body.clone();
@@ -289,7 +290,10 @@ pub(super) async fn stream(
             if !changed {
                 continue;
             }
-            let (body, state) = s.slot.api.view.status(&s.key)?;
+            let Ok(status) = s.slot.api.view.status(&s.key) else {
+                continue;
+            };
+            let (body, state) = status?;
             if body == s.last {
                 continue;
             }

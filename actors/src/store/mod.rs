@@ -78,14 +78,30 @@ const RECORD_BLOCK_BYTES: u32 = 32 << 10;
 #[derive(Clone)]
 pub struct Store {
     db: fjall::Database,
+    memtable_bytes: u64,
     /// Each tree's change counter, shared by every handle on the tree however many times it
     /// is opened (see [`DomainTree::changes`]).
     changes: Arc<Mutex<HashMap<String, Arc<AtomicU64>>>>,
     _syncer: Arc<Syncer>,
 }
 
+/// The default bound of each tree's write buffer (fjall's own is 64 MiB per tree; the store
+/// has a few trees per chain, so a small daemon could hold a gigabyte of them).
+pub const DEFAULT_MEMTABLE_BYTES: u64 = 16 << 20;
+
 impl Store {
+    /// Opens the store with a block cache of `cache_bytes` and the default write buffers.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Self, StoreError> {
+        Self::open_with(dir, cache_bytes, DEFAULT_MEMTABLE_BYTES)
+    }
+
+    /// Opens the store with a block cache of `cache_bytes` and each tree's write buffer
+    /// bounded to `memtable_bytes`.
+    pub fn open_with(
+        dir: &Path,
+        cache_bytes: u64,
+        memtable_bytes: u64,
+    ) -> Result<Self, StoreError> {
         // sled's files: a `conf` file next to a `db` file.
         if dir.join("conf").is_file() && dir.join("db").is_file() {
             return Err(StoreError::EarlierFormat(dir.display().to_string()));
@@ -96,13 +112,15 @@ impl Store {
         Ok(Store {
             _syncer: Arc::new(Syncer::start(db.clone())),
             db,
+            memtable_bytes,
             changes: Default::default(),
         })
     }
 
     fn tree(&self, name: &str, block_bytes: Option<u32>) -> Result<Tree, StoreError> {
         let keyspace = self.db.keyspace(name, || {
-            let options = fjall::KeyspaceCreateOptions::default();
+            let options =
+                fjall::KeyspaceCreateOptions::default().max_memtable_size(self.memtable_bytes);
             match block_bytes {
                 Some(bytes) => {
                     options.data_block_size_policy(fjall::config::BlockSizePolicy::all(bytes))

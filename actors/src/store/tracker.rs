@@ -37,18 +37,29 @@ impl TrackerStore {
         Ok(())
     }
 
-    /// Every record; one that does not parse is skipped with a warning (and kept on disk).
-    pub fn load(&self) -> Result<Vec<Tracked>, StoreError> {
-        let mut all = vec![];
+    /// The record of one tracked tx, if it is stored.
+    pub fn get(&self, key: &TrackKey) -> Result<Option<Tracked>, StoreError> {
+        let stored_key = key_of(key);
+        let Some(value) = self.tree.get(&stored_key)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&value)
+            .map(Some)
+            .map_err(|e| corrupt(&stored_key, &e.to_string()))
+    }
+
+    /// Visits every record, one at a time (a million records are never all in memory at
+    /// once); one that does not parse is skipped with a warning (and kept on disk).
+    pub fn each(&self, mut visit: impl FnMut(Tracked)) -> Result<(), StoreError> {
         for item in self.tree.scan_prefix([RECORD]) {
             let (key, value) = item?;
             match serde_json::from_slice::<Tracked>(&value) {
-                Ok(tracked) => all.push(tracked),
+                Ok(tracked) => visit(tracked),
                 Err(e) => {
                     tracing::warn!(key = %hex::encode(&key), error = %e, "unreadable tracker record skipped")
                 }
             }
         }
-        Ok(all)
+        Ok(())
     }
 }

@@ -3,16 +3,21 @@
 //! its open hops wait on (the hub delivers those events), catches up from the relay logs
 //! whenever a hop is linked, looks its tx up on the chain while the chain has not shown it,
 //! abandons it when it waits too long, and commits every transition to the store and the view.
-//! It stops at a terminal state; the view keeps the tx queryable for the retention.
+//! It stops at a terminal state; the view keeps the tx queryable for the retention. It keeps
+//! only its key, stage and watch ids in memory and reads its record from the store whenever
+//! something happens to it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use actix::WeakAddr;
+
+use smallvec::SmallVec;
 
 use super::machine::WatchKey;
-use super::shared::{now_ns, Abandonment, Tracking};
-use super::tracked::{Source, Tracked, TxState};
+use super::shared::{now_ns, Abandonment, Tracking, WatchId};
+use super::tracked::{Source, TrackKey, Tracked};
 use crate::chain::{ChainQuery, ChainSource};
 use crate::relay::RelayEvent;
 
@@ -35,60 +40,122 @@ type LookedUp = Option<Result<(u32, String, String, u64), String>>;
 
 pub struct Tracker {
     tracking: Arc<Tracking>,
-    tracked: Arc<Tracked>,
+    /// Shared with the view's entry.
+    key: Arc<TrackKey>,
+    /// Where the source tx stands; the rest of the record is read from the store when
+    /// something happens to it (memory holds only this, issue #15).
+    stage: Stage,
     /// The relay keys this tracker is listed under.
-    watching: Vec<Arc<WatchKey>>,
+    watching: SmallVec<[WatchId; 6]>,
     lookup_every: Duration,
     /// How long an included tx waits before it looks at the relay log again: a tick at
     /// first, growing to [`RELAY_WAIT_MAX`] (a chain whose relay log never passes the tx, a
     /// follower far behind) so idle trackers do not poll twice a second each.
     relay_wait: Duration,
+    /// A read of the record failed and a refresh is scheduled.
+    retry_pending: bool,
+    /// Terminal: the tracker is stopping.
+    done: bool,
+}
+
+/// The record's [`Source`] without a failure's details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    Unseen,
+    Included { height: u64 },
+    Linked,
+    Failed,
+}
+
+impl Stage {
+    pub(super) fn of(source: &Source) -> Self {
+        match source {
+            Source::Unseen => Stage::Unseen,
+            Source::Included { height } => Stage::Included { height: *height },
+            Source::Linked => Stage::Linked,
+            Source::Failed { .. } => Stage::Failed,
+        }
+    }
 }
 
 /// The longest wait between two looks at the relay log for an included tx.
 const RELAY_WAIT_MAX: Duration = Duration::from_secs(4);
 
 impl Tracker {
-    pub(super) fn new(tracking: Arc<Tracking>, tracked: Arc<Tracked>) -> Self {
+    pub(super) fn new(tracking: Arc<Tracking>, key: Arc<TrackKey>, stage: Stage) -> Self {
         let lookup_every = tracking.settings.tick;
         Tracker {
             tracking,
-            tracked,
-            watching: vec![],
+            key,
+            stage,
+            watching: SmallVec::new(),
             lookup_every,
             relay_wait: lookup_every,
+            retry_pending: false,
+            done: false,
         }
     }
 
     fn linked(&self) -> bool {
-        matches!(self.tracked.source, Source::Linked)
+        self.stage == Stage::Linked
+    }
+
+    /// The record as last committed. A record that is gone (never written, or forgotten)
+    /// stops the tracker; one that could not be read schedules a refresh from the relay
+    /// logs (an event delivered meanwhile is read back from them).
+    fn load(&mut self, ctx: &mut Context<Self>) -> Option<Tracked> {
+        match self.tracking.store.get(&self.key) {
+            Ok(Some(tracked)) => Some(tracked),
+            Ok(None) => {
+                tracing::warn!(chain_id = %self.key.chain_id, tx_hash = %self.key.tx_hash, "tracker record gone; its tracker stops");
+                self.done = true;
+                ctx.stop();
+                None
+            }
+            Err(e) => {
+                metrics::counter!("weaver_tracker_store_errors_total", "op" => "read").increment(1);
+                tracing::warn!(error = %e, tx_hash = %self.key.tx_hash, "tracker record not read; tried again later");
+                self.retry_later(ctx);
+                None
+            }
+        }
+    }
+
+    /// Refreshes from the relay logs after a tick (once, however many reads or writes of
+    /// the record failed meanwhile): what a failed read or write left unapplied is read
+    /// back from them.
+    fn retry_later(&mut self, ctx: &mut Context<Self>) {
+        if self.retry_pending {
+            return;
+        }
+        self.retry_pending = true;
+        ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+            tracker.retry_pending = false;
+            tracker.refresh(ctx);
+        });
     }
 
     /// Lists this tracker under every key its open hops wait on, and off those they no
-    /// longer wait on; the keys newly listed. The index shares each key with the tracker
-    /// (one allocation).
-    fn sync_watches(&mut self, tracked: &Tracked, me: &Addr<Self>) -> Vec<Arc<WatchKey>> {
-        let mut wanted: Vec<Arc<WatchKey>> = vec![];
+    /// longer wait on; the keys newly listed.
+    fn sync_watches(&mut self, tracked: &Tracked, me: &Addr<Self>) -> Vec<WatchKey> {
+        let mut wanted: SmallVec<[WatchId; 6]> = SmallVec::new();
         let mut added = vec![];
         if !tracked.state().is_terminal() {
             for key in tracked.watches() {
-                if wanted.iter().any(|w| **w == key) {
+                let id = self.tracking.watch_id(&key);
+                if wanted.contains(&id) {
                     continue;
                 }
-                match self.watching.iter().find(|w| ***w == key) {
-                    Some(listed) => wanted.push(listed.clone()),
-                    None => {
-                        let key = Arc::new(key);
-                        self.tracking.watch(&key, me.clone());
-                        added.push(key.clone());
-                        wanted.push(key);
-                    }
+                if !self.watching.contains(&id) {
+                    self.tracking.watch(id, me);
+                    added.push(key);
                 }
+                wanted.push(id);
             }
         }
-        for key in &self.watching {
-            if !wanted.contains(key) {
-                self.tracking.unwatch(key, me);
+        for id in &self.watching {
+            if !wanted.contains(id) {
+                self.tracking.unwatch(*id, me);
             }
         }
         self.watching = wanted;
@@ -98,13 +165,22 @@ impl Tracker {
     /// Brings `tracked` up to date with what the relay logs hold under the keys it newly
     /// waits on (or under every key, with `everything`); whether anything changed. Events
     /// under keys listed before are delivered by the hub, so they are not read again.
-    fn catch_up(&mut self, tracked: &mut Tracked, me: &Addr<Self>, everything: bool) -> bool {
+    fn catch_up(
+        &mut self,
+        tracked: &mut Tracked,
+        ctx: &mut Context<Self>,
+        everything: bool,
+    ) -> bool {
+        let me = ctx.address();
         let mut changed = false;
         // Listed before reading: an event stored meanwhile is either read here or
         // delivered (applying one twice changes nothing).
-        let added = self.sync_watches(tracked, me);
+        let added = self.sync_watches(tracked, &me);
         let mut unread = if everything {
-            self.watching.clone()
+            let mut all = tracked.watches();
+            all.sort();
+            all.dedup();
+            all
         } else {
             added
         };
@@ -118,34 +194,42 @@ impl Tracker {
                     changed |= self.tracking.advance(tracked, &event);
                 }
             }
-            unread = self.sync_watches(tracked, me);
+            unread = self.sync_watches(tracked, &me);
         }
         changed
     }
 
-    /// Publishes a changed `tracked`; a terminal one ends the tracker.
-    fn commit(&mut self, tracked: Tracked, before: TxState, ctx: &mut Context<Self>) {
-        self.tracked = self.tracking.commit(tracked, Some(before));
-        let tracked = self.tracked.clone();
+    /// Stores and publishes a changed `tracked`; a terminal one ends the tracker. Whether
+    /// it was stored (if not, a refresh is scheduled).
+    fn commit(&mut self, mut tracked: Tracked, ctx: &mut Context<Self>) -> bool {
+        let Ok(state) = self.tracking.commit(&self.key, &mut tracked) else {
+            self.retry_later(ctx);
+            return false;
+        };
+        self.stage = Stage::of(&tracked.source);
         self.sync_watches(&tracked, &ctx.address());
-        if tracked.state().is_terminal() {
+        if state.is_terminal() {
             let me = ctx.address();
-            self.tracking
-                .actors
-                .remove_if(&tracked.key, |_, addr| *addr == me);
+            if let Some(mut entry) = self.tracking.view.entries.get_mut(&*self.key) {
+                if entry.tracker.as_ref().and_then(WeakAddr::upgrade) == Some(me) {
+                    entry.tracker = None;
+                }
+            }
+            self.done = true;
             ctx.stop();
         }
+        true
     }
 
     /// Links the transfers of the source tx once its chain's relay log holds its events (or
     /// has passed its height without any: then it started none).
     fn try_link(&mut self, ctx: &mut Context<Self>) {
-        let key = &self.tracked.key;
+        let key = self.key.clone();
         // The watermark before the events: a block committed between the two reads is then
         // read with its events, never taken as passed without them (which would link no
         // transfer and complete the tx).
-        let passed = match self.tracked.source {
-            Source::Included { height } => self.tracking.relay_passed(&key.chain_id, height),
+        let passed = match self.stage {
+            Stage::Included { height } => self.tracking.relay_passed(&key.chain_id, height),
             _ => false,
         };
         let Some(events) = self.tracking.tx_events(&key.chain_id, &key.tx_hash) else {
@@ -154,22 +238,23 @@ impl Tracker {
         if events.is_empty() && !passed {
             return;
         }
-        let mut tracked = self.tracked.as_ref().clone();
-        let before = tracked.state();
+        let Some(mut tracked) = self.load(ctx) else {
+            return;
+        };
         tracked.link_source(&events, &self.tracking.view.topology());
         tracked.progressed_ns = now_ns();
-        self.catch_up(&mut tracked, &ctx.address(), true);
-        self.commit(tracked, before, ctx);
+        self.catch_up(&mut tracked, ctx, true);
+        self.commit(tracked, ctx);
     }
 
     /// Until the relay log passes the height of an included tx, checks again, less often
     /// as it keeps waiting ([`Tracker::relay_wait`]).
     fn wait_for_relay_log(&mut self, ctx: &mut Context<Self>) {
-        if !matches!(self.tracked.source, Source::Included { .. }) {
+        if !matches!(self.stage, Stage::Included { .. }) {
             return;
         }
         self.try_link(ctx);
-        if matches!(self.tracked.source, Source::Included { .. }) {
+        if matches!(self.stage, Stage::Included { .. }) && !self.done {
             let wait = self.relay_wait;
             self.relay_wait = (wait * 3 / 2).min(RELAY_WAIT_MAX);
             ctx.run_later(wait, |tracker, ctx| tracker.wait_for_relay_log(ctx));
@@ -179,20 +264,15 @@ impl Tracker {
     /// Asks the chain for a tx it has not shown on the relay bus: a failed tx has no relay
     /// events, and a tx may be registered long after the follower passed it.
     fn look_up(&mut self, ctx: &mut Context<Self>) {
-        if !matches!(self.tracked.source, Source::Unseen) {
+        if self.stage != Stage::Unseen {
             return;
         }
-        let Some(source) = self
-            .tracking
-            .sources
-            .get(&self.tracked.key.chain_id)
-            .cloned()
-        else {
+        let Some(source) = self.tracking.sources.get(&self.key.chain_id).cloned() else {
             return; // no node to ask: the relay bus links it
         };
         let lookups = self.tracking.lookups.clone();
         let query = ChainQuery::TxByHash {
-            hash: self.tracked.key.tx_hash.clone(),
+            hash: self.key.tx_hash.clone(),
         };
         let lookup = async move {
             // Waits its turn (first come, first served) behind the lookups in flight.
@@ -230,45 +310,65 @@ impl Tracker {
         );
     }
 
+    fn retry_look_up(&mut self, ctx: &mut Context<Self>) {
+        self.lookup_every = (self.lookup_every * 3 / 2).min(LOOKUP_BACKOFF_MAX);
+        ctx.run_later(self.lookup_every, |tracker, ctx| tracker.look_up(ctx));
+    }
+
     fn looked_up(&mut self, found: LookedUp, ctx: &mut Context<Self>) {
-        if !matches!(self.tracked.source, Source::Unseen) {
+        if self.stage != Stage::Unseen {
             return;
         }
-        let mut tracked = self.tracked.as_ref().clone();
-        let before = tracked.state();
-        match found {
+        let source = match found {
             None | Some(Err(_)) => {
                 if let Some(Err(reason)) = found {
-                    tracing::debug!(tx_hash = %tracked.key.tx_hash, %reason, "tx lookup failed; retried");
+                    tracing::debug!(tx_hash = %self.key.tx_hash, %reason, "tx lookup failed; retried");
                 }
-                self.lookup_every = (self.lookup_every * 3 / 2).min(LOOKUP_BACKOFF_MAX);
-                ctx.run_later(self.lookup_every, |tracker, ctx| tracker.look_up(ctx));
+                self.retry_look_up(ctx);
                 return;
             }
-            Some(Ok((code, codespace, log, _))) if code != 0 => {
-                tracked.source = Source::Failed {
-                    code,
-                    codespace,
-                    log,
-                };
+            Some(Ok((code, codespace, log, _))) if code != 0 => Source::Failed {
+                code,
+                codespace,
+                log,
+            },
+            Some(Ok((_, _, _, height))) => Source::Included { height },
+        };
+        let Some(mut tracked) = self.load(ctx) else {
+            if !self.done {
+                self.retry_look_up(ctx);
             }
-            Some(Ok((_, _, _, height))) => tracked.source = Source::Included { height },
-        }
+            return;
+        };
+        tracked.source = source;
         tracked.progressed_ns = now_ns();
-        self.commit(tracked, before, ctx);
-        self.wait_for_relay_log(ctx);
+        if self.commit(tracked, ctx) {
+            self.wait_for_relay_log(ctx);
+        } else {
+            self.retry_look_up(ctx);
+        }
     }
 
     /// Abandons the tx once it waited too long; until then, checks again at its deadline
     /// (progress only moves the deadline later).
     fn check_abandonment(&mut self, ctx: &mut Context<Self>) {
+        let Some(mut tracked) = self.load(ctx) else {
+            if !self.done {
+                ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+                    tracker.check_abandonment(ctx)
+                });
+            }
+            return;
+        };
         let now = now_ns();
-        match self.tracking.abandonment(&self.tracked, now) {
+        match self.tracking.abandonment(&tracked, now) {
             Abandonment::Due(reason) => {
-                let mut tracked = self.tracked.as_ref().clone();
-                let before = tracked.state();
                 tracked.abandoned = Some(reason);
-                self.commit(tracked, before, ctx);
+                if !self.commit(tracked, ctx) {
+                    ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+                        tracker.check_abandonment(ctx)
+                    });
+                }
             }
             Abandonment::At(deadline) => {
                 let wait =
@@ -284,11 +384,12 @@ impl Tracker {
             self.try_link(ctx);
             return;
         }
-        let mut tracked = self.tracked.as_ref().clone();
-        let before = tracked.state();
-        if self.catch_up(&mut tracked, &ctx.address(), true) {
+        let Some(mut tracked) = self.load(ctx) else {
+            return;
+        };
+        if self.catch_up(&mut tracked, ctx, true) {
             tracked.progressed_ns = now_ns();
-            self.commit(tracked, before, ctx);
+            self.commit(tracked, ctx);
         }
     }
 }
@@ -298,12 +399,12 @@ impl Actor for Tracker {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.refresh(ctx);
-        if self.tracked.state().is_terminal() {
+        if self.done {
             return;
         }
-        match self.tracked.source {
-            Source::Unseen => self.look_up(ctx),
-            Source::Included { .. } => self.wait_for_relay_log(ctx),
+        match self.stage {
+            Stage::Unseen => self.look_up(ctx),
+            Stage::Included { .. } => self.wait_for_relay_log(ctx),
             _ => {}
         }
         self.check_abandonment(ctx);
@@ -311,8 +412,8 @@ impl Actor for Tracker {
 
     fn stopped(&mut self, ctx: &mut Context<Self>) {
         let me = ctx.address();
-        for key in std::mem::take(&mut self.watching) {
-            self.tracking.unwatch(&key, &me);
+        for id in std::mem::take(&mut self.watching) {
+            self.tracking.unwatch(id, &me);
         }
     }
 }
@@ -322,18 +423,19 @@ impl Handler<Relay> for Tracker {
 
     fn handle(&mut self, Relay(event): Relay, ctx: &mut Context<Self>) {
         if !self.linked() {
-            let key = &self.tracked.key;
+            let key = &self.key;
             if event.chain_id == key.chain_id && event.tx_hash.as_deref() == Some(&key.tx_hash) {
                 self.try_link(ctx);
             }
             return;
         }
-        let mut tracked = self.tracked.as_ref().clone();
-        let before = tracked.state();
+        let Some(mut tracked) = self.load(ctx) else {
+            return;
+        };
         if self.tracking.advance(&mut tracked, &event) {
             tracked.progressed_ns = now_ns();
-            self.catch_up(&mut tracked, &ctx.address(), false);
-            self.commit(tracked, before, ctx);
+            self.catch_up(&mut tracked, ctx, false);
+            self.commit(tracked, ctx);
         }
     }
 }

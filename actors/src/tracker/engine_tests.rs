@@ -51,8 +51,7 @@ impl Engine {
             relays.insert(chain.to_string(), relay);
         }
         let tracking = Tracking::new(
-            TrackerView::new(Arc::new(topology())),
-            store.trackers().unwrap(),
+            TrackerView::new(Arc::new(topology()), store.trackers().unwrap()),
             relays.clone(),
             HashMap::new(),
             settings(),
@@ -119,7 +118,7 @@ impl Engine {
     }
 
     fn state(&self, key: &TrackKey) -> Option<TxState> {
-        self.tracking.view.entries.get(key).map(|t| t.state())
+        self.tracking.view.state(key)
     }
 }
 
@@ -201,9 +200,46 @@ fn each_open_transfer_has_a_tracker_that_follows_relay_events_and_stops_when_don
         })
         .await;
         assert!(engine.tracking.watchers.is_empty());
-        let stored = engine.tracking.store.load().unwrap();
+        let mut stored = vec![];
+        engine.tracking.store.each(|t| stored.push(t)).unwrap();
         assert_eq!(stored.len(), 1);
         assert_eq!(stored[0].state(), TxState::CompletedSuccess);
+        engine.pool.stop();
+    });
+}
+
+#[test]
+fn two_trackers_waiting_on_one_key_both_get_its_events() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, hub) = Engine::tracking_one(dir.path()).await;
+        // A second tx whose transfer is the same packet: both wait on its two keys.
+        let twin = TrackKey {
+            chain_id: ALPHA.into(),
+            tx_hash: hash("twin"),
+        };
+        let mut events = source_tx();
+        events[0].tx_hash = Some(hash("twin"));
+        engine.relay(ALPHA, events, true);
+        hub.send(Register(twin.clone())).await.unwrap().unwrap();
+        eventually("the twin linked", || {
+            engine.state(&twin) == Some(TxState::Pending)
+        })
+        .await;
+        assert_eq!(engine.tracking.watched_keys(), 2, "one entry per key");
+        assert_eq!(engine.tracking.live_trackers(), 2);
+
+        engine.relay(HUB, receipt(), true);
+        engine.relay(ALPHA, acknowledgement(), true);
+        eventually("both transfers completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+                && engine.state(&twin) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        eventually("both trackers stopped and left the index", || {
+            engine.tracking.live_trackers() == 0 && engine.tracking.watched_keys() == 0
+        })
+        .await;
         engine.pool.stop();
     });
 }
@@ -259,15 +295,14 @@ fn a_tracker_that_dies_is_respawned_from_its_last_state() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
         let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
-        let first = engine.tracking.actors.get(&key()).unwrap().clone();
+        let first = engine.tracking.tracker_of(&key()).unwrap();
         first.do_send(Crash);
         eventually("the tracker died", || !first.connected()).await;
         eventually("the tracker respawned", || {
             engine
                 .tracking
-                .actors
-                .get(&key())
-                .is_some_and(|a| a.connected() && *a != first)
+                .tracker_of(&key())
+                .is_some_and(|a| a.connected() && a != first)
         })
         .await;
         engine.relay(HUB, receipt(), true);
@@ -278,4 +313,12 @@ fn a_tracker_that_dies_is_respawned_from_its_last_state() {
         .await;
         engine.pool.stop();
     });
+}
+
+#[test]
+fn an_index_entry_and_a_view_entry_stay_small() {
+    // Per open transfer these are held once per watched key and once per tx: a million
+    // transfers multiply every byte (issue #15's 2 GiB for 1,000,000).
+    assert_eq!(std::mem::size_of::<super::shared::Watcher>(), 8);
+    assert!(std::mem::size_of::<super::view::Entry>() <= 24);
 }

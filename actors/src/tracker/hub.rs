@@ -8,11 +8,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use actix::prelude::*;
+use actix::WeakAddr;
 
-use super::actor::{CatchUp, Relay, Tracker};
+use super::actor::{CatchUp, Relay, Stage, Tracker};
 use super::machine::WatchKey;
 use super::shared::{count_state, now_ns, Tracking};
 use super::tracked::{TrackKey, Tracked, TxState};
+use super::view::Entry;
 use crate::relay::{RelayBus, RelayCursors, RelayEvent};
 use crate::system::ArbiterPool;
 
@@ -52,14 +54,16 @@ impl TrackerHub {
         &self.deps.tracking
     }
 
-    /// Starts the tracker of an open tx on the pool.
-    fn spawn(&self, tracked: Arc<Tracked>) {
-        let key = tracked.key.clone();
+    /// Starts the tracker of an open tx on the pool and lists it in the tx's entry.
+    fn spawn(&self, key: Arc<TrackKey>, stage: Stage) {
         let tracking = self.deps.tracking.clone();
+        let actor_key = key.clone();
         let addr = Tracker::start_in_arbiter(&self.deps.pool.pick(), move |_| {
-            Tracker::new(tracking, tracked)
+            Tracker::new(tracking, actor_key, stage)
         });
-        self.tracking().actors.insert(key, addr);
+        if let Some(mut entry) = self.tracking().view.entries.get_mut(&*key) {
+            entry.tracker = Some(addr.downgrade());
+        }
     }
 
     fn on_event(&mut self, event: RelayEvent) {
@@ -73,17 +77,15 @@ impl TrackerHub {
                 chain_id: event.chain_id.clone(),
                 tx_hash: hash.clone(),
             };
-            if let Some(tracker) = tracking.actors.get(&key) {
+            if let Some(tracker) = tracking.tracker_of(&key) {
                 tracker.do_send(Relay(event.clone()));
                 dispatched += 1;
             }
         }
         if let Some(watch) = WatchKey::of(&event, &tracking.view.topology()) {
-            if let Some(trackers) = tracking.watchers.get(&watch) {
-                for tracker in trackers.iter() {
-                    tracker.do_send(Relay(event.clone()));
-                }
-                dispatched += trackers.len();
+            for tracker in tracking.watchers_of(&watch) {
+                tracker.do_send(Relay(event.clone()));
+                dispatched += 1;
             }
         }
         if dispatched > 0 {
@@ -92,30 +94,28 @@ impl TrackerHub {
         }
     }
 
-    /// Loads every stored tracked tx: terminal ones into the view, open ones as trackers.
+    /// Loads every stored tracked tx, one record at a time: each into the view, and the
+    /// open ones as trackers.
     fn resume(&mut self) {
-        let stored = match self.tracking().store.load() {
-            Ok(stored) => stored,
-            Err(e) => {
-                tracing::error!(error = %e, "tracker records not loaded");
-                vec![]
-            }
-        };
         let (mut open, mut terminal) = (0usize, 0usize);
-        for tracked in stored {
+        let tracking = self.deps.tracking.clone();
+        let loaded = tracking.store.each(|tracked| {
             let state = tracked.state();
             count_state(state, 1.0);
-            let tracked = Arc::new(tracked);
-            self.tracking()
+            let key = Arc::new(tracked.key.clone());
+            tracking
                 .view
                 .entries
-                .insert(tracked.key.clone(), tracked.clone());
+                .insert(key.clone(), Entry::new(state, tracked.terminal_ns));
             if state.is_terminal() {
                 terminal += 1;
             } else {
                 open += 1;
-                self.spawn(tracked);
+                self.spawn(key, Stage::of(&tracked.source));
             }
+        });
+        if let Err(e) = loaded {
+            tracing::error!(error = %e, "tracker records not all loaded");
         }
         if open + terminal > 0 {
             tracing::info!(open, terminal, "transfer trackers resumed from the store");
@@ -125,33 +125,47 @@ impl TrackerHub {
     /// Respawns trackers whose actor died (a panic unwinds its arbiter task), from their
     /// last committed state.
     fn respawn_dead(&mut self) {
-        let dead: Vec<TrackKey> = self
+        let dead: Vec<Arc<TrackKey>> = self
             .tracking()
-            .actors
+            .view
+            .entries
             .iter()
-            .filter(|entry| !entry.value().connected())
+            .filter(|entry| {
+                entry
+                    .tracker
+                    .as_ref()
+                    .is_some_and(|t| t.upgrade().is_none())
+            })
             .map(|entry| entry.key().clone())
             .collect();
         if dead.is_empty() {
             return;
         }
-        self.tracking().watchers.retain(|_, trackers| {
-            trackers.retain(|t| t.connected());
-            !trackers.is_empty()
-        });
+        self.tracking().forget_stopped_watchers();
         for key in dead {
-            self.tracking().actors.remove(&key);
-            let current = self.tracking().view.entries.get(&key).map(|t| t.clone());
+            let state = match self.tracking().view.entries.get_mut(&*key) {
+                Some(mut entry) => {
+                    entry.tracker = None;
+                    entry.state
+                }
+                None => continue,
+            };
             // A tracker that reached a terminal state stops by itself; if it did so before
             // the hub listed its address (it runs on another arbiter), its entry is left
-            // behind closed. That is no death: forget the entry quietly.
-            let Some(tracked) = current.filter(|t| !t.state().is_terminal()) else {
+            // behind closed. That is no death: forget the address quietly.
+            if state.is_terminal() {
                 continue;
+            }
+            let stage = match self.tracking().store.get(&key) {
+                Ok(Some(tracked)) => Stage::of(&tracked.source),
+                Ok(None) => continue,
+                // Started from the start: it reads its record itself, and retries.
+                Err(_) => Stage::Unseen,
             };
             tracing::error!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, "tracker died; respawning it");
             metrics::counter!("weaver_actor_restarts_total", "actor" => "tracker", "reason" => "died")
                 .increment(1);
-            self.spawn(tracked);
+            self.spawn(key, stage);
         }
     }
 
@@ -159,22 +173,24 @@ impl TrackerHub {
     fn sweep_expired(&mut self) {
         let now = now_ns();
         let retention = self.tracking().settings.retention.as_nanos() as i64;
-        let expired: Vec<TrackKey> = self
+        let expired: Vec<Arc<TrackKey>> = self
             .tracking()
             .view
             .entries
             .iter()
-            .filter(|t| {
-                t.state().is_terminal() && t.terminal_ns.is_some_and(|at| now - at > retention)
+            .filter(|entry| {
+                entry.state.is_terminal()
+                    && entry.terminal_ns().is_some_and(|at| now - at > retention)
             })
-            .map(|t| t.key.clone())
+            .map(|entry| entry.key().clone())
             .collect();
         for key in expired {
-            if let Some((_, tracked)) = self.tracking().view.entries.remove(&key) {
-                count_state(tracked.state(), -1.0);
-            }
             if let Err(e) = self.tracking().store.remove(&key) {
                 tracing::warn!(error = %e, "expired tracker record not removed");
+                continue;
+            }
+            if let Some((_, entry)) = self.tracking().view.entries.remove(&*key) {
+                count_state(entry.state, -1.0);
             }
         }
     }
@@ -207,8 +223,10 @@ impl Actor for TrackerHub {
         if self.tracking().resumed.swap(true, Ordering::SeqCst) {
             // A restarted hub: the trackers lived on, but events published while no hub
             // listened were not delivered; they are in the relay logs.
-            for tracker in self.tracking().actors.iter() {
-                tracker.do_send(CatchUp);
+            for entry in self.tracking().view.entries.iter() {
+                if let Some(tracker) = entry.tracker.as_ref().and_then(WeakAddr::upgrade) {
+                    tracker.do_send(CatchUp);
+                }
             }
         } else {
             for state in TxState::ALL {
@@ -220,7 +238,7 @@ impl Actor for TrackerHub {
             hub.ticks += 1;
             if hub.ticks % 10 == 0 {
                 hub.respawn_dead();
-                metrics::gauge!("weaver_tracker_actors").set(hub.tracking().actors.len() as f64);
+                metrics::gauge!("weaver_tracker_actors").set(hub.tracking().live_trackers() as f64);
             }
             if hub.ticks % 120 == 0 {
                 hub.sweep_expired();
@@ -260,8 +278,9 @@ impl Handler<Register> for TrackerHub {
             .put(&tracked)
             .map_err(|e| TrackError::Store(e.to_string()))?;
         // Written above (a refused write refuses the registration); published once.
-        let tracked = tracking.publish(tracked, None);
-        self.spawn(tracked);
+        let key = Arc::new(tracked.key.clone());
+        tracking.publish(&key, &tracked);
+        self.spawn(key, Stage::of(&tracked.source));
         Ok(())
     }
 }

@@ -3,13 +3,16 @@
 //! relay key. Trackers write their own index entries; the hub only reads them to deliver
 //! events — so messages flow one way (bus → hub → trackers).
 
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
+use actix::{Addr, WeakAddr};
 use dashmap::DashMap;
+use smallvec::SmallVec;
 use tokio::sync::Semaphore;
 
 use super::actor::Tracker;
@@ -20,6 +23,7 @@ use crate::chain::ChainAccess;
 use crate::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent};
 use crate::store::relay::RelayStore;
 use crate::store::tracker::TrackerStore;
+use crate::store::StoreError;
 
 /// Tracking limits and timings.
 #[derive(Debug, Clone)]
@@ -53,6 +57,20 @@ impl Default for TrackerSettings {
     }
 }
 
+/// A [`WatchKey`] in the watch index: a keyed hash of it (8 bytes instead of three strings).
+pub type WatchId = u64;
+
+/// A tracker as the watch index lists it: weak, so the index neither keeps a stopped tracker
+/// alive nor pays for a sender per key (8 bytes).
+pub(super) type Watcher = WeakAddr<Tracker>;
+
+/// Whether a listed tracker is `tracker` or no longer runs.
+fn is_or_gone(watcher: &Watcher, tracker: Option<&Addr<Tracker>>) -> bool {
+    watcher
+        .upgrade()
+        .is_none_or(|t| !t.connected() || Some(&t) == tracker)
+}
+
 /// Whether a tracked tx waited too long, and if not, until when it may wait.
 pub(super) enum Abandonment {
     Due(String),
@@ -65,10 +83,15 @@ pub struct Tracking {
     pub relay_stores: HashMap<String, RelayStore>,
     pub sources: HashMap<String, Arc<ChainAccess>>,
     pub settings: TrackerSettings,
-    /// Live trackers by the relay key they wait on.
-    pub(super) watchers: DashMap<Arc<WatchKey>, Vec<Addr<Tracker>>>,
-    /// Live trackers by registration (a terminal tx has none).
-    pub(super) actors: DashMap<TrackKey, Addr<Tracker>>,
+    /// Live trackers by the relay key they wait on, the key as its [`WatchId`]: the first
+    /// tracker of each key (a 16-byte entry, for millions of keys)...
+    pub(super) watchers: DashMap<WatchId, Watcher>,
+    /// ...and the rare others (two txs whose transfers share a packet, or a tx registered
+    /// under two chain ids). Locked after `watchers` when both are.
+    more_watchers: DashMap<WatchId, Vec<Watcher>>,
+    /// Keyed per process: chain data cannot aim two keys at one id (and two keys sharing
+    /// one would only deliver a tracker an event it finds nothing in).
+    watch_ids: RandomState,
     pub(super) lookups: Arc<Semaphore>,
     /// Set once the stored trackers were resumed (a restarted hub finds them alive).
     pub(super) resumed: AtomicBool,
@@ -99,73 +122,155 @@ pub(super) fn count_state(state: TxState, delta: f64) {
 impl Tracking {
     pub fn new(
         view: Arc<TrackerView>,
-        store: TrackerStore,
         relay_stores: HashMap<String, RelayStore>,
         sources: HashMap<String, Arc<ChainAccess>>,
         settings: TrackerSettings,
     ) -> Arc<Self> {
         Arc::new(Tracking {
+            store: view.store().clone(),
             view,
-            store,
             relay_stores,
             sources,
             lookups: Arc::new(Semaphore::new(settings.lookups_in_flight.max(1))),
             settings,
             watchers: DashMap::new(),
-            actors: DashMap::new(),
+            more_watchers: DashMap::new(),
+            watch_ids: RandomState::new(),
             resumed: AtomicBool::new(false),
         })
     }
 
     /// Live tracker actors.
     pub fn live_trackers(&self) -> usize {
-        self.actors.len()
+        self.view
+            .entries
+            .iter()
+            .filter(|entry| {
+                entry
+                    .tracker
+                    .as_ref()
+                    .is_some_and(|t| t.upgrade().is_some())
+            })
+            .count()
     }
 
-    /// Stores and publishes a changed tracked tx (`before`: its state as last published).
-    pub(super) fn commit(&self, mut tracked: Tracked, before: Option<TxState>) -> Arc<Tracked> {
+    /// Relay keys some live tracker waits on.
+    pub fn watched_keys(&self) -> usize {
+        self.watchers.len()
+    }
+
+    pub(super) fn watch_id(&self, key: &WatchKey) -> WatchId {
+        self.watch_ids.hash_one(key)
+    }
+
+    /// The live tracker of a tx.
+    pub(super) fn tracker_of(&self, key: &TrackKey) -> Option<Addr<Tracker>> {
+        self.view.entries.get(key)?.tracker.as_ref()?.upgrade()
+    }
+
+    /// Stores and publishes a changed tracked tx; its state. A record the store refused is
+    /// not published: the store holds the truth the tracker reads back.
+    pub(super) fn commit(
+        &self,
+        key: &Arc<TrackKey>,
+        tracked: &mut Tracked,
+    ) -> Result<TxState, StoreError> {
         let state = tracked.state();
         if state.is_terminal() && tracked.terminal_ns.is_none() {
             tracked.terminal_ns = Some(now_ns());
             let seconds = (now_ns() - tracked.registered_ns).max(0) as f64 / 1e9;
-            metrics::histogram!("weaver_tracker_time_to_terminal_seconds", "route_kind" => route_kind(&tracked), "state" => state.name())
+            metrics::histogram!("weaver_tracker_time_to_terminal_seconds", "route_kind" => route_kind(tracked), "state" => state.name())
                 .record(seconds);
         }
-        if let Err(e) = self.store.put(&tracked) {
-            tracing::error!(error = %e, tx_hash = %tracked.key.tx_hash, "tracker state not written");
+        if let Err(e) = self.store.put(tracked) {
+            metrics::counter!("weaver_tracker_store_errors_total", "op" => "write").increment(1);
+            tracing::error!(error = %e, tx_hash = %tracked.key.tx_hash, "tracker state not written; tried again later");
+            return Err(e);
         }
-        self.publish(tracked, before)
+        Ok(self.publish(key, tracked))
     }
 
-    /// Publishes a tracked tx already written to the store (`before`: its state as last
-    /// published).
-    pub(super) fn publish(&self, tracked: Tracked, before: Option<TxState>) -> Arc<Tracked> {
+    /// Publishes a tracked tx already written to the store; its state.
+    pub(super) fn publish(&self, key: &Arc<TrackKey>, tracked: &Tracked) -> TxState {
         let state = tracked.state();
+        let before = self.view.set_state(key, tracked);
         if before != Some(state) {
             if let Some(before) = before {
                 count_state(before, -1.0);
             }
             count_state(state, 1.0);
         }
-        let tracked = Arc::new(tracked);
-        let key = tracked.key.clone();
-        self.view.entries.insert(key.clone(), tracked.clone());
-        let _ = self.view.updates.send(key);
-        tracked
+        state
     }
 
-    pub(super) fn watch(&self, key: &Arc<WatchKey>, tracker: Addr<Tracker>) {
-        let mut trackers = self.watchers.entry(key.clone()).or_default();
-        if !trackers.contains(&tracker) {
-            trackers.push(tracker);
+    pub(super) fn watch(&self, id: WatchId, tracker: &Addr<Tracker>) {
+        match self.watchers.entry(id) {
+            dashmap::Entry::Vacant(first) => {
+                first.insert(tracker.downgrade());
+            }
+            dashmap::Entry::Occupied(mut first) => {
+                if is_or_gone(first.get(), None) {
+                    // A stopped tracker's place (the hub's sweep had not reached it).
+                    first.insert(tracker.downgrade());
+                } else if first.get().upgrade().as_ref() != Some(tracker) {
+                    let mut more = self.more_watchers.entry(id).or_default();
+                    if !more.iter().any(|w| w.upgrade().as_ref() == Some(tracker)) {
+                        more.push(tracker.downgrade());
+                    }
+                }
+            }
         }
     }
 
-    pub(super) fn unwatch(&self, key: &WatchKey, tracker: &Addr<Tracker>) {
-        self.watchers.remove_if_mut(key, |_, trackers| {
-            trackers.retain(|t| t != tracker);
-            trackers.is_empty()
+    pub(super) fn unwatch(&self, id: WatchId, tracker: &Addr<Tracker>) {
+        let first = self.watchers.entry(id);
+        let mut more = match self.more_watchers.entry(id) {
+            dashmap::Entry::Occupied(mut more) => {
+                more.get_mut().retain(|w| !is_or_gone(w, Some(tracker)));
+                Some(more)
+            }
+            dashmap::Entry::Vacant(_) => None,
+        };
+        if let dashmap::Entry::Occupied(mut first) = first {
+            if is_or_gone(first.get(), Some(tracker)) {
+                match more.as_mut().and_then(|more| more.get_mut().pop()) {
+                    Some(next) => {
+                        first.insert(next);
+                    }
+                    None => {
+                        first.remove();
+                    }
+                }
+            }
+        }
+        if let Some(more) = more.filter(|more| more.get().is_empty()) {
+            more.remove();
+        }
+    }
+
+    /// Drops the index entries of trackers that no longer run (a tracker that panicked
+    /// could not take itself off).
+    pub(super) fn forget_stopped_watchers(&self) {
+        self.watchers.retain(|_, first| !is_or_gone(first, None));
+        self.more_watchers.retain(|_, more| {
+            more.retain(|w| !is_or_gone(w, None));
+            !more.is_empty()
         });
+    }
+
+    /// The live trackers listed under a relay key.
+    pub(super) fn watchers_of(&self, key: &WatchKey) -> SmallVec<[Addr<Tracker>; 1]> {
+        let id = self.watch_id(key);
+        let mut trackers: SmallVec<[Addr<Tracker>; 1]> = self
+            .watchers
+            .get(&id)
+            .and_then(|first| first.upgrade())
+            .into_iter()
+            .collect();
+        if let Some(more) = self.more_watchers.get(&id) {
+            trackers.extend(more.iter().filter_map(WeakAddr::upgrade));
+        }
+        trackers
     }
 
     /// Stored relay events under `watch`.
