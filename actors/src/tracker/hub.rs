@@ -130,12 +130,7 @@ impl TrackerHub {
             .view
             .entries
             .iter()
-            .filter(|entry| {
-                entry
-                    .tracker
-                    .as_ref()
-                    .is_some_and(|t| t.upgrade().is_none())
-            })
+            .filter(|entry| entry.tracker_runs() == Some(false))
             .map(|entry| entry.key().clone())
             .collect();
         if dead.is_empty() {

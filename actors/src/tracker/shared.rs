@@ -145,12 +145,7 @@ impl Tracking {
         self.view
             .entries
             .iter()
-            .filter(|entry| {
-                entry
-                    .tracker
-                    .as_ref()
-                    .is_some_and(|t| t.upgrade().is_some())
-            })
+            .filter(|entry| entry.tracker_runs() == Some(true))
             .count()
     }
 

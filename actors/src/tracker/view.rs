@@ -41,6 +41,11 @@ impl Entry {
         }
     }
 
+    /// Whether the tx's tracker still runs; `None` when it has none (terminal).
+    pub(super) fn tracker_runs(&self) -> Option<bool> {
+        self.tracker.as_ref().map(|t| t.upgrade().is_some())
+    }
+
     /// Terminal since (ns), for retention.
     pub fn terminal_ns(&self) -> Option<i64> {
         self.terminal_ns.map(NonZeroI64::get)
