@@ -219,6 +219,9 @@ pub(super) async fn status(
     Ok(HttpResponse::Ok().json(body))
 }
 
+/// A stream quiet this long gets a keepalive comment (and its tx is read again).
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
 fn event_bytes(body: &serde_json::Value) -> Bytes {
     Bytes::from(format!("event: status\ndata: {body}\n\n"))
 }
@@ -251,6 +254,9 @@ pub(super) async fn stream(
         last: serde_json::Value,
         done: bool,
         deadline: tokio::time::Instant,
+        /// When to look again and say something even if no change of this tx was heard:
+        /// changes of other txs must not put it off, and a read that failed is retried then.
+        next_look: tokio::time::Instant,
     }
     let state = State {
         slot,
@@ -259,6 +265,7 @@ pub(super) async fn stream(
         last: first.clone(),
         done: first_state.is_terminal(),
         deadline,
+        next_look: tokio::time::Instant::now() + KEEPALIVE,
     };
     let opening =
         futures_util::stream::once(async move { Ok::<_, actix_web::Error>(event_bytes(&first)) });
@@ -268,10 +275,11 @@ pub(super) async fn stream(
             if s.done || tokio::time::Instant::now() >= s.deadline {
                 return None;
             }
-            let wait = tokio::time::timeout(Duration::from_secs(15), s.updates.recv()).await;
+            let wait = tokio::time::timeout_at(s.next_look, s.updates.recv()).await;
             let changed = match wait {
                 // Quiet for a while: say so, and look again (nothing is lost either way).
                 Err(_) => {
+                    s.next_look = tokio::time::Instant::now() + KEEPALIVE;
                     // A failed read is tried again at the next change or keepalive.
                     if let Ok(Some((body, state))) = s.slot.api.view.status(&s.key) {
                         if body != s.last {

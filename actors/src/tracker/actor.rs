@@ -54,6 +54,9 @@ pub struct Tracker {
     relay_wait: Duration,
     /// A read of the record failed and a refresh is scheduled.
     retry_pending: bool,
+    /// Record reads and writes failed in a row: retries back off (a store refusing every
+    /// write must not be asked twice a second by a million trackers).
+    failures: u8,
     /// Terminal: the tracker is stopping.
     done: bool,
 }
@@ -92,6 +95,7 @@ impl Tracker {
             lookup_every,
             relay_wait: lookup_every,
             retry_pending: false,
+            failures: 0,
             done: false,
         }
     }
@@ -105,14 +109,20 @@ impl Tracker {
     /// logs (an event delivered meanwhile is read back from them).
     fn load(&mut self, ctx: &mut Context<Self>) -> Option<Tracked> {
         match self.tracking.store.get(&self.key) {
-            Ok(Some(tracked)) => Some(tracked),
+            Ok(Some(tracked)) => {
+                self.failures = 0;
+                self.stage = Stage::of(&tracked.source);
+                Some(tracked)
+            }
             Ok(None) => {
                 tracing::warn!(chain_id = %self.key.chain_id, tx_hash = %self.key.tx_hash, "tracker record gone; its tracker stops");
+                self.tracking.forget(&self.key);
                 self.done = true;
                 ctx.stop();
                 None
             }
             Err(e) => {
+                self.failures = self.failures.saturating_add(1);
                 metrics::counter!("weaver_tracker_store_errors_total", "op" => "read").increment(1);
                 tracing::warn!(error = %e, tx_hash = %self.key.tx_hash, "tracker record not read; tried again later");
                 self.retry_later(ctx);
@@ -129,10 +139,15 @@ impl Tracker {
             return;
         }
         self.retry_pending = true;
-        ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+        ctx.run_later(self.retry_wait(), |tracker, ctx| {
             tracker.retry_pending = false;
             tracker.refresh(ctx);
         });
+    }
+
+    /// A tick after the first failure, doubling with each one after it, up to 64 ticks.
+    fn retry_wait(&self) -> Duration {
+        self.tracking.settings.tick * (1u32 << self.failures.min(6))
     }
 
     /// Lists this tracker under every key its open hops wait on, and off those they no
@@ -203,6 +218,7 @@ impl Tracker {
     /// it was stored (if not, a refresh is scheduled).
     fn commit(&mut self, mut tracked: Tracked, ctx: &mut Context<Self>) -> bool {
         let Ok(state) = self.tracking.commit(&self.key, &mut tracked) else {
+            self.failures = self.failures.saturating_add(1);
             self.retry_later(ctx);
             return false;
         };
@@ -241,6 +257,12 @@ impl Tracker {
         let Some(mut tracked) = self.load(ctx) else {
             return;
         };
+        if !matches!(tracked.source, Source::Unseen | Source::Included { .. }) {
+            // Linked already (a tracker respawned before its record could be read): catch
+            // up instead of linking again.
+            self.refresh(ctx);
+            return;
+        }
         tracked.link_source(&events, &self.tracking.view.topology());
         tracked.progressed_ns = now_ns();
         self.catch_up(&mut tracked, ctx, true);
@@ -340,6 +362,9 @@ impl Tracker {
             }
             return;
         };
+        if tracked.source != Source::Unseen {
+            return; // the relay log linked it meanwhile
+        }
         tracked.source = source;
         tracked.progressed_ns = now_ns();
         if self.commit(tracked, ctx) {
@@ -354,7 +379,7 @@ impl Tracker {
     fn check_abandonment(&mut self, ctx: &mut Context<Self>) {
         let Some(mut tracked) = self.load(ctx) else {
             if !self.done {
-                ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+                ctx.run_later(self.retry_wait(), |tracker, ctx| {
                     tracker.check_abandonment(ctx)
                 });
             }
@@ -365,7 +390,7 @@ impl Tracker {
             Abandonment::Due(reason) => {
                 tracked.abandoned = Some(reason);
                 if !self.commit(tracked, ctx) {
-                    ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+                    ctx.run_later(self.retry_wait(), |tracker, ctx| {
                         tracker.check_abandonment(ctx)
                     });
                 }

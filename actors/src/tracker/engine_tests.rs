@@ -322,3 +322,24 @@ fn an_index_entry_and_a_view_entry_stay_small() {
     assert_eq!(std::mem::size_of::<super::shared::Watcher>(), 8);
     assert!(std::mem::size_of::<super::view::Entry>() <= 24);
 }
+
+#[test]
+fn a_tracker_whose_record_is_gone_stops_and_its_tx_is_forgotten() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
+        engine.tracking.store.remove(&key()).unwrap();
+        // The next event makes the tracker read its record.
+        engine.relay(HUB, receipt(), true);
+        eventually("the tracker stopped", || {
+            engine.tracking.live_trackers() == 0
+        })
+        .await;
+        eventually("the tx was forgotten", || engine.state(&key()).is_none()).await;
+        assert!(
+            engine.tracking.view.is_empty(),
+            "nothing counts against the limit"
+        );
+        engine.pool.stop();
+    });
+}

@@ -153,7 +153,10 @@ impl TrackerHub {
             }
             let stage = match self.tracking().store.get(&key) {
                 Ok(Some(tracked)) => Stage::of(&tracked.source),
-                Ok(None) => continue,
+                Ok(None) => {
+                    self.tracking().forget(&key);
+                    continue;
+                }
                 // Started from the start: it reads its record itself, and retries.
                 Err(_) => Stage::Unseen,
             };

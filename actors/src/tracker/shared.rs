@@ -185,6 +185,14 @@ impl Tracking {
         Ok(self.publish(key, tracked))
     }
 
+    /// Forgets a tx whose record is gone from the store (its entry would otherwise count
+    /// against `max_trackers` with nothing tracking it).
+    pub(super) fn forget(&self, key: &TrackKey) {
+        if let Some((_, entry)) = self.view.entries.remove(key) {
+            count_state(entry.state, -1.0);
+        }
+    }
+
     /// Publishes a tracked tx already written to the store; its state.
     pub(super) fn publish(&self, key: &Arc<TrackKey>, tracked: &Tracked) -> TxState {
         let state = tracked.state();
