@@ -67,8 +67,9 @@ fn kept_answers_equal_fresh_ones_and_follow_the_chain() {
         .expect("the devnet created an NFT collection in its history")
         .to_string();
     // A token is touched only for the ~14 blocks after its deployment: take those the chain
-    // deploys while the test runs (their pages answer 404 until then).
-    let tokens = tokens(&daemon, 122..=160);
+    // deploys while the test runs (their pages answer 404 until then), over a window long
+    // enough that a loaded machine, whose rounds are slow, still sees one of them move.
+    let tokens = tokens(&daemon, 122..=260);
     assert!(
         !tokens.is_empty(),
         "the devnet deploys no ERC-20 token soon"
@@ -85,13 +86,15 @@ fn kept_answers_equal_fresh_ones_and_follow_the_chain() {
     urls.extend(
         tokens
             .iter()
-            .take(3)
+            .take(5)
             .map(|token| format!("{base}/indexer/richlist/v1/{token}?pagination.limit=100")),
     );
 
     let mut seen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut compared = 0;
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Generous: on a loaded machine (a parallel build, the rest of the suite) a block often
+    // lands mid-round, and only quiet rounds compare. The loop ends as soon as it has enough.
+    let deadline = Instant::now() + Duration::from_secs(180);
     for round in 0..2_000 {
         let before = heights(&daemon);
         let pairs: Vec<((u16, Value), (u16, Value))> = urls
