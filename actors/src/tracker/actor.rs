@@ -108,7 +108,7 @@ impl Tracker {
     /// stops the tracker; one that could not be read schedules a refresh from the relay
     /// logs (an event delivered meanwhile is read back from them).
     fn load(&mut self, ctx: &mut Context<Self>) -> Option<Tracked> {
-        match self.tracking.store.get(&self.key) {
+        match self.tracking.store().get(&self.key) {
             Ok(Some(tracked)) => {
                 self.failures = 0;
                 self.stage = Stage::of(&tracked.source);

@@ -201,7 +201,7 @@ fn each_open_transfer_has_a_tracker_that_follows_relay_events_and_stops_when_don
         .await;
         assert!(engine.tracking.watchers.is_empty());
         let mut stored = vec![];
-        engine.tracking.store.each(|t| stored.push(t)).unwrap();
+        engine.tracking.store().each(|t| stored.push(t)).unwrap();
         assert_eq!(stored.len(), 1);
         assert_eq!(stored[0].state(), TxState::CompletedSuccess);
         engine.pool.stop();
@@ -328,7 +328,7 @@ fn a_tracker_whose_record_is_gone_stops_and_its_tx_is_forgotten() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
         let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
-        engine.tracking.store.remove(&key()).unwrap();
+        engine.tracking.store().remove(&key()).unwrap();
         // The next event makes the tracker read its record.
         engine.relay(HUB, receipt(), true);
         eventually("the tracker stopped", || {

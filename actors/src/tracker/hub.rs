@@ -99,7 +99,7 @@ impl TrackerHub {
     fn resume(&mut self) {
         let (mut open, mut terminal) = (0usize, 0usize);
         let tracking = self.deps.tracking.clone();
-        let loaded = tracking.store.each(|tracked| {
+        let loaded = tracking.store().each(|tracked| {
             let state = tracked.state();
             count_state(state, 1.0);
             let key = Arc::new(tracked.key.clone());
@@ -123,18 +123,20 @@ impl TrackerHub {
     }
 
     /// Respawns trackers whose actor died (a panic unwinds its arbiter task), from their
-    /// last committed state.
-    fn respawn_dead(&mut self) {
-        let dead: Vec<Arc<TrackKey>> = self
-            .tracking()
-            .view
-            .entries
-            .iter()
-            .filter(|entry| entry.tracker_runs() == Some(false))
-            .map(|entry| entry.key().clone())
-            .collect();
+    /// last committed state; the trackers that were running (one pass over the entries
+    /// for both).
+    fn respawn_dead(&mut self) -> usize {
+        let mut running = 0;
+        let mut dead: Vec<Arc<TrackKey>> = vec![];
+        for entry in self.tracking().view.entries.iter() {
+            match entry.tracker_runs() {
+                Some(true) => running += 1,
+                Some(false) => dead.push(entry.key().clone()),
+                None => {}
+            }
+        }
         if dead.is_empty() {
-            return;
+            return running;
         }
         self.tracking().forget_stopped_watchers();
         for key in dead {
@@ -151,7 +153,7 @@ impl TrackerHub {
             if state.is_terminal() {
                 continue;
             }
-            let stage = match self.tracking().store.get(&key) {
+            let stage = match self.tracking().store().get(&key) {
                 Ok(Some(tracked)) => Stage::of(&tracked.source),
                 Ok(None) => {
                     self.tracking().forget(&key);
@@ -164,7 +166,9 @@ impl TrackerHub {
             metrics::counter!("weaver_actor_restarts_total", "actor" => "tracker", "reason" => "died")
                 .increment(1);
             self.spawn(key, stage);
+            running += 1;
         }
+        running
     }
 
     /// Forgets terminal txs past their retention.
@@ -183,7 +187,7 @@ impl TrackerHub {
             .map(|entry| entry.key().clone())
             .collect();
         for key in expired {
-            if let Err(e) = self.tracking().store.remove(&key) {
+            if let Err(e) = self.tracking().store().remove(&key) {
                 tracing::warn!(error = %e, "expired tracker record not removed");
                 continue;
             }
@@ -235,8 +239,8 @@ impl Actor for TrackerHub {
         ctx.run_interval(self.tracking().settings.tick, |hub, _| {
             hub.ticks += 1;
             if hub.ticks % 10 == 0 {
-                hub.respawn_dead();
-                metrics::gauge!("weaver_tracker_actors").set(hub.tracking().live_trackers() as f64);
+                let running = hub.respawn_dead();
+                metrics::gauge!("weaver_tracker_actors").set(running as f64);
             }
             if hub.ticks % 120 == 0 {
                 hub.sweep_expired();
@@ -272,7 +276,7 @@ impl Handler<Register> for TrackerHub {
         }
         let tracked = Tracked::new(key, now_ns());
         tracking
-            .store
+            .store()
             .put(&tracked)
             .map_err(|e| TrackError::Store(e.to_string()))?;
         // Written above (a refused write refuses the registration); published once.

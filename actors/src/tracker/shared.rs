@@ -79,7 +79,6 @@ pub(super) enum Abandonment {
 
 pub struct Tracking {
     pub view: Arc<TrackerView>,
-    pub store: TrackerStore,
     pub relay_stores: HashMap<String, RelayStore>,
     pub sources: HashMap<String, Arc<ChainAccess>>,
     pub settings: TrackerSettings,
@@ -127,7 +126,6 @@ impl Tracking {
         settings: TrackerSettings,
     ) -> Arc<Self> {
         Arc::new(Tracking {
-            store: view.store().clone(),
             view,
             relay_stores,
             sources,
@@ -138,6 +136,11 @@ impl Tracking {
             watch_ids: RandomState::new(),
             resumed: AtomicBool::new(false),
         })
+    }
+
+    /// The tracker tree (the view's: handlers read the same records).
+    pub fn store(&self) -> &TrackerStore {
+        self.view.store()
     }
 
     /// Live tracker actors.
@@ -177,7 +180,7 @@ impl Tracking {
             metrics::histogram!("weaver_tracker_time_to_terminal_seconds", "route_kind" => route_kind(tracked), "state" => state.name())
                 .record(seconds);
         }
-        if let Err(e) = self.store.put(tracked) {
+        if let Err(e) = self.store().put(tracked) {
             metrics::counter!("weaver_tracker_store_errors_total", "op" => "write").increment(1);
             tracing::error!(error = %e, tx_hash = %tracked.key.tx_hash, "tracker state not written; tried again later");
             return Err(e);
