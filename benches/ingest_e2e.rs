@@ -34,6 +34,10 @@ use weaver_actors::store::{keys, HotLimits, Store};
 
 const INTERVAL_MS: u64 = 100;
 
+/// The daemon's allocator, so allocation costs are the ones it pays.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()

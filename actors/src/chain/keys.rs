@@ -46,7 +46,7 @@ impl KeyKind {
         }
     }
 
-    fn digest(self, sign_bytes: &[u8]) -> [u8; 32] {
+    pub(crate) fn digest(self, sign_bytes: &[u8]) -> [u8; 32] {
         match self {
             KeyKind::Eth => Keccak256::digest(sign_bytes).into(),
             KeyKind::Classic => Sha256::digest(sign_bytes).into(),

@@ -4,11 +4,12 @@
 use k256::ecdsa::SigningKey;
 use sha2::{Digest, Sha256};
 
+use super::signed_tx::DevnetSigner;
 use crate::chain::address;
-use crate::chain::proto::{ETH_SECP256K1_PUBKEY, SECP256K1_PUBKEY};
+use crate::chain::keys::KeyKind;
 
 pub struct Account {
-    pub key: SigningKey,
+    pub signer: DevnetSigner,
     pub pubkey: Vec<u8>,
     pub pubkey_type: &'static str,
     pub address: Vec<u8>,
@@ -49,15 +50,16 @@ pub fn derive(
                 .as_bytes()
                 .to_vec();
             // Initia wallets sign with eth_secp256k1; plain Cosmos keys exist too.
-            let pubkey_type = if index % 3 == 2 {
-                SECP256K1_PUBKEY
+            let kind = if index % 3 == 2 {
+                KeyKind::Classic
             } else {
-                ETH_SECP256K1_PUBKEY
+                KeyKind::Eth
             };
+            let pubkey_type = kind.pubkey_type_url();
             let address = address::from_pubkey(pubkey_type, &pubkey).expect("known key type");
             Account {
                 bech32: address::to_bech32(prefix, &address),
-                key,
+                signer: DevnetSigner::new(&key, kind),
                 pubkey,
                 pubkey_type,
                 address,

@@ -146,6 +146,46 @@ mod tests {
     }
 
     #[test]
+    fn every_devnet_signature_verifies_as_the_chain_checks_it() {
+        use crate::chain::proto::{AuthInfo, SignDoc, TxRaw};
+        use prost::Message;
+        for vm in [Vm::Evm, Vm::Move, Vm::Wasm] {
+            let d = Devnet::new(spec(vm));
+            let numbers: std::collections::HashMap<Vec<u8>, u64> = d
+                .accounts()
+                .into_iter()
+                .map(|a| (a.pubkey.clone(), a.account_number))
+                .collect();
+            let mut checked = std::collections::BTreeSet::new();
+            for h in 1..60 {
+                for tx in d.block(h).txs {
+                    let raw = TxRaw::decode(tx.raw.as_slice()).unwrap();
+                    let auth = AuthInfo::decode(raw.auth_info_bytes.as_slice()).unwrap();
+                    let key = auth.signer_infos[0].public_key.clone().unwrap();
+                    let pubkey = crate::chain::proto::PubKey::decode(key.value.as_slice())
+                        .unwrap()
+                        .key;
+                    let sign_doc = SignDoc {
+                        body_bytes: raw.body_bytes.clone(),
+                        auth_info_bytes: raw.auth_info_bytes.clone(),
+                        chain_id: d.spec().chain_id.clone(),
+                        account_number: numbers[&pubkey],
+                    };
+                    crate::chain::keys::verify(
+                        &key.type_url,
+                        &pubkey,
+                        &sign_doc.encode_to_vec(),
+                        &raw.signatures[0],
+                    )
+                    .unwrap_or_else(|e| panic!("{vm:?} height {h}: {e}"));
+                    checked.insert(key.type_url);
+                }
+            }
+            assert_eq!(checked.len(), 2, "{vm:?}: both key kinds sign: {checked:?}");
+        }
+    }
+
+    #[test]
     fn every_vm_produces_decodable_txs_with_failures_among_them() {
         for vm in [Vm::Evm, Vm::Move, Vm::Wasm] {
             let d = Devnet::new(spec(vm));

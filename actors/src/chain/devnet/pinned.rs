@@ -42,23 +42,23 @@ struct Pinned {
 const PINNED: [Pinned; 3] = [
     Pinned {
         vm: Vm::Move,
-        blocks: "1bd56d71cafec300feca22dd19acf2ccac0c5979a3048015f20819a993cf17d7",
+        blocks: "9085551a3bf262148f5ac64adef201b2089021d65a38dd940af7c23da305d96d",
         activities: [
             (
                 "bank_sends",
-                "604fb0fbdfe77a5a4942f14c21b5964f0d7bf947cce7342542103b5546a3bf6d",
+                "02ff6d3b0a5902b3a40b9412786a2488495d9f529f8afc3301662600e346bf68",
             ),
             (
                 "vm_calls",
-                "ee522837cb8575285108c5691f287a773a5eed7eee514cd54ef05f1765bc2d16",
+                "e352f3f19a7459e9836b5297ea16969c1be0e551cdc6e70767bfa9cbb770e2e9",
             ),
             (
                 "ibc_transfers",
-                "a399c957427725220a3fadd7a9a557aeaf909d09d9ab1b2265ebf2ea77c077a6",
+                "7181d25890b1c27725f21bfbe03a629f7af4871804be26f428023f48f692946f",
             ),
             (
                 "nfts",
-                "c226b01a02a570b13dcb144c07776358439973c2ccd63c3a3fe76a88f9a7268a",
+                "ac79dd66e2cf9770518fcfc922b6aaab2b2950e777d53b904b30ba0fe44f6013",
             ),
             (
                 "evm_contracts",
@@ -68,49 +68,49 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "32bcf144149b56b380e96dbbc0c8ae0a129f845216f8dd32f8a3d2ab60c4eebc",
+        blocks: "aaa5692322685090194e3599910a40e202cdfc914af67a5e6c3e18d6164c4173",
         activities: [
             (
                 "bank_sends",
-                "17129234d93bb0dee5828128ebd619b6c2550c0444081d1e17a2254863a6ae75",
+                "75d5a7f09c409724a6796b4fbf9e25bed50da037f349317b95b0d9de270b5ab6",
             ),
             (
                 "vm_calls",
-                "ce7a4cb8c4dae048805d6f902d94140e03b4f2eddc49729b3984369a1d269162",
+                "bc052c2876d9954eb1ba38f7e07ec6b929e4e5958fb7c63c2edd83407597938d",
             ),
             (
                 "ibc_transfers",
-                "1c231b6c7c4792371818493c66dfa04fda4aa7fa926943b6a829cf5dacf5758f",
+                "e56a0478bc4abcda8d1a6d27c9b894c0555ae395b51c768516a15a629c55a1fd",
             ),
             (
                 "nfts",
-                "23d597505ed21b8d677036873feccaaf636a5c0e89e156f5939a450c95cc705b",
+                "ffc376a059f13f93a79ae2b32155d56e600f0d75fd5986d151ddcf9578bf30cc",
             ),
             (
                 "evm_contracts",
-                "a0fd2ca7cdf1a6bebf9024f5419044e4ab961b688bfe785f102b3fab42b08462",
+                "87e18a3d9b45104fa37d310b9a72fbde5569af1c51a5c03b728f3fa9df473a87",
             ),
         ],
     },
     Pinned {
         vm: Vm::Wasm,
-        blocks: "4d2ee8f2a19c0cb5566679da9a4a733f5de9aa0210ebe41e2ac5f00a654ae9e6",
+        blocks: "81f6e9965fa94262e3e2069be554c7b5fac8e349a64363a1cefbfc66f907863b",
         activities: [
             (
                 "bank_sends",
-                "52d769ab85b5eebe30e28b099fa05dcee4a89830366838c0708dd93d57efa141",
+                "c5879729a00002a7a53a09479ab02edc53a348d09abdb46783f0c741cfd0478d",
             ),
             (
                 "vm_calls",
-                "640b4640843cdf59d9432028b677f216c2a7ab4c5d6e7ff0246ae0fd5f111580",
+                "47503a811401f66a87d3363d02c2dc5b438c4bb31a772ee512a36247d7848d77",
             ),
             (
                 "ibc_transfers",
-                "37abe93467bf8a4fb3950748149bf0434cbb957dfb7451cc5551d48c97025289",
+                "abbd093a50582d7a591f4c6798794c7af054e0de02893d9f40ddc988ac7e93f4",
             ),
             (
                 "nfts",
-                "0505a9dd39abdcc449d802df7a951ab867f4a6e9fa5dd31901b8ae7376d4675d",
+                "f4f0a8d70b774980c31d683cba1ce90c53812a3d6bf6dbb71307f3b57e9ef5a2",
             ),
             (
                 "evm_contracts",

@@ -16,6 +16,7 @@ use super::accounts::Account;
 use super::message::Message;
 use super::DevnetSpec;
 use crate::chain::address;
+use crate::chain::keys::KeyKind;
 use crate::chain::proto::*;
 use crate::chain::types::{Attribute, Event, TxBundle, TxResult};
 
@@ -24,42 +25,58 @@ pub fn module_address(name: &str) -> Vec<u8> {
     Sha256::digest(name.as_bytes())[..20].to_vec()
 }
 
-/// `k`, inverted in variable time: the devnet's keys are public test keys, so the
-/// constant-time addition chain (most of the cost of a signature) buys nothing here.
-struct VartimeNonce(k256::Scalar);
+/// Signs one devnet account's txs as its chain checks them (SIGN_MODE_DIRECT over the
+/// key kind's digest: keccak256 for eth_secp256k1, sha256 for secp256k1; 64-byte `r‖s`,
+/// low s), with one nonce per key. The nonce's point `kG` (the whole cost of an ECDSA
+/// signature) is computed once, so a signature is a hash and three scalar operations.
+/// Reusing a nonce reveals the key: that is acceptable only because devnet keys are public
+/// test keys derived from the world seed, and it is why this signer is the devnet's alone.
+pub struct DevnetSigner {
+    kind: KeyKind,
+    secret: k256::Scalar,
+    r: k256::Scalar,
+    nonce_inverse: k256::Scalar,
+}
 
-impl AsRef<k256::Scalar> for VartimeNonce {
-    fn as_ref(&self) -> &k256::Scalar {
-        &self.0
+impl DevnetSigner {
+    pub fn new(key: &SigningKey, kind: KeyKind) -> Self {
+        use k256::elliptic_curve::point::AffineCoordinates;
+        use k256::elliptic_curve::{Curve, FieldBytesEncoding, PrimeField};
+        let secret: k256::Scalar = *key.as_nonzero_scalar().as_ref();
+        // RFC 6979 over a fixed message: the nonce is a pure function of the key.
+        let nonce = rfc6979::generate_k::<Sha256, _>(
+            &secret.to_repr(),
+            &FieldBytesEncoding::<k256::Secp256k1>::encode_field_bytes(&k256::Secp256k1::ORDER),
+            &Sha256::digest(b"weaver devnet nonce"),
+            &[],
+        );
+        let nonce = Option::<k256::Scalar>::from(k256::Scalar::from_repr(nonce))
+            .expect("RFC 6979 nonces are below the order");
+        let point = (k256::ProjectivePoint::GENERATOR * nonce).to_affine();
+        DevnetSigner {
+            kind,
+            secret,
+            r: reduce(&point.x()),
+            nonce_inverse: Option::from(nonce.invert()).expect("RFC 6979 nonces are nonzero"),
+        }
+    }
+
+    /// The signature of `sign_bytes` (a serialized `SignDoc`).
+    pub fn sign(&self, sign_bytes: &[u8]) -> [u8; 64] {
+        let digest = reduce(&self.kind.digest(sign_bytes).into());
+        let s = self.nonce_inverse * (digest + self.r * self.secret);
+        let signature = Signature::from_scalars(self.r.to_bytes(), s.to_bytes())
+            .expect("s is zero only if the digest is -r·d, a hash collision");
+        signature
+            .normalize_s()
+            .unwrap_or(signature)
+            .to_bytes()
+            .into()
     }
 }
 
-impl k256::elliptic_curve::ops::Invert for VartimeNonce {
-    type Output = k256::elliptic_curve::subtle::CtOption<k256::Scalar>;
-
-    fn invert(&self) -> Self::Output {
-        k256::elliptic_curve::ops::Invert::invert_vartime(&self.0)
-    }
-}
-
-/// The signature `Signer::sign` makes (ECDSA over SHA-256 of `msg`, RFC 6979 nonce, low
-/// s), byte for byte, about twice as fast: the nonce is inverted in variable time.
-pub(crate) fn sign_deterministic(key: &SigningKey, msg: &[u8]) -> Signature {
-    use k256::ecdsa::hazmat::SignPrimitive;
-    use k256::elliptic_curve::{Curve, FieldBytesEncoding, PrimeField};
-    let z = Sha256::digest(msg);
-    let d: &k256::Scalar = key.as_nonzero_scalar().as_ref();
-    let k = rfc6979::generate_k::<Sha256, _>(
-        &d.to_repr(),
-        &FieldBytesEncoding::<k256::Secp256k1>::encode_field_bytes(&k256::Secp256k1::ORDER),
-        &z,
-        &[],
-    );
-    let k = Option::<k256::Scalar>::from(k256::Scalar::from_repr(k))
-        .expect("RFC 6979 nonces are below the order");
-    d.try_sign_prehashed(VartimeNonce(k), &z)
-        .expect("a nonzero key and an RFC 6979 nonce always sign")
-        .0
+fn reduce(bytes: &k256::FieldBytes) -> k256::Scalar {
+    <k256::Scalar as k256::elliptic_curve::ops::Reduce<k256::U256>>::reduce_bytes(bytes)
 }
 
 /// The fee paid by a raw tx, in base units of its single fee coin.
@@ -171,8 +188,7 @@ impl TxDraft<'_> {
             chain_id: chain.chain_id.clone(),
             account_number: sender.account_number,
         };
-        let signature = sign_deterministic(&sender.key, &sign_doc.encode_to_vec());
-        let signature = signature.to_bytes().to_vec();
+        let signature = sender.signer.sign(&sign_doc.encode_to_vec()).to_vec();
         let raw = TxRaw {
             body_bytes,
             auth_info_bytes,
@@ -300,17 +316,45 @@ pub(crate) fn succeeded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::keys::verify;
 
     #[test]
-    fn deterministic_signatures_match_the_signer_trait() {
-        use k256::ecdsa::signature::Signer;
+    fn devnet_signatures_verify_as_the_chain_checks_them() {
         for i in 1u8..40 {
             let key = SigningKey::from_slice(&Sha256::digest([i])).unwrap();
+            let kind = if i % 2 == 0 {
+                KeyKind::Eth
+            } else {
+                KeyKind::Classic
+            };
+            let pubkey = key.verifying_key().to_encoded_point(true);
+            let signer = DevnetSigner::new(&key, kind);
             let msg: Vec<u8> = (0..i as usize * 7)
                 .map(|j| (j as u8).wrapping_mul(i))
                 .collect();
-            let expected: Signature = key.sign(&msg);
-            assert_eq!(sign_deterministic(&key, &msg), expected);
+            let signature = signer.sign(&msg);
+            verify(kind.pubkey_type_url(), pubkey.as_bytes(), &msg, &signature).unwrap();
+            let mut other = msg.clone();
+            other.push(1);
+            assert!(verify(
+                kind.pubkey_type_url(),
+                pubkey.as_bytes(),
+                &other,
+                &signature
+            )
+            .is_err());
+            let other_kind = if kind == KeyKind::Eth {
+                KeyKind::Classic
+            } else {
+                KeyKind::Eth
+            };
+            assert!(verify(
+                other_kind.pubkey_type_url(),
+                pubkey.as_bytes(),
+                &msg,
+                &signature
+            )
+            .is_err());
         }
     }
 }
