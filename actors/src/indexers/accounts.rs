@@ -3,45 +3,77 @@
 //! event data, and EVM log address plus address-shaped topics. EVM `call` return values are
 //! skipped (they are data, not accounts).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::chain::address::{decode_bech32, parse_hex_address};
 use crate::chain::types::Event;
 
-pub fn touched_accounts(events: &[Event], prefix: &str) -> BTreeSet<Vec<u8>> {
-    let mut found = BTreeSet::new();
-    for event in events {
-        for attribute in &event.attributes {
-            match (event.kind.as_str(), attribute.key.as_str()) {
-                ("call", "ret") => continue,
-                ("evm", "log") => evm_log(&attribute.value, &mut found),
-                ("move", "data") => move_data(&attribute.value, &mut found),
-                _ => {
-                    for part in attribute.value.split(',') {
-                        value(part.trim(), prefix, &mut found);
+/// Bech32 values remembered by one finder; emptied when full.
+const DECODED_CACHE: usize = 8192;
+
+/// Finds the accounts txs touch on one chain. It remembers what each bech32 value it met
+/// decoded to: the same senders, recipients and module accounts come back in tx after tx,
+/// and checking a bech32 checksum costs more than everything else here.
+pub struct AccountFinder {
+    prefix: String,
+    decoded: HashMap<Box<str>, Option<Vec<u8>>>,
+}
+
+impl AccountFinder {
+    pub fn new(prefix: &str) -> Self {
+        AccountFinder {
+            prefix: prefix.into(),
+            decoded: HashMap::default(),
+        }
+    }
+
+    /// The accounts named by a tx's events.
+    pub fn touched(&mut self, events: &[Event]) -> BTreeSet<Vec<u8>> {
+        let mut found = BTreeSet::new();
+        for event in events {
+            for attribute in &event.attributes {
+                match (event.kind.as_str(), attribute.key.as_str()) {
+                    ("call", "ret") => continue,
+                    ("evm", "log") => evm_log(&attribute.value, &mut found),
+                    ("move", "data") => move_data(&attribute.value, &mut found),
+                    _ => {
+                        for part in attribute.value.split(',') {
+                            self.value(part.trim(), &mut found);
+                        }
                     }
                 }
             }
         }
+        found
     }
-    found
-}
 
-fn value(text: &str, prefix: &str, found: &mut BTreeSet<Vec<u8>>) {
-    if text.starts_with("0x") {
-        if text.len() <= 66 {
-            if let Some(bytes) = parse_hex_address(text) {
-                found.insert(bytes);
+    fn value(&mut self, text: &str, found: &mut BTreeSet<Vec<u8>>) {
+        let prefix = self.prefix.as_str();
+        if text.starts_with("0x") {
+            if text.len() <= 66 {
+                if let Some(bytes) = parse_hex_address(text) {
+                    found.insert(bytes);
+                }
             }
-        }
-    } else if text.len() > prefix.len() + 1
-        && text.starts_with(prefix)
-        && text.as_bytes()[prefix.len()] == b'1'
-    {
-        if let Some((hrp, bytes)) = decode_bech32(text) {
-            if hrp == prefix && (bytes.len() == 20 || bytes.len() == 32) {
-                found.insert(bytes);
+        } else if text.len() > prefix.len() + 1
+            && text.starts_with(prefix)
+            && text.as_bytes()[prefix.len()] == b'1'
+        {
+            if let Some(bytes) = self.decoded.get(text) {
+                found.extend(bytes.iter().cloned());
+                return;
             }
+            let bytes = decode_bech32(text)
+                .filter(|(hrp, bytes)| hrp == prefix && (bytes.len() == 20 || bytes.len() == 32))
+                .map(|(_, bytes)| bytes);
+            if self.decoded.len() >= DECODED_CACHE {
+                self.decoded.clear();
+            }
+            found.extend(bytes.iter().cloned());
+            self.decoded.insert(text.into(), bytes);
         }
     }
 }
@@ -68,20 +100,50 @@ fn move_data(text: &str, found: &mut BTreeSet<Vec<u8>>) {
     }
 }
 
+/// The parts of an EVM log that name accounts, borrowed from its JSON.
+#[derive(serde::Deserialize)]
+struct LogAccounts<'a> {
+    #[serde(borrow, default)]
+    address: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    topics: Vec<Cow<'a, str>>,
+}
+
 fn evm_log(text: &str, found: &mut BTreeSet<Vec<u8>>) {
-    let Ok(log) = serde_json::from_str::<serde_json::Value>(text) else {
-        return;
-    };
-    if let Some(bytes) = log["address"].as_str().and_then(parse_hex_address) {
+    match serde_json::from_str::<LogAccounts>(text) {
+        Ok(log) => log_accounts(
+            log.address.as_deref(),
+            log.topics.iter().map(|t| t.as_ref()),
+            found,
+        ),
+        // Not the usual shape (a field of another type): take what is there.
+        Err(_) => {
+            let Ok(log) = serde_json::from_str::<serde_json::Value>(text) else {
+                return;
+            };
+            let topics = log["topics"].as_array().into_iter().flatten();
+            log_accounts(
+                log["address"].as_str(),
+                topics.map(|t| t.as_str().unwrap_or_default()),
+                found,
+            );
+        }
+    }
+}
+
+fn log_accounts<'a>(
+    address: Option<&str>,
+    topics: impl Iterator<Item = &'a str>,
+    found: &mut BTreeSet<Vec<u8>>,
+) {
+    if let Some(bytes) = address.and_then(parse_hex_address) {
         found.insert(bytes);
     }
-    if let Some(topics) = log["topics"].as_array() {
-        for topic in topics.iter().skip(1).filter_map(|t| t.as_str()) {
-            let digits = topic.trim_start_matches("0x");
-            if digits.len() == 64 && digits.starts_with("000000000000000000000000") {
-                if let Some(bytes) = parse_hex_address(&digits[24..]) {
-                    found.insert(bytes);
-                }
+    for topic in topics.skip(1) {
+        let digits = topic.trim_start_matches("0x");
+        if digits.len() == 64 && digits.starts_with("000000000000000000000000") {
+            if let Some(bytes) = parse_hex_address(&digits[24..]) {
+                found.insert(bytes);
             }
         }
     }
@@ -120,10 +182,26 @@ mod tests {
                 )],
             ),
             Event::new("evm", &[("log", &log)]),
+            Event::new(
+                "evm",
+                &[(
+                    "log",
+                    &format!(
+                        r#"{{"address":7,"topics":[1,"{}"]}}"#,
+                        topic.replace("04", "08")
+                    ),
+                )],
+            ),
             Event::new("call", &[("ret", &format!("0x{}", hex::encode([7u8; 20])))]),
             Event::new("x", &[("who", "0x1")]),
         ];
-        let found = touched_accounts(&events, "init");
+        let mut finder = AccountFinder::new("init");
+        let found = finder.touched(&events);
+        assert_eq!(
+            finder.touched(&events),
+            found,
+            "remembered values decode the same"
+        );
         assert!(found.contains(&vec![1u8; 20]));
         assert!(found.contains(&vec![2u8; 32]));
         assert!(
@@ -132,6 +210,10 @@ mod tests {
         );
         assert!(found.contains(&vec![4u8; 20]));
         assert!(found.contains(&vec![5u8; 20]));
+        assert!(
+            found.contains(&vec![8u8; 20]),
+            "a log of another shape still gives its topics"
+        );
         assert!(found.contains(&vec![6u8; 32]));
         assert!(
             !found.contains(&vec![7u8; 20]),

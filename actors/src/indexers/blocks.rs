@@ -2,14 +2,14 @@
 //! the edge indexes (account with signer flag, height, message type), written in one batch
 //! per block; the engine adds the watermark to the same batch.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use bytes::Bytes;
 
-use super::accounts::touched_accounts;
+use super::accounts::AccountFinder;
 use super::coins::sum_coins;
 use super::records::{block_record, tx_record};
-use super::tx_log::{self, TxEntry};
+use super::tx_log::{self, CounterTotals, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::decode::{decode_tx, tx_hash};
 use crate::chain::types::BlockBundle;
@@ -17,7 +17,8 @@ use crate::store::{keys, BlocksStore, DomainTree, HotBlock};
 
 pub struct BlocksIndexer {
     store: BlocksStore,
-    prefix: String,
+    accounts: AccountFinder,
+    counters: CounterTotals,
     index_txs: bool,
     sequence: u64,
     previous_time_ns: Option<i64>,
@@ -59,7 +60,8 @@ impl BlocksIndexer {
         }
         Ok(BlocksIndexer {
             store,
-            prefix: bech32_prefix.into(),
+            accounts: AccountFinder::new(bech32_prefix),
+            counters: CounterTotals::default(),
             index_txs,
             sequence,
             previous_time_ns,
@@ -83,7 +85,7 @@ impl DomainIndexer for BlocksIndexer {
         bundle: &BlockBundle,
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
-        let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut counters: HashMap<Vec<u8>, u64> = HashMap::default();
         let mut fees = Vec::new();
         let mut hot_txs = Vec::new();
         let first_sequence = self.sequence + 1;
@@ -103,7 +105,7 @@ impl DomainIndexer for BlocksIndexer {
             }
             sequence += 1;
             let record = tx_record(bundle, tx, &hash);
-            let accounts = touched_accounts(&tx.result.events, &self.prefix);
+            let accounts = self.accounts.touched(&tx.result.events);
             let mut types = decoded.msg_types.clone();
             types.sort();
             types.dedup();
@@ -123,7 +125,7 @@ impl DomainIndexer for BlocksIndexer {
             hot_txs.push((hash, Bytes::from(record)));
         }
 
-        tx_log::flush_counters(&self.store, counters, batch)?;
+        self.counters.add(&self.store, counters, batch)?;
         let block_time_ms = match self.previous_time_ns {
             Some(previous) => bundle.time_ns.saturating_sub(previous) / 1_000_000,
             None => 0,
@@ -156,6 +158,7 @@ impl DomainIndexer for BlocksIndexer {
     fn committed(&mut self, bundle: &BlockBundle) {
         self.fresh = false;
         if let Some((hot, sequence)) = self.pending.take() {
+            self.counters.committed();
             self.store.publish_hot(hot);
             self.sequence = sequence;
         }
@@ -271,6 +274,56 @@ mod tests {
             serde_json::from_slice(&chain.block(31).unwrap().unwrap()).unwrap();
         let gap = (net.block_time_ns(31) - net.block_time_ns(30)) / 1_000_000;
         assert_eq!(record["block_time"], gap.to_string());
+    }
+
+    /// Every key and value of a tree.
+    fn contents(chain: &BlocksStore) -> Vec<(Vec<u8>, Vec<u8>)> {
+        chain
+            .domain()
+            .tree()
+            .scan_prefix([])
+            .map(|kv| {
+                let (k, v) = kv.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counters_stay_exact_when_a_batch_is_thrown_away_and_the_indexer_reopens() {
+        let net = devnet();
+        let plain_dir = tempfile::tempdir().unwrap();
+        let plain_store = Store::open(plain_dir.path(), 16 << 20).unwrap();
+        let plain = plain_store
+            .blocks("minimove-1", HotLimits::blocks(0))
+            .unwrap();
+        let mut domains = blocks_domain(&plain);
+        for h in 1..=40 {
+            domains.apply(&net.block(h)).unwrap();
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 16 << 20).unwrap();
+        let chain = store.blocks("minimove-1", HotLimits::blocks(0)).unwrap();
+        let mut indexer = BlocksIndexer::open(chain.clone(), "init", true).unwrap();
+        for h in 1..=40 {
+            let bundle = net.block(h);
+            if h % 3 == 0 {
+                // A batch whose commit never happened (a refused write).
+                let mut lost = crate::store::Batch::default();
+                indexer.index(&bundle, &mut lost).unwrap();
+            }
+            if h == 20 {
+                indexer = BlocksIndexer::open(chain.clone(), "init", true).unwrap();
+            }
+            let mut batch = crate::store::Batch::default();
+            indexer.index(&bundle, &mut batch).unwrap();
+            chain.domain().commit(batch, h, h == 1).unwrap();
+            indexer.committed(&bundle);
+        }
+        let (got, want) = (contents(&chain), contents(&plain));
+        assert!(got.len() > 400, "{} keys", got.len());
+        assert!(got == want, "the trees differ");
     }
 
     #[test]

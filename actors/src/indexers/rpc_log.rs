@@ -2,12 +2,14 @@
 //! becomes rows of a sequenced tx log (`tx_log`), with their own sequence in the domain's
 //! tree. The EVM-txs and internal-txs domains are this with their own [`RowSource`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::marker::PhantomData;
 
 use serde_json::Value;
 
-use super::tx_log::{self, TxEntry};
+use super::tx_log::{self, CounterTotals, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::source::METHOD_NOT_FOUND;
 use crate::chain::types::BlockBundle;
@@ -36,6 +38,7 @@ pub struct RpcLogIndexer<S> {
     store: BlocksStore,
     sequence: u64,
     pending: Option<u64>,
+    counters: CounterTotals,
     source: PhantomData<fn() -> S>,
 }
 
@@ -46,6 +49,7 @@ impl<S: RowSource> RpcLogIndexer<S> {
             store,
             sequence,
             pending: None,
+            counters: CounterTotals::default(),
             source: PhantomData,
         })
     }
@@ -115,7 +119,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
         let items = self.block_array(bundle, answers)?;
-        let mut counters: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut counters: HashMap<Vec<u8>, u64> = HashMap::default();
         let mut sequence = self.sequence;
         for item in &items {
             let rows = S::rows(bundle.height, item).map_err(|reason| IndexError::Domain {
@@ -140,7 +144,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
                 S::extra_keys(&row, sequence, batch);
             }
         }
-        tx_log::flush_counters(&self.store, counters, batch)?;
+        self.counters.add(&self.store, counters, batch)?;
         batch.insert(keys::meta(keys::META_SEQUENCE), sequence.to_be_bytes());
         self.pending = Some(sequence);
         Ok(())
@@ -148,6 +152,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
 
     fn committed(&mut self, _bundle: &BlockBundle) {
         if let Some(sequence) = self.pending.take() {
+            self.counters.committed();
             self.sequence = sequence;
         }
     }

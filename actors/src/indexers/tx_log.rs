@@ -3,7 +3,9 @@
 //! counters): Cosmos txs in the blocks tree, EVM txs in theirs. Readers page them with
 //! `BlocksStore::txs_page` whichever tree they are in.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::store::{keys, BlocksStore, StoreError};
 
@@ -60,15 +62,45 @@ pub fn write(
     }
 }
 
-/// Adds a block's counter increments to the stored counts, in `batch`.
-pub fn flush_counters(
-    store: &BlocksStore,
-    counters: HashMap<Vec<u8>, u64>,
-    batch: &mut crate::store::Batch,
-) -> Result<(), StoreError> {
-    for (key, added) in counters {
-        let total = store.counter(&key)? + added;
-        batch.insert(key, total.to_be_bytes());
+/// Counter totals remembered by one log; emptied when full.
+const KNOWN_TOTALS: usize = 16_384;
+
+/// The stored totals of the counters a log's blocks add to, remembered between blocks so a
+/// block does not read back every total it adds to (a log's indexer is the only writer of
+/// its tree). A block's totals are remembered only once its batch is committed.
+#[derive(Default)]
+pub struct CounterTotals {
+    known: HashMap<Vec<u8>, u64>,
+    pending: Vec<(Vec<u8>, u64)>,
+}
+
+impl CounterTotals {
+    /// Adds a block's counter increments to the stored totals, in `batch`.
+    pub fn add(
+        &mut self,
+        store: &BlocksStore,
+        counters: HashMap<Vec<u8>, u64>,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), StoreError> {
+        // What an uncommitted block added never counts.
+        self.pending.clear();
+        for (key, added) in counters {
+            let stored = match self.known.get(&key) {
+                Some(total) => *total,
+                None => store.counter(&key)?,
+            };
+            let total = stored + added;
+            batch.insert(key.as_slice(), total.to_be_bytes());
+            self.pending.push((key, total));
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// The batch of the last [`CounterTotals::add`] is committed.
+    pub fn committed(&mut self) {
+        if self.known.len() + self.pending.len() > KNOWN_TOTALS {
+            self.known.clear();
+        }
+        self.known.extend(self.pending.drain(..));
+    }
 }

@@ -3,7 +3,7 @@
 //! The batch is the store's own type, not the engine's, so its contents can be read back:
 //! `benches/store_engines.rs` replays the writes of real indexing into other engines.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use fjall::Slice;
 
@@ -38,7 +38,7 @@ impl Batch {
     /// The last write of each key, in no particular order: what the engine applies. (Its
     /// batch gives every write one sequence number, so two writes of a key would tie.)
     pub(super) fn into_last_writes(self) -> Vec<(Slice, Option<Slice>)> {
-        let mut seen = HashSet::with_capacity(self.writes.len());
+        let mut seen = HashSet::with_capacity_and_hasher(self.writes.len(), Default::default());
         let mut last: Vec<_> = self
             .writes
             .into_iter()
