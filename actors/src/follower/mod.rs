@@ -17,7 +17,7 @@ pub use ingestion::{Ingestion, IngestionState, IngestionStatus, RestartRequest, 
 
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainSource, SourceError};
-use crate::indexers::{DomainSet, IndexError};
+use crate::indexers::{DomainSet, IndexError, PreparedBlock, SetPreparer};
 use progress::ProgressLog;
 
 #[derive(Debug, Clone)]
@@ -155,16 +155,18 @@ impl<S: ChainSource + 'static> Follower<S> {
         }
         let end = self.tip.min(next + self.settings.batch_blocks.max(1) - 1);
         let source = self.source.clone();
+        let preparer = self.domains.preparer();
         let mut blocks = futures_util::stream::iter(next..=end)
             .map(move |height| {
                 let source = source.clone();
-                async move { source.block(height).await }
+                let preparer = preparer.clone();
+                async move { prepared(source.block(height).await?, preparer).await }
             })
             .buffered(self.settings.in_flight.max(1));
         let mut indexed = 0;
         while let Some(fetched) = blocks.next().await {
-            let bundle = match fetched {
-                Ok(bundle) => bundle,
+            let (bundle, prepared) = match fetched {
+                Ok(fetched) => fetched,
                 Err(SourceError::FutureHeight(_)) => {
                     // The node is behind what it reported; ask again next step.
                     self.tip = self.domains.watermark();
@@ -194,7 +196,7 @@ impl<S: ChainSource + 'static> Follower<S> {
                 .into());
             }
             let answers = self.answer_lookups(&bundle).await?;
-            self.domains.apply_answered(&bundle, &answers)?;
+            self.domains.apply_prepared(&bundle, &answers, prepared)?;
             indexed += 1;
             self.progress
                 .indexed(bundle.height, bundle.txs.len() as u64, self.tip);
@@ -240,6 +242,30 @@ impl<S: ChainSource + 'static> Follower<S> {
             answers.insert(query, answer?);
         }
         Ok(answers)
+    }
+}
+
+/// A fetched block with what the domains' preparers made of it. That is CPU work (records
+/// rendered as JSON): it runs on the blocking pool, so the blocks fetched ahead are prepared
+/// on another core while the follower indexes the ones before them.
+async fn prepared(
+    bundle: BlockBundle,
+    preparer: SetPreparer,
+) -> Result<(BlockBundle, PreparedBlock), SourceError> {
+    if preparer.is_empty() {
+        return Ok((bundle, PreparedBlock::default()));
+    }
+    match tokio::task::spawn_blocking(move || {
+        let prepared = preparer.prepare(&bundle);
+        (bundle, prepared)
+    })
+    .await
+    {
+        Ok(done) => Ok(done),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(SourceError::Transport(format!(
+            "block preparation task: {e}"
+        ))),
     }
 }
 

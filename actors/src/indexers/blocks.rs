@@ -2,6 +2,9 @@
 //! the edge indexes (account with signer flag, height, message type), written in one batch
 //! per block; the engine adds the watermark to the same batch.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
 use rustc_hash::FxHashMap as HashMap;
 
 use bytes::Bytes;
@@ -10,14 +13,16 @@ use super::accounts::AccountFinder;
 use super::coins::sum_coins;
 use super::records::{block_record, tx_record};
 use super::tx_log::{self, CounterTotals, TxEntry};
-use super::{DomainIndexer, IndexError};
-use crate::chain::decode::{decode_tx, tx_hash};
+use super::{DomainIndexer, IndexError, Prepared, Preparer};
+use crate::chain::decode::{decode_tx, tx_hash, DecodeError, DecodedTx};
 use crate::chain::types::BlockBundle;
+use crate::chain::Answers;
 use crate::store::{keys, BlocksStore, DomainTree, HotBlock};
 
 pub struct BlocksIndexer {
     store: BlocksStore,
-    accounts: AccountFinder,
+    /// Shared with the preparer, which may run on other threads.
+    accounts: Arc<Mutex<AccountFinder>>,
     counters: CounterTotals,
     index_txs: bool,
     sequence: u64,
@@ -60,7 +65,7 @@ impl BlocksIndexer {
         }
         Ok(BlocksIndexer {
             store,
-            accounts: AccountFinder::new(bech32_prefix),
+            accounts: Arc::new(Mutex::new(AccountFinder::new(bech32_prefix))),
             counters: CounterTotals::default(),
             index_txs,
             sequence,
@@ -75,6 +80,40 @@ impl BlocksIndexer {
     }
 }
 
+/// What a tx's indexing needs that depends on the block alone.
+struct PreparedTx {
+    hash: [u8; 32],
+    decoded: Result<DecodedTx, DecodeError>,
+    /// The record and its accounts (when the tree keeps txs).
+    record: Option<(Vec<u8>, BTreeSet<Vec<u8>>)>,
+}
+
+fn prepare(
+    bundle: &BlockBundle,
+    accounts: &Mutex<AccountFinder>,
+    index_txs: bool,
+) -> Vec<PreparedTx> {
+    bundle
+        .txs
+        .iter()
+        .map(|tx| {
+            let hash = tx_hash(&tx.raw);
+            let record = index_txs.then(|| {
+                let touched = accounts
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .touched(&tx.result.events);
+                (tx_record(bundle, tx, &hash), touched)
+            });
+            PreparedTx {
+                hash,
+                decoded: decode_tx(&tx.raw),
+                record,
+            }
+        })
+        .collect()
+}
+
 impl DomainIndexer for BlocksIndexer {
     fn tree(&self) -> &DomainTree {
         self.store.domain()
@@ -85,27 +124,47 @@ impl DomainIndexer for BlocksIndexer {
         bundle: &BlockBundle,
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
+        self.index_prepared(bundle, &Answers::default(), None, batch)
+    }
+
+    fn preparer(&self) -> Option<Preparer> {
+        let accounts = self.accounts.clone();
+        let index_txs = self.index_txs;
+        Some(Arc::new(move |bundle: &BlockBundle| -> Prepared {
+            Box::new(prepare(bundle, &accounts, index_txs))
+        }))
+    }
+
+    fn index_prepared(
+        &mut self,
+        bundle: &BlockBundle,
+        _answers: &Answers,
+        prepared: Option<Prepared>,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError> {
+        let txs = match prepared.and_then(|p| p.downcast::<Vec<PreparedTx>>().ok()) {
+            Some(txs) if txs.len() == bundle.txs.len() => *txs,
+            _ => prepare(bundle, &self.accounts, self.index_txs),
+        };
         let mut counters: HashMap<Vec<u8>, u64> = HashMap::default();
         let mut fees = Vec::new();
         let mut hot_txs = Vec::new();
         let first_sequence = self.sequence + 1;
         let mut sequence = self.sequence;
 
-        for tx in &bundle.txs {
-            let hash = tx_hash(&tx.raw);
-            let decoded = decode_tx(&tx.raw).unwrap_or_else(|e| {
+        for tx in txs {
+            let hash = tx.hash;
+            let decoded = tx.decoded.unwrap_or_else(|e| {
                 metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.store.chain_id().to_string(), "kind" => "tx_raw")
                     .increment(1);
                 tracing::warn!(chain_id = self.store.chain_id(), height = bundle.height, tx = %hex::encode_upper(hash), error = %e, "undecodable tx bytes: indexed without signer, fee and message types");
                 Default::default()
             });
             fees.extend(decoded.fee.iter().cloned());
-            if !self.index_txs {
+            let Some((record, accounts)) = tx.record else {
                 continue;
-            }
+            };
             sequence += 1;
-            let record = tx_record(bundle, tx, &hash);
-            let accounts = self.accounts.touched(&tx.result.events);
             let mut types = decoded.msg_types.clone();
             types.sort();
             types.dedup();

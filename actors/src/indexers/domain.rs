@@ -42,7 +42,32 @@ pub trait DomainIndexer: Send + 'static {
 
     /// The batch of `bundle` is durable: publish hot entries or events, advance counters.
     fn committed(&mut self, _bundle: &BlockBundle) {}
+
+    /// Work on a block that needs no indexer state (records rendered, accounts found), which
+    /// the follower runs off its own thread, on blocks fetched ahead, while it indexes the
+    /// block before; `None` when the domain has none.
+    fn preparer(&self) -> Option<Preparer> {
+        None
+    }
+
+    /// [`DomainIndexer::index_answered`] with what this domain's [`Preparer`] made of the
+    /// block, if it ran.
+    fn index_prepared(
+        &mut self,
+        bundle: &BlockBundle,
+        answers: &Answers,
+        _prepared: Option<Prepared>,
+        batch: &mut crate::store::Batch,
+    ) -> Result<(), IndexError> {
+        self.index_answered(bundle, answers, batch)
+    }
 }
+
+/// What a domain's [`Preparer`] made of a block (its own type inside).
+pub type Prepared = Box<dyn std::any::Any + Send>;
+
+/// A domain's stateless work on a block, callable from any thread.
+pub type Preparer = std::sync::Arc<dyn Fn(&BlockBundle) -> Prepared + Send + Sync>;
 
 /// The domains a chain can be configured with (`domains = [...]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -19,13 +19,13 @@ mod set;
 pub mod tx_log;
 
 pub use blocks::BlocksIndexer;
-pub use domain::{Domain, DomainIndexer, UnsupportedDomain};
+pub use domain::{Domain, DomainIndexer, Prepared, Preparer, UnsupportedDomain};
 pub use evm_internal_txs::InternalTxsIndexer;
 pub use evm_txs::EvmTxsIndexer;
 pub use nft::NftIndexer;
 pub use relay::RelayIndexer;
 pub use richlist::RichListIndexer;
-pub use set::DomainSet;
+pub use set::{DomainSet, PreparedBlock, SetPreparer};
 
 use crate::store::StoreError;
 

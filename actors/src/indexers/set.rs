@@ -1,6 +1,6 @@
 //! Driving the domains of one follower.
 
-use super::{DomainIndexer, IndexError};
+use super::{DomainIndexer, IndexError, Prepared, Preparer};
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
 
@@ -14,6 +14,36 @@ fn needs(watermark: u64, height: u64, start_height: u64) -> bool {
 struct Slot {
     indexer: Box<dyn DomainIndexer>,
     watermark: u64,
+}
+
+/// The [`Preparer`]s of a set's domains, in slot order; cheap to clone and send.
+#[derive(Clone, Default)]
+pub struct SetPreparer {
+    preparers: Vec<Option<Preparer>>,
+}
+
+impl SetPreparer {
+    /// Runs every domain's preparer on `bundle`.
+    pub fn prepare(&self, bundle: &BlockBundle) -> PreparedBlock {
+        PreparedBlock {
+            parts: self
+                .preparers
+                .iter()
+                .map(|p| p.as_ref().map(|p| p(bundle)))
+                .collect(),
+        }
+    }
+
+    /// Whether any domain has work to prepare.
+    pub fn is_empty(&self) -> bool {
+        self.preparers.iter().all(Option::is_none)
+    }
+}
+
+/// What a [`SetPreparer`] made of one block, for [`DomainSet::apply_prepared`].
+#[derive(Default)]
+pub struct PreparedBlock {
+    parts: Vec<Option<Prepared>>,
 }
 
 /// The domains one follower feeds, each with its own watermark.
@@ -123,6 +153,13 @@ impl DomainSet {
         self.apply_answered(bundle, &Answers::default())
     }
 
+    /// The domains' stateless work, to run on blocks ahead of [`DomainSet::apply_prepared`].
+    pub fn preparer(&self) -> SetPreparer {
+        SetPreparer {
+            preparers: self.slots.iter().map(|s| s.indexer.preparer()).collect(),
+        }
+    }
+
     /// Feeds one block (and the answers to its [`DomainSet::lookups`]) to every domain that
     /// has not passed it, each committed atomically with its new watermark. Heights must
     /// come in order for each domain.
@@ -130,6 +167,16 @@ impl DomainSet {
         &mut self,
         bundle: &BlockBundle,
         answers: &Answers,
+    ) -> Result<(), IndexError> {
+        self.apply_prepared(bundle, answers, PreparedBlock::default())
+    }
+
+    /// [`DomainSet::apply_answered`] with what [`DomainSet::preparer`] made of the block.
+    pub fn apply_prepared(
+        &mut self,
+        bundle: &BlockBundle,
+        answers: &Answers,
+        prepared: PreparedBlock,
     ) -> Result<(), IndexError> {
         if bundle.chain_id != self.chain_id {
             return Err(IndexError::WrongChain {
@@ -139,7 +186,9 @@ impl DomainSet {
             });
         }
         let start_height = self.start_height;
+        let mut parts = prepared.parts.into_iter();
         for slot in &mut self.slots {
+            let prepared = parts.next().flatten();
             if !needs(slot.watermark, bundle.height, start_height) {
                 continue;
             }
@@ -152,7 +201,8 @@ impl DomainSet {
                 });
             }
             let mut batch = crate::store::Batch::default();
-            slot.indexer.index_answered(bundle, answers, &mut batch)?;
+            slot.indexer
+                .index_prepared(bundle, answers, prepared, &mut batch)?;
             let changed = !batch.is_empty();
             tree.commit(batch, bundle.height, slot.watermark == 0)?;
             slot.watermark = bundle.height;

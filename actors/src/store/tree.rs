@@ -49,7 +49,7 @@ impl Tree {
     /// or none. A key written twice in the batch ends with its last write.
     pub fn apply_batch(&self, batch: Batch) -> Result<(), StoreError> {
         let writes = batch.into_last_writes();
-        let mut engine_batch = self.db.batch();
+        let mut engine_batch = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), writes.len());
         for (key, value) in writes {
             match value {
                 Some(value) => engine_batch.insert(&self.keyspace, key, value),

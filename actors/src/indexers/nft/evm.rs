@@ -179,7 +179,7 @@ fn token_uri(answers: &Answers, collection: &[u8], token_word: &[u8; 32]) -> Str
 /// Makes sure the log's contract is a known collection; `false` to skip the log.
 fn ensure_collection(
     state: &mut BlockState,
-    tx: &TxContext,
+    tx: &TxContext<'_>,
     collection: &[u8],
     answers: &Answers,
 ) -> Result<bool, EventError> {
@@ -209,7 +209,7 @@ fn ensure_collection(
     let (creator, created) = match state.contract_origin(collection)? {
         Some(origin) => (origin.creator, (origin.height, origin.time_ns)),
         None => (
-            tx.signer.clone().unwrap_or_default(),
+            tx.signer().cloned().unwrap_or_default(),
             (state.height, state.time_ns),
         ),
     };
@@ -219,14 +219,14 @@ fn ensure_collection(
 
 pub(super) fn apply(
     state: &mut BlockState,
-    tx: &TxContext,
+    tx: &TxContext<'_>,
     event: &Event,
     answers: &Answers,
 ) -> Result<(), EventError> {
     if event.kind == "contract_created" {
         if let (Some(contract), Some(signer)) = (
             event.attr("contract").and_then(parse_hex_address),
-            tx.signer.as_ref(),
+            tx.signer(),
         ) {
             state.contract_created(&contract, signer);
         }
@@ -249,7 +249,7 @@ pub(super) fn apply(
 
 fn apply_log(
     state: &mut BlockState,
-    tx: &TxContext,
+    tx: &TxContext<'_>,
     log: &NftLog,
     answers: &Answers,
 ) -> Result<(), EventError> {
@@ -284,7 +284,7 @@ fn apply_log(
             }
         }
     }
-    state.touch(collection, &token_id, tx.index, tx.hash);
+    state.touch(collection, &token_id, tx.index, tx.hash());
     Ok(())
 }
 

@@ -40,11 +40,35 @@ fn malformed(reason: impl Into<String>) -> EventError {
     EventError::Malformed(reason.into())
 }
 
-/// The tx an event belongs to.
-struct TxContext {
+/// The tx an event belongs to. Its hash and signer are worked out only if an NFT event
+/// needs them: most txs have none, and decoding every tx's bytes again cost more than the
+/// rest of this domain.
+struct TxContext<'a> {
     index: u32,
-    hash: [u8; 32],
-    signer: Option<Vec<u8>>,
+    raw: &'a [u8],
+    hash: std::cell::OnceCell<[u8; 32]>,
+    signer: std::cell::OnceCell<Option<Vec<u8>>>,
+}
+
+impl<'a> TxContext<'a> {
+    fn new(index: u32, raw: &'a [u8]) -> Self {
+        TxContext {
+            index,
+            raw,
+            hash: Default::default(),
+            signer: Default::default(),
+        }
+    }
+
+    fn hash(&self) -> [u8; 32] {
+        *self.hash.get_or_init(|| tx_hash(self.raw))
+    }
+
+    fn signer(&self) -> Option<&Vec<u8>> {
+        self.signer
+            .get_or_init(|| decode_tx(self.raw).ok().and_then(|d| d.signer))
+            .as_ref()
+    }
 }
 
 pub struct NftIndexer {
@@ -126,11 +150,7 @@ impl DomainIndexer for NftIndexer {
         let tree = self.store.domain().tree().clone();
         let mut state = BlockState::new(&tree, bundle.height, bundle.time_ns)?;
         for (index, tx) in successful(bundle) {
-            let context = TxContext {
-                index,
-                hash: tx_hash(&tx.raw),
-                signer: decode_tx(&tx.raw).ok().and_then(|d| d.signer),
-            };
+            let context = TxContext::new(index, &tx.raw);
             for event in &tx.result.events {
                 let applied = match (self.vm, event.kind.as_str()) {
                     (_, "recv_packet") => origin::apply(&mut state, self.vm, event),

@@ -79,7 +79,7 @@ fn minted_token(answers: &Answers, nft: &str) -> Option<(String, String)> {
 
 pub(super) fn apply(
     state: &mut BlockState,
-    tx: &TxContext,
+    tx: &TxContext<'_>,
     event: &Event,
     answers: &Answers,
 ) -> Result<(), EventError> {
@@ -121,14 +121,14 @@ pub(super) fn apply(
             };
             check_token_id(&token_id)?;
             state.mint(&collection, &token_id, &nft, &creator, &uri)?;
-            state.touch(&collection, &token_id, tx.index, tx.hash);
+            state.touch(&collection, &token_id, tx.index, tx.hash());
         }
         TRANSFER => {
             let object_addr = object(&data, "object")?;
             if let Some((collection, token_id)) = state.object_token(&object_addr)? {
                 let to = account(&data, "to")?;
                 state.update(&collection, &token_id, |t| t.owner = to)?;
-                state.touch(&collection, &token_id, tx.index, tx.hash);
+                state.touch(&collection, &token_id, tx.index, tx.hash());
             }
         }
         MUTATION => {
@@ -139,14 +139,14 @@ pub(super) fn apply(
             if let Some((collection, token_id)) = state.object_token(&nft)? {
                 let uri = text(&data, "new_value")?.to_string();
                 state.update(&collection, &token_id, |t| t.uri = uri)?;
-                state.touch(&collection, &token_id, tx.index, tx.hash);
+                state.touch(&collection, &token_id, tx.index, tx.hash());
             }
         }
         BURN => {
             let nft = object(&data, "nft")?;
             if let Some((collection, token_id)) = state.object_token(&nft)? {
                 state.burn(&collection, &token_id)?;
-                state.touch(&collection, &token_id, tx.index, tx.hash);
+                state.touch(&collection, &token_id, tx.index, tx.hash());
             }
         }
         _ => {}

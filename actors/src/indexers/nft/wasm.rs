@@ -109,7 +109,7 @@ fn recognise(
 
 pub(super) fn apply(
     state: &mut BlockState,
-    tx: &TxContext,
+    tx: &TxContext<'_>,
     event: &Event,
     answers: &Answers,
 ) -> Result<(), EventError> {
@@ -153,6 +153,6 @@ pub(super) fn apply(
             }
         }
     }
-    state.touch(&contract, &token_id, tx.index, tx.hash);
+    state.touch(&contract, &token_id, tx.index, tx.hash());
     Ok(())
 }
