@@ -6,7 +6,8 @@
 # nginx in turn, alternating, ROUNDS times per read, each run DURATION seconds. Prints one
 # table of ratios (weaver / nginx, best of the rounds for each side) and writes it as CSV.
 # Both servers get the whole machine (2 workers each, no pinning); wrk -t2 -c64 as measured
-# in the issue. Bounded: ROUNDS x reads x 2 runs of DURATION seconds; everything stops at exit.
+# in the issue. The gzip rows send `Accept-Encoding: gzip` to both: weaver compresses the page it
+# keeps, nginx serves those same compressed bytes from a file (gzip_static). Bounded: ROUNDS x reads x 2 runs of DURATION seconds; everything stops at exit.
 #   usage: [READS=REGEX] benches/vs_nginx.sh [DURATION_SECONDS] [ROUNDS] [CSV_OUT]
 #   READS keeps only the reads whose name matches (grep -E), e.g. READS='100 txs'.
 #   needs: wrk, nginx (apt-get install wrk nginx), python3
@@ -100,6 +101,8 @@ reads=(
   "rich list, page head|$base/indexer/richlist/v1/$erc20?pagination.limit=10|GET"
   "100 txs, newest|$base/indexer/tx/v1/txs?pagination.limit=100|GET"
   "100 txs, deep cursor|$base/indexer/tx/v1/txs?pagination.limit=100&pagination.key=$deep_key|GET"
+  "100 txs, newest, gzip|$base/indexer/tx/v1/txs?pagination.limit=100|GZIP"
+  "100 txs, deep cursor, gzip|$base/indexer/tx/v1/txs?pagination.limit=100&pagination.key=$deep_key|GZIP"
   "route (Noble USDC to echelon)|$router/v2/fungible/route|POST"
 )
 if [ -n "${READS:-}" ]; then
@@ -119,6 +122,12 @@ for read in "${reads[@]}"; do
   IFS='|' read -r name url method <<<"$read"
   if [ "$method" = POST ]; then
     curl -sf -XPOST "$url" -H 'content-type: application/json' -d "$route_body" > "$work/www/$i.json"
+  elif [ "$method" = GZIP ]; then
+    # The compressed bytes as weaver sends them (curl without --compressed keeps them), which
+    # nginx's gzip_static serves to the same Accept-Encoding; the plain file beside them.
+    curl -sf "$url" > "$work/www/$i.json"
+    curl -sf -H 'Accept-Encoding: gzip' "$url" > "$work/www/$i.json.gz"
+    gzip -t < "$work/www/$i.json.gz" || { echo "weaver did not gzip $url"; exit 1; }
   else
     curl -sf "$url" > "$work/www/$i.json"
   fi
@@ -136,6 +145,8 @@ http {
   sendfile on;
   tcp_nopush on;
   keepalive_requests 1000000;
+  gzip_static on;
+  gzip_vary on;
   client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
   uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
   server {
@@ -156,15 +167,12 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = '$route_body'
 LUA
 
-# wrk's requests/s, p50 and p99 in µs.
+# wrk's requests/s, p50 and p99 in µs; extra arguments go to wrk (a script, a header).
 measure() {
-  local url="$1" script="${2:-}"
+  local url="$1"
+  shift
   local out
-  if [ -n "$script" ]; then
-    out=$(wrk -t2 -c64 -d"${duration}s" --latency -s "$script" "$url")
-  else
-    out=$(wrk -t2 -c64 -d"${duration}s" --latency "$url")
-  fi
+  out=$(wrk -t2 -c64 -d"${duration}s" --latency "$@" "$url")
   if echo "$out" | grep -q "Non-2xx"; then echo "non-2xx answers from $url" >&2; echo "$out" >&2; exit 1; fi
   echo "$out" | python3 -c '
 import sys, re
@@ -190,10 +198,15 @@ i=0
 for read in "${reads[@]}"; do
   IFS='|' read -r name url method <<<"$read"
   bytes=$(wc -c < "$work/www/$i.json")
+  extra=()
+  case "$method" in
+    POST) extra=(-s "$work/post.lua") ;;
+    GZIP) extra=(-H 'Accept-Encoding: gzip'); bytes=$(wc -c < "$work/www/$i.json.gz") ;;
+  esac
   best_w="0 0 0"; best_n="0 0 0"
   for _ in $(seq 1 "$rounds"); do
-    if [ "$method" = POST ]; then w=$(measure "$url" "$work/post.lua"); else w=$(measure "$url"); fi
-    n=$(measure "http://127.0.0.1:$nginx_port/$i.json")
+    w=$(measure "$url" "${extra[@]}")
+    if [ "$method" = POST ]; then n=$(measure "http://127.0.0.1:$nginx_port/$i.json"); else n=$(measure "http://127.0.0.1:$nginx_port/$i.json" "${extra[@]}"); fi
     [ "${w%% *}" -gt "${best_w%% *}" ] && best_w="$w"
     [ "${n%% *}" -gt "${best_n%% *}" ] && best_n="$n"
   done

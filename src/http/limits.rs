@@ -237,6 +237,22 @@ impl HeavyPages {
         .await
         .map_err(ApiError::internal)?
     }
+
+    /// Runs optional `work` (the client is served either way) on the blocking pool if a permit
+    /// is free right now; `None` if none is, or if the work could not run.
+    pub async fn run_if_free<T, F>(&self, work: F) -> Option<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        actix_web::web::block(move || {
+            let _permit = permit;
+            work()
+        })
+        .await
+        .ok()
+    }
 }
 
 fn rejected(listener: &'static str, reason: &'static str) {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use weaver::config::Config;
 use weaver_actors::chain::devnet::DevnetWorld;
 
-use crate::harness::{config_with, devnet_chain, metric_value, Daemon};
+use crate::harness::{config_with, devnet_chain, frozen_config, metric_value, Daemon};
 
 const CHAIN: &str = "minievm-1";
 
@@ -164,4 +164,66 @@ fn distinct(seen: &BTreeMap<&str, BTreeSet<String>>, urls: &[String]) -> usize {
         .map(|url| seen.get(url.as_str()).map_or(0, BTreeSet::len))
         .max()
         .unwrap_or(0)
+}
+
+/// A page asked for with `Accept-Encoding: gzip` comes gzip-compressed over real HTTP, and
+/// decompresses to the very bytes a client without it gets; it is compressed once.
+#[test]
+fn a_gzip_client_gets_the_same_page_compressed() {
+    const HEIGHT: u64 = 40;
+    let daemon = Daemon::start(&frozen_config(CHAIN, "evm", HEIGHT));
+    daemon.wait_height(CHAIN, HEIGHT);
+    let url = format!(
+        "{}/indexer/tx/v1/txs?pagination.limit=100",
+        daemon.chain_url(CHAIN)
+    );
+    // No automatic decompression here: the test sees the bytes on the wire.
+    let http = reqwest::blocking::Client::new();
+    let fetch = |accept: Option<&str>| {
+        let mut request = http.get(&url);
+        if let Some(accept) = accept {
+            request = request.header("accept-encoding", accept);
+        }
+        let response = request.send().unwrap();
+        assert_eq!(response.status(), 200);
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_ascii_lowercase())
+        };
+        let (encoding, vary) = (header("content-encoding"), header("vary"));
+        (encoding, vary, response.bytes().unwrap().to_vec())
+    };
+    let (encoding, vary, plain) = fetch(None);
+    assert_eq!(encoding, None);
+    assert!(vary.unwrap().contains("accept-encoding"));
+    let page: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+    assert!(page["txs"].as_array().unwrap().len() >= 50, "a short page");
+
+    let (encoding, vary, gzipped) = fetch(Some("gzip, deflate, br, zstd"));
+    assert_eq!(encoding.as_deref(), Some("gzip"));
+    assert!(vary.unwrap().contains("accept-encoding"));
+    assert!(
+        gzipped.len() * 4 < plain.len(),
+        "{} bytes compressed to {}",
+        plain.len(),
+        gzipped.len()
+    );
+    let mut unzipped = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(gzipped.as_slice()),
+        &mut unzipped,
+    )
+    .unwrap();
+    assert!(unzipped == plain, "the gzipped page is another page");
+    // Kept: the same compressed bytes again, compressed only the first time.
+    assert_eq!(fetch(Some("gzip")).2, gzipped);
+    assert_eq!(fetch(Some("identity")).2, plain);
+    let compressed = metric_value(
+        &daemon.metrics(),
+        "weaver_http_gzip_answers_total",
+        &[("scope", "txs")],
+    );
+    assert_eq!(compressed, 1.0);
 }
