@@ -15,9 +15,9 @@
 //! Only successful answers are kept; errors are computed every time.
 //!
 //! A kept answer of at least [`GZIP_MIN`] bytes is also served gzip-compressed to clients
-//! that accept it (`Accept-Encoding`, q-values honoured): compressed once, on the blocking
-//! pool when a heavy-page permit is free, the first time such a client asks for it, and kept
-//! beside the plain bytes until the domain changes. A page of 100 txs shrinks ~10×. Answers
+//! that accept it (`Accept-Encoding`, q-values honoured): compressed once per worker, on the
+//! blocking pool when a heavy-page permit is free, the first time such a client asks for it,
+//! and kept beside the plain bytes until the domain changes. A page of 100 txs shrinks ~10×. Answers
 //! that are not kept, or not yet compressed while the pool is busy, go out uncompressed;
 //! every answer of a cache carries `Vary: Accept-Encoding`.
 //!
@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use actix_web::http::header::{self, AcceptEncoding, Encoding, Header};
 use actix_web::web::{self, Bytes};
@@ -40,7 +40,9 @@ use super::limits::HeavyPages;
 pub const GZIP_MIN: usize = 2048;
 
 pub struct AnswerCache {
-    inner: Mutex<Entries>,
+    /// Shared with the blocking job that compresses an answer, which keeps its result even
+    /// if the request that asked for it has gone.
+    inner: Arc<Mutex<Entries>>,
     /// Larger answers (long or deep pages) are rendered every time.
     max_answer: usize,
     max_bytes: usize,
@@ -67,6 +69,9 @@ impl From<Vec<u8>> for Rendered {
 struct Kept {
     plain: Bytes,
     gzip: Option<Bytes>,
+    /// Compressing it gained nothing, or both forms would not fit the cache: served plain to
+    /// everyone, never compressed again.
+    plain_only: bool,
 }
 
 impl Kept {
@@ -104,7 +109,7 @@ impl AnswerCache {
 
     pub fn with_limits(scope: &'static str, max_answer: usize, max_bytes: usize) -> Self {
         AnswerCache {
-            inner: Mutex::default(),
+            inner: Arc::default(),
             max_answer,
             max_bytes,
             hits: metrics::counter!("weaver_http_kept_answers_total", "scope" => scope, "result" => "hit"),
@@ -150,6 +155,7 @@ impl AnswerCache {
         let kept = Kept {
             plain: answer,
             gzip: None,
+            plain_only: false,
         };
         if let Some(old) = entries.answers.insert(key.into(), kept) {
             entries.bytes -= old.bytes();
@@ -158,18 +164,46 @@ impl AnswerCache {
     }
 
     /// Keeps the compressed form of the answer kept for `key` at `changes`, if that answer is
-    /// still `plain` (the same bytes that were compressed) and the bytes bound allows.
-    fn put_gzip(&self, key: &str, changes: u64, plain: &Bytes, gzip: Bytes) {
-        let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if changes != entries.changes || entries.bytes + gzip.len() > self.max_bytes {
+    /// still `plain` (the same bytes that were compressed). Past the bytes bound the cache
+    /// starts over with this answer, as [`AnswerCache::put`] does: refusing would leave it to
+    /// be compressed again by every gzip client. An answer that does not shrink, or whose two
+    /// forms would not fit even alone, is marked to be served plain from then on.
+    fn put_gzip(
+        inner: &Mutex<Entries>,
+        max_bytes: usize,
+        key: &str,
+        changes: u64,
+        plain: &Bytes,
+        gzip: Bytes,
+    ) {
+        let mut entries = inner.lock().unwrap_or_else(|p| p.into_inner());
+        if changes != entries.changes {
             return;
         }
-        let added = gzip.len();
-        match entries.answers.get_mut(key) {
-            Some(kept) if kept.plain == *plain && kept.gzip.is_none() => kept.gzip = Some(gzip),
-            _ => return,
+        let Some(kept) = entries.answers.get_mut(key) else {
+            return;
+        };
+        if kept.plain != *plain || kept.gzip.is_some() || kept.plain_only {
+            return;
         }
-        entries.bytes += added;
+        if gzip.len() >= plain.len() || plain.len() + gzip.len() > max_bytes {
+            kept.plain_only = true;
+            return;
+        }
+        if entries.bytes + gzip.len() > max_bytes {
+            entries.clear();
+            entries.bytes = plain.len();
+            let kept = Kept {
+                plain: plain.clone(),
+                gzip: None,
+                plain_only: false,
+            };
+            entries.answers.insert(key.into(), kept);
+        }
+        entries.bytes += gzip.len();
+        if let Some(kept) = entries.answers.get_mut(key) {
+            kept.gzip = Some(gzip);
+        }
     }
 
     /// The answer to `req` kept for `domain`'s current change count, else the one `render`
@@ -205,7 +239,9 @@ impl AnswerCache {
                 self.hits.increment(1);
                 match kept.gzip {
                     Some(gzip) if gzip_wanted => return Ok(answer_response(gzip, true)),
-                    _ if gzip_wanted && kept.plain.len() >= GZIP_MIN => kept.plain,
+                    _ if gzip_wanted && !kept.plain_only && kept.plain.len() >= GZIP_MIN => {
+                        kept.plain
+                    }
                     _ => return Ok(answer_response(kept.plain, false)),
                 }
             }
@@ -228,15 +264,18 @@ impl AnswerCache {
         let Some(heavy) = req.app_data::<web::Data<HeavyPages>>() else {
             return Ok(answer_response(plain, false));
         };
+        let (inner, max_bytes, gzipped) =
+            (self.inner.clone(), self.max_bytes, self.gzipped.clone());
         let input = plain.clone();
-        match heavy.run_if_free(move || gzip(&input)).await {
-            Some(Ok(gzip)) => {
-                let gzip = Bytes::from(gzip);
-                self.put_gzip(&key, changes, &plain, gzip.clone());
-                self.gzipped.increment(1);
-                Ok(answer_response(gzip, true))
-            }
-            _ => Ok(answer_response(plain, false)),
+        let compressed = heavy.run_if_free(move || {
+            let gzip = Bytes::from(gzip(&input).ok()?);
+            Self::put_gzip(&inner, max_bytes, &key, changes, &input, gzip.clone());
+            gzipped.increment(1);
+            Some(gzip)
+        });
+        match compressed.await.flatten() {
+            Some(gzip) => Ok(answer_response(gzip, true)),
+            None => Ok(answer_response(plain, false)),
         }
     }
 }
@@ -593,5 +632,72 @@ mod tests {
         let served = serve(&cache, &req, 1, &body, &renders).await;
         assert!(served.gzip);
         assert_eq!(renders.get(), 1);
+    }
+
+    #[actix_web::test]
+    async fn a_full_cache_starts_over_rather_than_compress_a_page_again_and_again() {
+        let body = page(200);
+        // Room for two plain pages: the second one's compressed form does not fit beside them.
+        let cache = AnswerCache::with_limits("test", 1 << 20, 2 * body.len());
+        let renders = Cell::new(0);
+        serve(&cache, &request("/other", None), 1, &body, &renders).await;
+        let req = request("/full", Some("gzip"));
+        for _ in 0..3 {
+            let served = serve(&cache, &req, 1, &body, &renders).await;
+            assert!(served.gzip);
+            assert_eq!(gunzip(&served.body), body);
+        }
+        assert_eq!(renders.get(), 2);
+        let entries = cache.inner.lock().unwrap();
+        let kept = &entries.answers["/full?"];
+        assert!(kept.gzip.is_some(), "the compressed form was not kept");
+        assert!(!entries.answers.contains_key("/other?"));
+        assert_eq!(entries.bytes, kept.bytes());
+        assert!(entries.bytes <= cache.max_bytes);
+    }
+
+    #[actix_web::test]
+    async fn a_page_whose_two_forms_cannot_fit_is_compressed_once_then_served_plain() {
+        let body = page(200);
+        let cache = AnswerCache::with_limits("test", 1 << 20, body.len() + 100);
+        let renders = Cell::new(0);
+        let req = request("/tight", Some("gzip"));
+        // The first gzip client gets what was compressed for it; nobody asks for it again.
+        let first = serve(&cache, &req, 1, &body, &renders).await;
+        assert!(first.gzip);
+        assert_eq!(gunzip(&first.body), body);
+        for _ in 0..2 {
+            let served = serve(&cache, &req, 1, &body, &renders).await;
+            assert!(!served.gzip && served.vary);
+            assert_eq!(served.body, body);
+        }
+        assert_eq!(renders.get(), 1);
+        let entries = cache.inner.lock().unwrap();
+        let kept = &entries.answers["/tight?"];
+        assert!(kept.plain_only && kept.gzip.is_none());
+        assert_eq!(entries.bytes, body.len());
+    }
+
+    #[actix_web::test]
+    async fn a_compression_whose_client_has_gone_is_still_kept() {
+        use std::time::{Duration, Instant};
+        let cache = AnswerCache::for_record_pages("test");
+        let body = page(200);
+        let req = request("/gone", Some("gzip"));
+        {
+            let answer = cache.answer_at(&req, 1, || async { Ok::<_, ApiError>(body.clone()) });
+            let mut answer = std::pin::pin!(answer);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            // Polled once (rendered, compression started), then dropped: the client went away.
+            let _ = answer.as_mut().poll(&mut cx);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while cache.get("/gone?", 1).and_then(|kept| kept.gzip).is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the compressed answer was never kept"
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 }
