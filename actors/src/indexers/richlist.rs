@@ -5,7 +5,9 @@
 //! block): the holder's balance is then read from the chain (`balanceOf` at the block's
 //! height) and replaces the arithmetic.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use ethnum::U256;
 
@@ -63,20 +65,49 @@ fn balance_query(token: &[u8; 20], account: &[u8; 20]) -> ChainQuery {
 
 pub struct RichListIndexer {
     store: RichListStore,
+    /// The moves [`DomainIndexer::lookups`] worked out for a block (its height and hash),
+    /// taken by the indexing of that same block: both read the balances the store holds
+    /// before it, and only this indexer writes them.
+    looked_up: Mutex<Option<(u64, Vec<u8>, Moves)>>,
 }
 
 /// A block's balance changes, in event order.
 struct Moves {
-    /// (token, account) → balance after the block, or None where the arithmetic went below
-    /// zero and the chain must say.
-    balances: BTreeMap<Pair, Option<U256>>,
+    /// (token, account) → its balance before the block and after it.
+    balances: BTreeMap<Pair, Balance>,
     denoms: Vec<(String, [u8; 20])>,
     malformed: u64,
 }
 
+#[derive(Clone, Copy)]
+struct Balance {
+    /// As stored before the block.
+    before: U256,
+    /// None where the arithmetic went below zero and the chain must say.
+    after: Option<U256>,
+}
+
 impl RichListIndexer {
     pub fn new(store: RichListStore) -> Self {
-        RichListIndexer { store }
+        RichListIndexer {
+            store,
+            looked_up: Mutex::new(None),
+        }
+    }
+
+    /// The block's moves: those its lookups worked out, else read now.
+    fn moves_of(&self, bundle: &BlockBundle) -> Result<Moves, StoreError> {
+        let looked_up = self
+            .looked_up
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        match looked_up {
+            Some((height, hash, moves)) if height == bundle.height && hash == bundle.hash => {
+                Ok(moves)
+            }
+            _ => self.moves(bundle),
+        }
     }
 
     fn moves(&self, bundle: &BlockBundle) -> Result<Moves, StoreError> {
@@ -134,11 +165,17 @@ impl RichListIndexer {
         pair: Pair,
         change: impl FnOnce(U256) -> Option<U256>,
     ) -> Result<(), StoreError> {
-        let current = match moves.balances.get(&pair) {
-            Some(known) => *known,
-            None => Some(self.store.balance(&pair.0, &pair.1)?),
+        let balance = match moves.balances.entry(pair) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(first) => {
+                let before = self.store.balance(&pair.0, &pair.1)?;
+                first.insert(Balance {
+                    before,
+                    after: Some(before),
+                })
+            }
         };
-        moves.balances.insert(pair, current.and_then(change));
+        balance.after = balance.after.and_then(change);
         Ok(())
     }
 }
@@ -150,12 +187,17 @@ impl DomainIndexer for RichListIndexer {
 
     fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
         match self.moves(bundle) {
-            Ok(moves) => moves
-                .balances
-                .iter()
-                .filter(|(_, balance)| balance.is_none())
-                .map(|((token, account), _)| balance_query(token, account))
-                .collect(),
+            Ok(moves) => {
+                let queries = moves
+                    .balances
+                    .iter()
+                    .filter(|(_, balance)| balance.after.is_none())
+                    .map(|((token, account), _)| balance_query(token, account))
+                    .collect();
+                *self.looked_up.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((bundle.height, bundle.hash.clone(), moves));
+                queries
+            }
             // Reported by `index`, which reads the same.
             Err(_) => Vec::new(),
         }
@@ -176,12 +218,12 @@ impl DomainIndexer for RichListIndexer {
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
         let chain_id = self.store.domain().chain_id().to_string();
-        let moves = self.moves(bundle)?;
+        let moves = self.moves_of(bundle)?;
         let mut malformed = moves.malformed;
         let mut holders: BTreeMap<[u8; 20], i64> = BTreeMap::new();
-        for ((token, account), after) in &moves.balances {
-            let after = match after {
-                Some(balance) => *balance,
+        for ((token, account), balance) in &moves.balances {
+            let after = match balance.after {
+                Some(after) => after,
                 None => match answers.get(&balance_query(token, account)) {
                     Some(Ok(answer)) => match answer["response"].as_str().and_then(evm_log::word) {
                         Some(word) => U256::from_be_bytes(word),
@@ -198,7 +240,7 @@ impl DomainIndexer for RichListIndexer {
                     }
                 },
             };
-            let before = self.store.balance(token, account)?;
+            let before = balance.before;
             if before == after {
                 continue;
             }
@@ -391,5 +433,36 @@ mod tests {
         domains.apply_answered(&bundle, &answers).unwrap();
         assert_eq!(store.balance(&TOKEN, &[6; 20]).unwrap(), U256::ZERO);
         assert_eq!(store.balance(&TOKEN, &[5; 20]).unwrap(), U256::new(31));
+    }
+
+    #[test]
+    fn moves_looked_up_for_one_block_never_index_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 8 << 20)
+            .unwrap()
+            .rich_list("evm-1")
+            .unwrap();
+        let mut domains =
+            DomainSet::open("evm-1", vec![Box::new(RichListIndexer::new(store.clone()))]).unwrap();
+        let looked_up = BlockBundle::of_events(
+            "evm-1",
+            1,
+            1,
+            vec![vec![transfer_event(0, 1, U256::new(10))]],
+        );
+        // The source then served another block at the same height.
+        let mut indexed = BlockBundle::of_events(
+            "evm-1",
+            1,
+            1,
+            vec![vec![transfer_event(0, 2, U256::new(20))]],
+        );
+        indexed.hash = vec![0xbb; 32];
+        assert_ne!(looked_up.hash, indexed.hash);
+        assert!(domains.lookups(&looked_up).is_empty());
+        domains
+            .apply_answered(&indexed, &Answers::default())
+            .unwrap();
+        assert_eq!(holders(&store, Order::Desc), [(2, U256::new(20))]);
     }
 }
