@@ -20,13 +20,14 @@ use crate::store::NftStore;
 const NAME_SELECTOR: &str = "06fdde03";
 const TOKEN_URI_SELECTOR: &str = "c87b56dd";
 
-/// `keccak256("MetadataUpdate(uint256)")` (ERC-4906).
-fn metadata_update_topic() -> String {
+/// `keccak256("MetadataUpdate(uint256)")` (ERC-4906), worked out once: it is compared with
+/// every EVM log that is not an NFT transfer.
+static METADATA_UPDATE_TOPIC: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "0x{}",
         hex::encode(Keccak256::digest(b"MetadataUpdate(uint256)"))
     )
-}
+});
 
 enum Action {
     Mint { to: Vec<u8> },
@@ -64,7 +65,7 @@ fn nft_log(log: Log) -> Result<Option<NftLog>, EventError> {
             action,
         }));
     }
-    if log.is(&metadata_update_topic()) && log.topics.len() == 1 {
+    if log.is(&METADATA_UPDATE_TOPIC) && log.topics.len() == 1 {
         return Ok(Some(NftLog {
             collection: log.contract().map_err(bad)?,
             token_word: log.data_word().map_err(bad)?,
