@@ -3,6 +3,8 @@
 //! [`RelayBus`] once durable. A relay event that does not decode is logged, counted and
 //! skipped: it never fails the block.
 
+use std::cell::OnceCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::{DomainIndexer, IndexError};
@@ -66,20 +68,25 @@ impl DomainIndexer for RelayIndexer {
     ) -> Result<(), IndexError> {
         self.pending.clear();
         let mut sequence = self.sequence;
-        // Failed txs keep only their ante events: nothing of theirs was relayed.
+        // Failed txs keep only their ante events: nothing of theirs was relayed. A tx is
+        // hashed only if one of its events is a relay event (most are not).
         let from_txs = bundle
             .txs
             .iter()
             .filter(|tx| tx.result.code == 0)
             .flat_map(|tx| {
-                let hash = tx_hash(&tx.raw);
-                tx.result.events.iter().map(move |e| (Some(hash), e))
+                let hash = Rc::new(OnceCell::new());
+                tx.result
+                    .events
+                    .iter()
+                    .map(move |e| (Some((hash.clone(), &tx.raw)), e))
             });
         let from_block = bundle.finalize_events.iter().map(|e| (None, e));
-        for (hash, event) in from_txs.chain(from_block) {
+        for (tx, event) in from_txs.chain(from_block) {
             let Some(kind) = self.decode(event, bundle.height) else {
                 continue;
             };
+            let hash = tx.map(|(hash, raw)| *hash.get_or_init(|| tx_hash(raw)));
             sequence += 1;
             let event = RelayEvent {
                 chain_id: bundle.chain_id.clone(),
@@ -177,5 +184,36 @@ mod tests {
         assert!(matches!(sent[0].event, RelayKind::SendPacket(_)));
         assert_eq!(relay.events_after(0, 10).unwrap().len(), 3);
         assert_eq!(relay.watermark().unwrap(), 1);
+    }
+
+    #[test]
+    fn events_carry_the_hash_of_their_own_tx() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        let relay = store.relay("weaver-l1-1").unwrap();
+        let indexer = RelayIndexer::open(relay.clone(), Default::default(), None).unwrap();
+        let mut domains = DomainSet::open("weaver-l1-1", vec![Box::new(indexer)]).unwrap();
+        let bundle = block(
+            1,
+            vec![
+                vec![Event::new("transfer", &[("amount", "1uinit")])],
+                vec![
+                    Event::new("message", &[("action", "recv")]),
+                    packet_event("recv_packet", "channel-0", "channel-1", "7"),
+                    packet_event("recv_packet", "channel-0", "channel-2", "7"),
+                ],
+                vec![packet_event("send_packet", "channel-0", "channel-9", "8")],
+            ],
+        );
+        domains.apply(&bundle).unwrap();
+        let hash = |tx: usize| tx_hash(&bundle.txs[tx].raw);
+        assert!(relay.events_of_tx(&hash(0)).unwrap().is_empty());
+        for (tx, events) in [(1, 2), (2, 1)] {
+            let found = relay.events_of_tx(&hash(tx)).unwrap();
+            assert_eq!(found.len(), events, "tx {tx}");
+            for event in found {
+                assert_eq!(event.tx_hash, Some(hex::encode_upper(hash(tx))));
+            }
+        }
     }
 }
