@@ -145,13 +145,19 @@ mod tests {
         BlockBundle::of_events("weaver-l1-1", height, time_ns, txs)
     }
 
-    #[test]
-    fn packets_are_found_by_this_chains_end_of_the_channel() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A relay store in `dir`, and the domain set indexing it.
+    fn relay_domain(dir: &tempfile::TempDir) -> (RelayStore, DomainSet) {
         let store = Store::open(dir.path(), 8 << 20).unwrap();
         let relay = store.relay("weaver-l1-1").unwrap();
         let indexer = RelayIndexer::open(relay.clone(), Default::default(), None).unwrap();
-        let mut domains = DomainSet::open("weaver-l1-1", vec![Box::new(indexer)]).unwrap();
+        let domains = DomainSet::open("weaver-l1-1", vec![Box::new(indexer)]).unwrap();
+        (relay, domains)
+    }
+
+    #[test]
+    fn packets_are_found_by_this_chains_end_of_the_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        let (relay, mut domains) = relay_domain(&dir);
         // Two counterparties both send their sequence 5 from their own channel-0, arriving
         // here on channel-1 and channel-2; this chain also sends its own sequence 5 on
         // channel-0.
@@ -189,10 +195,7 @@ mod tests {
     #[test]
     fn events_carry_the_hash_of_their_own_tx() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 8 << 20).unwrap();
-        let relay = store.relay("weaver-l1-1").unwrap();
-        let indexer = RelayIndexer::open(relay.clone(), Default::default(), None).unwrap();
-        let mut domains = DomainSet::open("weaver-l1-1", vec![Box::new(indexer)]).unwrap();
+        let (relay, mut domains) = relay_domain(&dir);
         let bundle = block(
             1,
             vec![

@@ -327,15 +327,21 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn balances_follow_mints_transfers_and_burns_exactly() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A rich-list store in `dir`, and the domain set indexing it.
+    fn rich_list_domain(dir: &tempfile::TempDir) -> (RichListStore, DomainSet) {
         let store = Store::open(dir.path(), 8 << 20)
             .unwrap()
             .rich_list("evm-1")
             .unwrap();
-        let mut domains =
+        let domains =
             DomainSet::open("evm-1", vec![Box::new(RichListIndexer::new(store.clone()))]).unwrap();
+        (store, domains)
+    }
+
+    #[test]
+    fn balances_follow_mints_transfers_and_burns_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, mut domains) = rich_list_domain(&dir);
         let big = U256::MAX / 2 + U256::new(7);
         let block =
             |h: u64, events: Vec<Event>| BlockBundle::of_events("evm-1", h, h as i64, vec![events]);
@@ -390,12 +396,7 @@ mod tests {
     #[test]
     fn a_balance_history_never_explained_is_read_from_the_chain() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 8 << 20)
-            .unwrap()
-            .rich_list("evm-1")
-            .unwrap();
-        let mut domains =
-            DomainSet::open("evm-1", vec![Box::new(RichListIndexer::new(store.clone()))]).unwrap();
+        let (store, mut domains) = rich_list_domain(&dir);
         // Account 4 spends a balance minted before this index's first block.
         let bundle = BlockBundle::of_events(
             "evm-1",
@@ -438,12 +439,7 @@ mod tests {
     #[test]
     fn moves_looked_up_for_one_block_never_index_another() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 8 << 20)
-            .unwrap()
-            .rich_list("evm-1")
-            .unwrap();
-        let mut domains =
-            DomainSet::open("evm-1", vec![Box::new(RichListIndexer::new(store.clone()))]).unwrap();
+        let (store, mut domains) = rich_list_domain(&dir);
         let looked_up = BlockBundle::of_events(
             "evm-1",
             1,
