@@ -75,6 +75,14 @@ struct Kept {
 }
 
 impl Kept {
+    fn plain(plain: Bytes) -> Self {
+        Kept {
+            plain,
+            gzip: None,
+            plain_only: false,
+        }
+    }
+
     fn bytes(&self) -> usize {
         self.plain.len() + self.gzip.as_ref().map_or(0, Bytes::len)
     }
@@ -152,12 +160,7 @@ impl AnswerCache {
             entries.clear();
         }
         entries.bytes += answer.len();
-        let kept = Kept {
-            plain: answer,
-            gzip: None,
-            plain_only: false,
-        };
-        if let Some(old) = entries.answers.insert(key.into(), kept) {
+        if let Some(old) = entries.answers.insert(key.into(), Kept::plain(answer)) {
             entries.bytes -= old.bytes();
         }
         true
@@ -190,20 +193,17 @@ impl AnswerCache {
             kept.plain_only = true;
             return;
         }
-        if entries.bytes + gzip.len() > max_bytes {
+        let both = Kept {
+            gzip: Some(gzip),
+            ..Kept::plain(plain.clone())
+        };
+        if entries.bytes - plain.len() + both.bytes() > max_bytes {
             entries.clear();
-            entries.bytes = plain.len();
-            let kept = Kept {
-                plain: plain.clone(),
-                gzip: None,
-                plain_only: false,
-            };
-            entries.answers.insert(key.into(), kept);
+        } else {
+            entries.bytes -= plain.len();
         }
-        entries.bytes += gzip.len();
-        if let Some(kept) = entries.answers.get_mut(key) {
-            kept.gzip = Some(gzip);
-        }
+        entries.bytes += both.bytes();
+        entries.answers.insert(key.into(), both);
     }
 
     /// The answer to `req` kept for `domain`'s current change count, else the one `render`

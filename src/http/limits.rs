@@ -230,12 +230,7 @@ impl HeavyPages {
                 ));
             }
         };
-        actix_web::web::block(move || {
-            let _permit = permit;
-            work()
-        })
-        .await
-        .map_err(ApiError::internal)?
+        holding(permit, work).await.map_err(ApiError::internal)?
     }
 
     /// Runs optional `work` (the client is served either way) on the blocking pool if a permit
@@ -246,13 +241,24 @@ impl HeavyPages {
         F: FnOnce() -> T + Send + 'static,
     {
         let permit = self.permits.clone().try_acquire_owned().ok()?;
-        actix_web::web::block(move || {
-            let _permit = permit;
-            work()
-        })
-        .await
-        .ok()
+        holding(permit, work).await.ok()
     }
+}
+
+/// `work` on the blocking pool, `permit` held until it is done (even if the client has gone).
+async fn holding<T, F>(
+    permit: tokio::sync::OwnedSemaphorePermit,
+    work: F,
+) -> Result<T, actix_web::error::BlockingError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    actix_web::web::block(move || {
+        let _permit = permit;
+        work()
+    })
+    .await
 }
 
 fn rejected(listener: &'static str, reason: &'static str) {

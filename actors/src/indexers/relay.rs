@@ -3,8 +3,6 @@
 //! [`RelayBus`] once durable. A relay event that does not decode is logged, counted and
 //! skipped: it never fails the block.
 
-use std::cell::OnceCell;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use super::{DomainIndexer, IndexError};
@@ -73,20 +71,19 @@ impl DomainIndexer for RelayIndexer {
         let from_txs = bundle
             .txs
             .iter()
-            .filter(|tx| tx.result.code == 0)
-            .flat_map(|tx| {
-                let hash = Rc::new(OnceCell::new());
-                tx.result
-                    .events
-                    .iter()
-                    .map(move |e| (Some((hash.clone(), &tx.raw)), e))
-            });
+            .enumerate()
+            .filter(|(_, tx)| tx.result.code == 0)
+            .flat_map(|(index, tx)| tx.result.events.iter().map(move |e| (Some(index), e)));
         let from_block = bundle.finalize_events.iter().map(|e| (None, e));
+        let mut hashed: Option<(usize, [u8; 32])> = None;
         for (tx, event) in from_txs.chain(from_block) {
             let Some(kind) = self.decode(event, bundle.height) else {
                 continue;
             };
-            let hash = tx.map(|(hash, raw)| *hash.get_or_init(|| tx_hash(raw)));
+            let hash = tx.map(|index| match hashed {
+                Some((last, hash)) if last == index => hash,
+                _ => hashed.insert((index, tx_hash(&bundle.txs[index].raw))).1,
+            });
             sequence += 1;
             let event = RelayEvent {
                 chain_id: bundle.chain_id.clone(),

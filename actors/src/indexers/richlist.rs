@@ -327,6 +327,11 @@ mod tests {
             .collect()
     }
 
+    /// Block `height` of chain evm-1, with one tx of `events`.
+    fn block(height: u64, events: Vec<Event>) -> BlockBundle {
+        BlockBundle::of_events("evm-1", height, height as i64, vec![events])
+    }
+
     /// A rich-list store in `dir`, and the domain set indexing it.
     fn rich_list_domain(dir: &tempfile::TempDir) -> (RichListStore, DomainSet) {
         let store = Store::open(dir.path(), 8 << 20)
@@ -343,8 +348,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, mut domains) = rich_list_domain(&dir);
         let big = U256::MAX / 2 + U256::new(7);
-        let block =
-            |h: u64, events: Vec<Event>| BlockBundle::of_events("evm-1", h, h as i64, vec![events]);
         domains
             .apply(&block(
                 1,
@@ -398,12 +401,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, mut domains) = rich_list_domain(&dir);
         // Account 4 spends a balance minted before this index's first block.
-        let bundle = BlockBundle::of_events(
-            "evm-1",
-            1,
-            1,
-            vec![vec![transfer_event(4, 5, U256::new(30))]],
-        );
+        let bundle = block(1, vec![transfer_event(4, 5, U256::new(30))]);
         let queries = domains.lookups(&bundle);
         assert_eq!(queries, vec![balance_query(&TOKEN, &[4; 20])]);
         let mut answers = Answers::default();
@@ -417,12 +415,7 @@ mod tests {
             [(4, U256::new(70)), (5, U256::new(30))]
         );
         // Without an answer the row is held at zero, never negative.
-        let bundle = BlockBundle::of_events(
-            "evm-1",
-            2,
-            2,
-            vec![vec![transfer_event(6, 5, U256::new(1))]],
-        );
+        let bundle = block(2, vec![transfer_event(6, 5, U256::new(1))]);
         let mut answers = Answers::default();
         answers.insert(
             balance_query(&TOKEN, &[6; 20]),
@@ -440,19 +433,9 @@ mod tests {
     fn moves_looked_up_for_one_block_never_index_another() {
         let dir = tempfile::tempdir().unwrap();
         let (store, mut domains) = rich_list_domain(&dir);
-        let looked_up = BlockBundle::of_events(
-            "evm-1",
-            1,
-            1,
-            vec![vec![transfer_event(0, 1, U256::new(10))]],
-        );
+        let looked_up = block(1, vec![transfer_event(0, 1, U256::new(10))]);
         // The source then served another block at the same height.
-        let mut indexed = BlockBundle::of_events(
-            "evm-1",
-            1,
-            1,
-            vec![vec![transfer_event(0, 2, U256::new(20))]],
-        );
+        let mut indexed = block(1, vec![transfer_event(0, 2, U256::new(20))]);
         indexed.hash = vec![0xbb; 32];
         assert_ne!(looked_up.hash, indexed.hash);
         assert!(domains.lookups(&looked_up).is_empty());
