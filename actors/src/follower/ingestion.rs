@@ -198,14 +198,7 @@ impl Ingestion {
         let Some(path) = &self.probe else {
             return Ok(false);
         };
-        let written = (|| {
-            use std::io::Write;
-            let mut file = std::fs::File::create(path.as_path())?;
-            file.write_all(&vec![0u8; PROBE_BYTES])?;
-            file.sync_all()
-        })();
-        let _ = std::fs::remove_file(path.as_path());
-        written?;
+        crate::store::probe_write(path, PROBE_BYTES)?;
         // A probe that fits is not enough: the first batch after the restart (and the
         // store's recovery) need room too, or weaver would stall and exit again in a loop.
         Ok(path

@@ -16,6 +16,7 @@ pub mod relay;
 pub mod richlist;
 pub mod tracker;
 mod tree;
+mod write_failure;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -34,6 +35,8 @@ pub use pager::{CursorKey, Order, Page, PageRequest, Total};
 pub use relay::RelayStore;
 pub use richlist::RichListStore;
 pub use tree::{Entry, Tree, Value};
+pub use write_failure::probe_write;
+use write_failure::WriteFailure;
 /// The EVM-txs domain's tree: `chain/<chain_id>/evm_txs`.
 pub const EVM_TXS_DOMAIN: &str = "evm_txs";
 /// The EVM internal-txs domain's tree: `chain/<chain_id>/evm_internal_txs`.
@@ -43,6 +46,9 @@ pub const EVM_INTERNAL_TXS_DOMAIN: &str = "evm_internal_txs";
 pub enum StoreError {
     #[error("storage engine: {0}")]
     Engine(#[from] fjall::Error),
+    /// The engine refuses writes since an earlier one failed; `cause` is that failure.
+    #[error("storage engine refuses writes since an earlier write failed: {cause}")]
+    Poisoned { cause: String },
     #[error("corrupt value under key {key}: {reason}")]
     Corrupt { key: String, reason: String },
     #[error("{0} holds a store written by an earlier weaver (sled), which this version cannot read; point --data-dir at a new directory (or delete this one) and weaver indexes again from the chain")]
@@ -56,11 +62,12 @@ impl StoreError {
     pub fn is_io(&self) -> bool {
         matches!(
             self,
-            StoreError::Engine(
-                fjall::Error::Io(_)
-                    | fjall::Error::Poisoned
-                    | fjall::Error::Storage(fjall::LsmError::Io(_))
-            )
+            StoreError::Poisoned { .. }
+                | StoreError::Engine(
+                    fjall::Error::Io(_)
+                        | fjall::Error::Poisoned
+                        | fjall::Error::Storage(fjall::LsmError::Io(_))
+                )
         )
     }
 }
@@ -82,6 +89,7 @@ pub struct Store {
     /// Each tree's change counter, shared by every handle on the tree however many times it
     /// is opened (see [`DomainTree::changes`]).
     changes: Arc<Mutex<HashMap<String, Arc<AtomicU64>>>>,
+    write_failure: Arc<WriteFailure>,
     _syncer: Arc<Syncer>,
 }
 
@@ -109,8 +117,10 @@ impl Store {
         let db = fjall::Database::builder(dir)
             .cache_size(cache_bytes)
             .open()?;
+        let write_failure = Arc::new(WriteFailure::new(dir));
         Ok(Store {
-            _syncer: Arc::new(Syncer::start(db.clone())),
+            _syncer: Arc::new(Syncer::start(db.clone(), write_failure.clone())),
+            write_failure,
             db,
             memtable_bytes,
             changes: Default::default(),
@@ -128,7 +138,11 @@ impl Store {
                 None => options,
             }
         })?;
-        Ok(Tree::new(self.db.clone(), keyspace))
+        Ok(Tree::new(
+            self.db.clone(),
+            keyspace,
+            self.write_failure.clone(),
+        ))
     }
 
     /// The tree of one domain of one chain: its records and its watermark.
@@ -198,7 +212,9 @@ impl Store {
 
     /// Makes every commit so far durable on disk (fsync).
     pub fn flush(&self) -> Result<(), StoreError> {
-        Ok(self.db.persist(fjall::PersistMode::SyncAll)?)
+        self.db
+            .persist(fjall::PersistMode::SyncAll)
+            .map_err(|e| self.write_failure.explain(e))
     }
 
     pub fn size_on_disk(&self) -> u64 {
@@ -214,7 +230,7 @@ struct Syncer {
 }
 
 impl Syncer {
-    fn start(db: fjall::Database) -> Self {
+    fn start(db: fjall::Database, write_failure: Arc<WriteFailure>) -> Self {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let signal = stop.clone();
         let thread = std::thread::Builder::new()
@@ -227,9 +243,10 @@ impl Syncer {
                         .wait_timeout(stopped, SYNC_EVERY)
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
-                    // A failed sync poisons the engine: the next commit reports it, where
-                    // the follower stalls ingestion with a clear error.
+                    // A failed sync poisons the engine: the next commit reports it (with
+                    // this error as the cause), where the follower stalls ingestion.
                     if let Err(e) = db.persist(fjall::PersistMode::SyncAll) {
+                        write_failure.saw(&e);
                         tracing::debug!(error = %e, "store sync failed");
                     }
                     if *stopped {

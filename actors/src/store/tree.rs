@@ -3,7 +3,9 @@
 //! of the store sees `Tree`, [`Value`] and [`super::Batch`].
 
 use std::ops::RangeBounds;
+use std::sync::Arc;
 
+use super::write_failure::WriteFailure;
 use super::{Batch, StoreError};
 
 /// A value read from the store: reference-counted, so it is handed to a response body
@@ -17,11 +19,24 @@ pub type Entry = (Value, Value);
 pub struct Tree {
     db: fjall::Database,
     keyspace: fjall::Keyspace,
+    write_failure: Arc<WriteFailure>,
 }
 
 impl Tree {
-    pub(super) fn new(db: fjall::Database, keyspace: fjall::Keyspace) -> Self {
-        Tree { db, keyspace }
+    pub(super) fn new(
+        db: fjall::Database,
+        keyspace: fjall::Keyspace,
+        write_failure: Arc<WriteFailure>,
+    ) -> Self {
+        Tree {
+            db,
+            keyspace,
+            write_failure,
+        }
+    }
+
+    fn written(&self, result: Result<(), fjall::Error>) -> Result<(), StoreError> {
+        result.map_err(|e| self.write_failure.explain(e))
     }
 
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>, StoreError> {
@@ -38,11 +53,11 @@ impl Tree {
         key: impl Into<fjall::UserKey>,
         value: impl Into<fjall::UserValue>,
     ) -> Result<(), StoreError> {
-        Ok(self.keyspace.insert(key, value)?)
+        self.written(self.keyspace.insert(key, value))
     }
 
     pub fn remove(&self, key: impl Into<fjall::UserKey>) -> Result<(), StoreError> {
-        Ok(self.keyspace.remove(key)?)
+        self.written(self.keyspace.remove(key))
     }
 
     /// Applies every write of `batch` atomically: after a crash the tree holds all of them
@@ -56,7 +71,7 @@ impl Tree {
                 None => engine_batch.remove(&self.keyspace, key),
             }
         }
-        Ok(engine_batch.commit()?)
+        self.written(engine_batch.commit())
     }
 
     /// Every entry whose key starts with `prefix`, in key order (reversible).
@@ -93,7 +108,7 @@ impl Tree {
 
     /// Makes every write so far durable on disk (fsync), not only in the OS.
     pub fn flush(&self) -> Result<(), StoreError> {
-        Ok(self.db.persist(fjall::PersistMode::SyncAll)?)
+        self.written(self.db.persist(fjall::PersistMode::SyncAll))
     }
 }
 
