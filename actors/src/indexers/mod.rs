@@ -10,6 +10,7 @@ pub mod coins;
 mod domain;
 pub mod evm_internal_txs;
 pub mod evm_txs;
+mod json_writer;
 pub mod nft;
 pub mod records;
 pub mod relay;
