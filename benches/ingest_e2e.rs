@@ -109,10 +109,41 @@ fn decode_block(r: &Rendered) -> usize {
     std::hint::black_box(raws.len() + results.txs_results.len())
 }
 
-fn index(blocks: &[BlockBundle], devnet: &Devnet) -> (Duration, Duration, u64, u64, usize) {
+/// CPU time this thread has used so far, (user, kernel, minor page faults): what a stage costs the thread that
+/// runs it, whatever else the machine is doing (wall-clock rates here swing 2× with the
+/// neighbours' load).
+fn thread_cpu() -> (Duration, Duration, u64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage writes the whole struct when it returns 0, and only then is it read.
+    let usage = unsafe {
+        assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()), 0);
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    (
+        time(usage.ru_utime),
+        time(usage.ru_stime),
+        usage.ru_minflt as u64,
+    )
+}
+
+/// "CPU per block: user … ms, kernel … ms" since `before` (a [`thread_cpu`] reading).
+fn cpu_per_block(before: (Duration, Duration, u64), blocks: u64) -> String {
+    let (user, kernel, faults) = thread_cpu();
+    let per_block = |d: Duration| d.as_secs_f64() * 1e3 / blocks as f64;
+    format!(
+        "thread CPU per block: user {:.3} ms, kernel {:.3} ms ({:.1} page faults)",
+        per_block(user - before.0),
+        per_block(kernel - before.1),
+        (faults - before.2) as f64 / blocks as f64
+    )
+}
+
+fn index(blocks: &[BlockBundle], devnet: &Devnet) -> (Duration, Duration, u64, u64, usize, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 64 << 20).unwrap();
     let mut set = domains(&store);
+    let cpu = thread_cpu();
     let started = Instant::now();
     for block in blocks {
         let mut answers = Answers::default();
@@ -123,6 +154,7 @@ fn index(blocks: &[BlockBundle], devnet: &Devnet) -> (Duration, Duration, u64, u
         set.apply_answered(block, &answers).unwrap();
     }
     let indexed = started.elapsed();
+    let cpu = cpu_per_block(cpu, blocks.len() as u64);
     let started = Instant::now();
     store.flush().unwrap();
     let flushed = started.elapsed();
@@ -133,7 +165,7 @@ fn index(blocks: &[BlockBundle], devnet: &Devnet) -> (Duration, Duration, u64, u
         .sum();
     drop(set);
     drop(store);
-    (indexed, flushed, dir_bytes(dir.path()), records, keys)
+    (indexed, flushed, dir_bytes(dir.path()), records, keys, cpu)
 }
 
 /// Compact JSON of the tx and block records the blocks tree serves.
@@ -284,18 +316,23 @@ fn main() {
             push("render", per_s(d));
         }
         if on("decode") {
+            let cpu = thread_cpu();
             let started = Instant::now();
             for r in &rendered {
                 decode_block(r);
             }
             let d = started.elapsed();
-            println!("[{round}] decode    {:>8.0} blocks/s", per_s(d));
+            println!(
+                "[{round}] decode    {:>8.0} blocks/s; {}",
+                per_s(d),
+                cpu_per_block(cpu, n)
+            );
             push("decode", per_s(d));
         }
         if on("index") {
-            let (d, flush, disk, records, keys) = index(&blocks, &devnet);
+            let (d, flush, disk, records, keys, cpu) = index(&blocks, &devnet);
             println!(
-                "[{round}] index     {:>8.0} blocks/s, {:.0} txs/s (flush after: {:.0} ms); {:.1} store keys per block, {:.1} µs per key; {:.0} bytes on disk per tx, records {:.0} bytes per tx, disk/records {:.2}",
+                "[{round}] index     {:>8.0} blocks/s, {:.0} txs/s (flush after: {:.0} ms); {:.1} store keys per block, {:.1} µs per key; {:.0} bytes on disk per tx, records {:.0} bytes per tx, disk/records {:.2}; {cpu}",
                 per_s(d),
                 txs as f64 / d.as_secs_f64(),
                 flush.as_secs_f64() * 1e3,

@@ -113,17 +113,26 @@ pub fn parse_hex_address(text: &str) -> Option<Vec<u8>> {
         .strip_prefix("0x")
         .or_else(|| text.strip_prefix("0X"))
         .unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if digits.is_empty() {
         return None;
     }
-    let trimmed = digits.trim_start_matches('0');
-    let width = match trimmed.len() {
-        0..=40 => 40,
-        41..=64 => 64,
-        _ => return None,
-    };
-    let padded = format!("{:0>width$}", trimmed.to_ascii_lowercase(), width = width);
-    hex::decode(padded).ok()
+    // Every log of every EVM tx comes through here: nibbles go straight into the
+    // right-aligned bytes, with no padded copy of the text.
+    let significant = digits.trim_start_matches('0').as_bytes();
+    let mut bytes = vec![
+        0u8;
+        match significant.len() {
+            0..=40 => 20,
+            41..=64 => 32,
+            _ => return None,
+        }
+    ];
+    let last = bytes.len() - 1;
+    for (from_end, &digit) in significant.iter().rev().enumerate() {
+        let nibble = (digit as char).to_digit(16)? as u8;
+        bytes[last - from_end / 2] |= nibble << (4 * (from_end % 2));
+    }
+    Some(bytes)
 }
 
 /// `0x` + lower-case hex: how EVM JSON-RPC nodes write addresses.
@@ -165,6 +174,37 @@ mod tests {
         assert!(parse_hex_address(&format!("0x{}", "a".repeat(65))).is_none());
         assert!(parse_hex_address("0xzz").is_none());
         assert!(parse_hex_address("0x").is_none());
+    }
+
+    /// The definition: strip leading zeros, left-pad with zeros to 40 or 64 digits, decode.
+    fn padded_and_decoded(text: &str) -> Option<Vec<u8>> {
+        let digits = text
+            .strip_prefix("0x")
+            .or_else(|| text.strip_prefix("0X"))
+            .unwrap_or(text);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let trimmed = digits.trim_start_matches('0');
+        let width = match trimmed.len() {
+            0..=40 => 40,
+            41..=64 => 64,
+            _ => return None,
+        };
+        hex::decode(format!("{:0>width$}", trimmed.to_ascii_lowercase())).ok()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn hex_addresses_parse_as_padded_and_decoded(text in "(0[xX])?0{0,30}[0-9a-fA-FxX g]{0,70}") {
+            proptest::prop_assert_eq!(parse_hex_address(&text), padded_and_decoded(&text));
+        }
+
+        #[test]
+        fn hex_addresses_of_any_bytes_parse_to_those_bytes(bytes in proptest::collection::vec(proptest::num::u8::ANY, 20..=32), upper: bool) {
+            let text = if upper { hex::encode_upper(&bytes) } else { hex::encode(&bytes) };
+            proptest::prop_assert_eq!(parse_hex_address(&format!("0x{text}")), padded_and_decoded(&format!("0x{text}")));
+        }
     }
 
     #[test]
