@@ -82,6 +82,7 @@ fn render_block(bundle: &BlockBundle) -> Rendered {
 }
 
 /// What a node client does with a block's JSON before any indexing.
+#[inline(never)] // callgrind counts it by name (`--toggle-collect=*decode_block`)
 fn decode_block(r: &Rendered) -> usize {
     use base64::Engine;
     let block: RpcEnvelope<BlockResponse> = serde_json::from_slice(&r.block).unwrap();
@@ -109,14 +110,25 @@ fn decode_block(r: &Rendered) -> usize {
     std::hint::black_box(raws.len() + results.txs_results.len())
 }
 
-/// CPU time this thread has used so far, (user, kernel, minor page faults): what a stage costs the thread that
-/// runs it, whatever else the machine is doing (wall-clock rates here swing 2× with the
-/// neighbours' load).
-fn thread_cpu() -> (Duration, Duration, u64) {
+/// Who a CPU reading covers: the calling thread (a one-thread stage), or the whole process
+/// (the follower, its preparers and the store's own threads).
+#[derive(Clone, Copy)]
+enum Scope {
+    Thread,
+    Process,
+}
+
+/// CPU time used so far, (user, kernel, minor page faults): what a stage costs, whatever else
+/// the machine is doing (wall-clock rates here swing 2× with the neighbours' load).
+fn cpu(scope: Scope) -> (Duration, Duration, u64) {
+    let who = match scope {
+        Scope::Thread => libc::RUSAGE_THREAD,
+        Scope::Process => libc::RUSAGE_SELF,
+    };
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
     // SAFETY: getrusage writes the whole struct when it returns 0, and only then is it read.
     let usage = unsafe {
-        assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()), 0);
+        assert_eq!(libc::getrusage(who, usage.as_mut_ptr()), 0);
         usage.assume_init()
     };
     let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
@@ -127,12 +139,17 @@ fn thread_cpu() -> (Duration, Duration, u64) {
     )
 }
 
-/// "CPU per block: user … ms, kernel … ms" since `before` (a [`thread_cpu`] reading).
-fn cpu_per_block(before: (Duration, Duration, u64), blocks: u64) -> String {
-    let (user, kernel, faults) = thread_cpu();
+/// "… CPU per block: user … ms, kernel … ms (… page faults)" since `before`, a [`cpu`]
+/// reading of the same scope.
+fn cpu_per_block(scope: Scope, before: (Duration, Duration, u64), blocks: u64) -> String {
+    let (user, kernel, faults) = cpu(scope);
     let per_block = |d: Duration| d.as_secs_f64() * 1e3 / blocks as f64;
     format!(
-        "thread CPU per block: user {:.3} ms, kernel {:.3} ms ({:.1} page faults)",
+        "{} CPU per block: user {:.3} ms, kernel {:.3} ms ({:.1} page faults)",
+        match scope {
+            Scope::Thread => "thread",
+            Scope::Process => "process",
+        },
         per_block(user - before.0),
         per_block(kernel - before.1),
         (faults - before.2) as f64 / blocks as f64
@@ -143,7 +160,7 @@ fn index(blocks: &[BlockBundle], devnet: &Devnet) -> (Duration, Duration, u64, u
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 64 << 20).unwrap();
     let mut set = domains(&store);
-    let cpu = thread_cpu();
+    let cpu = cpu(Scope::Thread);
     let started = Instant::now();
     for block in blocks {
         let mut answers = Answers::default();
@@ -154,7 +171,7 @@ fn index(blocks: &[BlockBundle], devnet: &Devnet) -> (Duration, Duration, u64, u
         set.apply_answered(block, &answers).unwrap();
     }
     let indexed = started.elapsed();
-    let cpu = cpu_per_block(cpu, blocks.len() as u64);
+    let cpu = cpu_per_block(Scope::Thread, cpu, blocks.len() as u64);
     let started = Instant::now();
     store.flush().unwrap();
     let flushed = started.elapsed();
@@ -206,7 +223,7 @@ fn store_floor(blocks: &[BlockBundle]) -> Duration {
     started.elapsed()
 }
 
-fn follow(runtime: &tokio::runtime::Runtime, n: u64, txs: u32) -> (Duration, u64) {
+fn follow(runtime: &tokio::runtime::Runtime, n: u64, txs: u32) -> (Duration, u64, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 64 << 20).unwrap();
     let set = domains(&store);
@@ -222,6 +239,7 @@ fn follow(runtime: &tokio::runtime::Runtime, n: u64, txs: u32) -> (Duration, u64
         ..Default::default()
     };
     let mut follower = Follower::new(source, set, settings);
+    let cpu = cpu(Scope::Process);
     let started = Instant::now();
     runtime.block_on(async {
         while follower.domains().watermark() < n {
@@ -231,10 +249,11 @@ fn follow(runtime: &tokio::runtime::Runtime, n: u64, txs: u32) -> (Duration, u64
         }
     });
     let elapsed = started.elapsed();
+    let cpu = cpu_per_block(Scope::Process, cpu, n);
     drop(follower);
     store.flush().unwrap();
     drop(store);
-    (elapsed, dir_bytes(dir.path()))
+    (elapsed, dir_bytes(dir.path()), cpu)
 }
 
 fn summary(name: &str, rates: &mut [f64], unit: &str) {
@@ -316,7 +335,7 @@ fn main() {
             push("render", per_s(d));
         }
         if on("decode") {
-            let cpu = thread_cpu();
+            let cpu = cpu(Scope::Thread);
             let started = Instant::now();
             for r in &rendered {
                 decode_block(r);
@@ -325,7 +344,7 @@ fn main() {
             println!(
                 "[{round}] decode    {:>8.0} blocks/s; {}",
                 per_s(d),
-                cpu_per_block(cpu, n)
+                cpu_per_block(Scope::Thread, cpu, n)
             );
             push("decode", per_s(d));
         }
@@ -353,9 +372,9 @@ fn main() {
             push("store_floor", per_s(d));
         }
         if on("follow") {
-            let (d, disk) = follow(&runtime, n, txs_per_block);
+            let (d, disk, cpu) = follow(&runtime, n, txs_per_block);
             println!(
-                "[{round}] follow    {:>8.0} blocks/s, {:.0} txs/s end to end; {:.0} bytes on disk per tx",
+                "[{round}] follow    {:>8.0} blocks/s, {:.0} txs/s end to end; {:.0} bytes on disk per tx; {cpu}",
                 per_s(d),
                 txs as f64 / d.as_secs_f64(),
                 disk as f64 / txs as f64
