@@ -137,69 +137,42 @@ pub fn tx_record(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8
     // Most records are 3–5 KB: one allocation instead of a doubling series.
     let mut bytes = Vec::with_capacity(4096 + result.log.len());
     let mut json = JsonWriter::new(&mut bytes);
-    json.begin_object();
-    json.quoted_key(quoted_key!("txhash"));
-    json.str(&hex::encode_upper(hash));
-    json.quoted_key(quoted_key!("height"));
-    json.str(&bundle.height.to_string());
-    json.quoted_key(quoted_key!("codespace"));
-    json.str(&result.codespace);
-    json.quoted_key(quoted_key!("code"));
-    json.u64(result.code.into());
-    json.quoted_key(quoted_key!("data"));
-    json.str(&hex::encode_upper(&result.data));
-    json.quoted_key(quoted_key!("raw_log"));
-    json.str(&result.log);
-    json.quoted_key(quoted_key!("logs"));
-    match abci_logs(&result.log) {
-        Some(logs) => json.value(&logs),
-        None => json.value(&Value::Array(vec![])),
-    }
-    json.quoted_key(quoted_key!("info"));
-    json.str(&result.info);
-    json.quoted_key(quoted_key!("gas_wanted"));
-    json.str(&result.gas_wanted.to_string());
-    json.quoted_key(quoted_key!("gas_used"));
-    json.str(&result.gas_used.to_string());
-    json.quoted_key(quoted_key!("tx"));
-    json.value(&tx.json);
-    json.quoted_key(quoted_key!("timestamp"));
-    json.str(&rfc3339_nano(bundle.time_ns));
-    json.quoted_key(quoted_key!("events"));
-    json.begin_array();
-    for event in &result.events {
-        json.element();
-        json.begin_object();
-        if !event.kind.is_empty() {
-            json.quoted_key(quoted_key!("type"));
-            json.str(&event.kind);
-        }
-        if !event.attributes.is_empty() {
-            json.quoted_key(quoted_key!("attributes"));
-            json.begin_array();
-            for attribute in &event.attributes {
-                json.element();
-                json.begin_object();
-                if !attribute.key.is_empty() {
-                    json.quoted_key(quoted_key!("key"));
-                    json.str(&attribute.key);
+    json.object(|json| {
+        json.str_member(quoted_key!("txhash"), &hex::encode_upper(hash));
+        json.str_member(quoted_key!("height"), &bundle.height.to_string());
+        json.str_member(quoted_key!("codespace"), &result.codespace);
+        json.quoted_key(quoted_key!("code"));
+        json.u64(result.code.into());
+        json.str_member(quoted_key!("data"), &hex::encode_upper(&result.data));
+        json.str_member(quoted_key!("raw_log"), &result.log);
+        json.quoted_key(quoted_key!("logs"));
+        json.value(&abci_logs(&result.log).unwrap_or(Value::Array(vec![])));
+        json.str_member(quoted_key!("info"), &result.info);
+        json.str_member(quoted_key!("gas_wanted"), &result.gas_wanted.to_string());
+        json.str_member(quoted_key!("gas_used"), &result.gas_used.to_string());
+        json.quoted_key(quoted_key!("tx"));
+        json.value(&tx.json);
+        json.str_member(quoted_key!("timestamp"), &rfc3339_nano(bundle.time_ns));
+        json.quoted_key(quoted_key!("events"));
+        json.array(&result.events, |json, event| {
+            json.object(|json| {
+                json.str_member_unless_empty(quoted_key!("type"), &event.kind);
+                if !event.attributes.is_empty() {
+                    json.quoted_key(quoted_key!("attributes"));
+                    json.array(&event.attributes, |json, attribute| {
+                        json.object(|json| {
+                            json.str_member_unless_empty(quoted_key!("key"), &attribute.key);
+                            json.str_member_unless_empty(quoted_key!("value"), &attribute.value);
+                            if attribute.index {
+                                json.quoted_key(quoted_key!("index"));
+                                json.bool(true);
+                            }
+                        })
+                    });
                 }
-                if !attribute.value.is_empty() {
-                    json.quoted_key(quoted_key!("value"));
-                    json.str(&attribute.value);
-                }
-                if attribute.index {
-                    json.quoted_key(quoted_key!("index"));
-                    json.bool(true);
-                }
-                json.end_object();
-            }
-            json.end_array();
-        }
-        json.end_object();
-    }
-    json.end_array();
-    json.end_object();
+            })
+        });
+    });
     without_nul_escapes(bytes)
 }
 
