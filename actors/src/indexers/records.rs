@@ -131,7 +131,8 @@ pub struct TxRecord<'a> {
 }
 
 /// The tx record (a Cosmos TxResponse-like object; `tx` is the REST body as fetched),
-/// written field for field as [`TxRecord`] serializes (a test holds the two equal).
+/// written field for field as [`TxRecord`] serializes (a test holds the two equal), with
+/// NUL characters written as U+FFFD, as the reference indexer stores them.
 pub fn tx_record(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8> {
     let result = &tx.result;
     // Most records are 3–5 KB: one allocation instead of a doubling series.
@@ -173,7 +174,7 @@ pub fn tx_record(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8
             })
         });
     });
-    without_nul_escapes(bytes)
+    bytes
 }
 
 /// The ABCI logs of a tx: its log when that is a JSON array (empty since Cosmos SDK 0.50).
@@ -186,17 +187,6 @@ fn abci_logs(log: &str) -> Option<Value> {
         Ok(Value::Array(items)) => Some(Value::Array(items)),
         _ => None,
     }
-}
-
-/// As the reference indexer stores a record: NUL characters become U+FFFD.
-fn without_nul_escapes(bytes: Vec<u8>) -> Vec<u8> {
-    if memchr::memmem::find(&bytes, b"\\u0000").is_some() {
-        return String::from_utf8(bytes)
-            .expect("JSON text is UTF-8")
-            .replace("\\u0000", "\u{fffd}")
-            .into_bytes();
-    }
-    bytes
 }
 
 #[cfg(test)]
@@ -221,7 +211,7 @@ mod tests {
             timestamp: rfc3339_nano(bundle.time_ns),
             events: served_events(&tx.result.events),
         };
-        without_nul_escapes(serde_json::to_vec(&record).unwrap())
+        serde_json::to_vec(&record).unwrap()
     }
 
     fn served_events(events: &[Event]) -> Vec<EventJson<'_>> {
@@ -281,7 +271,7 @@ mod tests {
     fn events_omit_empty_fields_and_nul_becomes_replacement_char() {
         let tx = TxBundle {
             raw: vec![1],
-            json: serde_json::json!({"body": {"memo": "a\u{0}b"}}),
+            json: serde_json::json!({"body": {"memo": "a\u{0}b", "note": "c\\u0000d"}}),
             result: TxResult {
                 log: "x".into(),
                 events: vec![
@@ -318,7 +308,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("a\u{fffd}b"), "{text}");
-        assert!(!text.contains("\\u0000"), "{text}");
+        // The text `\u0000` (a backslash, then `u0000`) is no NUL: it stays, escaped.
+        assert!(text.contains(r#""note":"c\\u0000d""#), "{text}");
+        let parsed = serde_json::from_str::<Value>(&text).expect("the record is JSON");
+        assert_eq!(parsed["tx"]["body"]["memo"], "a\u{fffd}b");
+        assert_eq!(parsed["tx"]["body"]["note"], "c\\u0000d");
         assert!(text.contains(r#""logs":[]"#));
     }
 }
