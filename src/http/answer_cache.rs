@@ -68,23 +68,37 @@ impl From<Vec<u8>> for Rendered {
 #[derive(Clone)]
 struct Kept {
     plain: Bytes,
-    gzip: Option<Bytes>,
+    gzip: Gzip,
+}
+
+/// The compressed form of a kept answer.
+#[derive(Clone)]
+enum Gzip {
+    /// No gzip client has asked yet (or none got a compression permit).
+    NotYet,
+    Kept(Bytes),
     /// Compressing it gained nothing, or both forms would not fit the cache: served plain to
     /// everyone, never compressed again.
-    plain_only: bool,
+    Never,
 }
 
 impl Kept {
     fn plain(plain: Bytes) -> Self {
         Kept {
             plain,
-            gzip: None,
-            plain_only: false,
+            gzip: Gzip::NotYet,
+        }
+    }
+
+    fn gzip(&self) -> Option<&Bytes> {
+        match &self.gzip {
+            Gzip::Kept(gzip) => Some(gzip),
+            Gzip::NotYet | Gzip::Never => None,
         }
     }
 
     fn bytes(&self) -> usize {
-        self.plain.len() + self.gzip.as_ref().map_or(0, Bytes::len)
+        self.plain.len() + self.gzip().map_or(0, Bytes::len)
     }
 }
 
@@ -186,16 +200,16 @@ impl AnswerCache {
         let Some(kept) = entries.answers.get_mut(key) else {
             return;
         };
-        if kept.plain != *plain || kept.gzip.is_some() || kept.plain_only {
+        if kept.plain != *plain || !matches!(kept.gzip, Gzip::NotYet) {
             return;
         }
         if gzip.len() >= plain.len() || plain.len() + gzip.len() > max_bytes {
-            kept.plain_only = true;
+            kept.gzip = Gzip::Never;
             return;
         }
         let both = Kept {
-            gzip: Some(gzip),
-            ..Kept::plain(plain.clone())
+            plain: plain.clone(),
+            gzip: Gzip::Kept(gzip),
         };
         if entries.bytes - plain.len() + both.bytes() > max_bytes {
             entries.clear();
@@ -238,10 +252,8 @@ impl AnswerCache {
             Some(kept) => {
                 self.hits.increment(1);
                 match kept.gzip {
-                    Some(gzip) if gzip_wanted => return Ok(answer_response(gzip, true)),
-                    _ if gzip_wanted && !kept.plain_only && kept.plain.len() >= GZIP_MIN => {
-                        kept.plain
-                    }
+                    Gzip::Kept(gzip) if gzip_wanted => return Ok(answer_response(gzip, true)),
+                    Gzip::NotYet if gzip_wanted && kept.plain.len() >= GZIP_MIN => kept.plain,
                     _ => return Ok(answer_response(kept.plain, false)),
                 }
             }
@@ -541,10 +553,10 @@ mod tests {
         // Rendered once; compressed once and kept beside the plain bytes.
         assert_eq!(renders.get(), 1);
         let kept = cache.get(uri, 3).unwrap();
-        assert_eq!(gunzip(kept.gzip.as_ref().unwrap()), body);
+        assert_eq!(gunzip(kept.gzip().unwrap()), body);
         assert_eq!(
             cache.inner.lock().unwrap().bytes,
-            kept.plain.len() + kept.gzip.unwrap().len()
+            kept.plain.len() + kept.gzip().unwrap().len()
         );
         // Clients that do not take gzip still get the plain bytes.
         for accept in [
@@ -650,7 +662,7 @@ mod tests {
         assert_eq!(renders.get(), 2);
         let entries = cache.inner.lock().unwrap();
         let kept = &entries.answers["/full?"];
-        assert!(kept.gzip.is_some(), "the compressed form was not kept");
+        assert!(kept.gzip().is_some(), "the compressed form was not kept");
         assert!(!entries.answers.contains_key("/other?"));
         assert_eq!(entries.bytes, kept.bytes());
         assert!(entries.bytes <= cache.max_bytes);
@@ -674,7 +686,7 @@ mod tests {
         assert_eq!(renders.get(), 1);
         let entries = cache.inner.lock().unwrap();
         let kept = &entries.answers["/tight?"];
-        assert!(kept.plain_only && kept.gzip.is_none());
+        assert!(matches!(kept.gzip, Gzip::Never));
         assert_eq!(entries.bytes, body.len());
     }
 
@@ -692,7 +704,11 @@ mod tests {
             let _ = answer.as_mut().poll(&mut cx);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while cache.get("/gone?", 1).and_then(|kept| kept.gzip).is_none() {
+        while cache
+            .get("/gone?", 1)
+            .and_then(|kept| kept.gzip().cloned())
+            .is_none()
+        {
             assert!(
                 Instant::now() < deadline,
                 "the compressed answer was never kept"

@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::accounts::AccountFinder;
 use super::coins::sum_coins;
-use super::records::{block_record, tx_record};
+use super::records::{block_record, TxRecords};
 use super::tx_log::{self, CounterTotals, TxEntry};
 use super::{DomainIndexer, IndexError, Prepared, Preparer};
 use crate::chain::decode::{decode_tx, tx_hash, DecodeError, DecodedTx};
@@ -93,6 +93,7 @@ fn prepare(
     accounts: &Mutex<AccountFinder>,
     index_txs: bool,
 ) -> Vec<PreparedTx> {
+    let records = TxRecords::of_block(bundle);
     bundle
         .txs
         .iter()
@@ -103,7 +104,7 @@ fn prepare(
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .touched(&tx.result.events);
-                (tx_record(bundle, tx, &hash), touched)
+                (records.record(tx, &hash), touched)
             });
             PreparedTx {
                 hash,

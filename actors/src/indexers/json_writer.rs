@@ -95,9 +95,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     pub fn u64(&mut self, n: u64) {
-        self.out
-            .extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-        self.comma = true;
+        self.value(&n.into());
     }
 
     pub fn bool(&mut self, yes: bool) {

@@ -130,17 +130,36 @@ pub struct TxRecord<'a> {
     events: Vec<EventJson<'a>>,
 }
 
-/// The tx record (a Cosmos TxResponse-like object; `tx` is the REST body as fetched),
-/// written field for field as [`TxRecord`] serializes (a test holds the two equal), with
-/// NUL characters written as U+FFFD, as the reference indexer stores them.
-pub fn tx_record(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8> {
+/// Writes the tx records of one block: what they share (height, timestamp) is rendered once.
+pub struct TxRecords {
+    height: String,
+    timestamp: String,
+}
+
+impl TxRecords {
+    pub fn of_block(bundle: &BlockBundle) -> Self {
+        TxRecords {
+            height: bundle.height.to_string(),
+            timestamp: rfc3339_nano(bundle.time_ns),
+        }
+    }
+
+    /// The tx record (a Cosmos TxResponse-like object; `tx` is the REST body as fetched),
+    /// written field for field as [`TxRecord`] serializes (a test holds the two equal), with
+    /// NUL characters written as U+FFFD, as the reference indexer stores them.
+    pub fn record(&self, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8> {
+        tx_record(&self.height, &self.timestamp, tx, hash)
+    }
+}
+
+fn tx_record(height: &str, timestamp: &str, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8> {
     let result = &tx.result;
     // Most records are 3–5 KB: one allocation instead of a doubling series.
     let mut bytes = Vec::with_capacity(4096 + result.log.len());
     let mut json = JsonWriter::new(&mut bytes);
     json.object(|json| {
         json.str_member(quoted_key!("txhash"), &hex::encode_upper(hash));
-        json.str_member(quoted_key!("height"), &bundle.height.to_string());
+        json.str_member(quoted_key!("height"), height);
         json.str_member(quoted_key!("codespace"), &result.codespace);
         json.quoted_key(quoted_key!("code"));
         json.u64(result.code.into());
@@ -153,7 +172,7 @@ pub fn tx_record(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8
         json.str_member(quoted_key!("gas_used"), &result.gas_used.to_string());
         json.quoted_key(quoted_key!("tx"));
         json.value(&tx.json);
-        json.str_member(quoted_key!("timestamp"), &rfc3339_nano(bundle.time_ns));
+        json.str_member(quoted_key!("timestamp"), timestamp);
         json.quoted_key(quoted_key!("events"));
         json.array(&result.events, |json, event| {
             json.object(|json| {
@@ -253,10 +272,11 @@ mod tests {
             });
             for height in 1..=40 {
                 let bundle = net.block(height);
+                let records = TxRecords::of_block(&bundle);
                 for tx in &bundle.txs {
                     let hash = crate::chain::decode::tx_hash(&tx.raw);
                     assert_eq!(
-                        String::from_utf8(tx_record(&bundle, tx, &hash)).unwrap(),
+                        String::from_utf8(records.record(tx, &hash)).unwrap(),
                         String::from_utf8(tx_record_by_serde(&bundle, tx, &hash)).unwrap(),
                         "{chain_id} height {height}"
                     );
@@ -301,7 +321,7 @@ mod tests {
             txs: vec![],
             finalize_events: vec![],
         };
-        let text = String::from_utf8(tx_record(&block, &tx, &[0; 32])).unwrap();
+        let text = String::from_utf8(TxRecords::of_block(&block).record(&tx, &[0; 32])).unwrap();
         assert!(text.contains(r#"{"type":"empty"}"#), "{text}");
         assert!(
             text.contains(r#"{"type":"t","attributes":[{"key":"k"}]}"#),

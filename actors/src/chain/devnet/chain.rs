@@ -261,7 +261,7 @@ impl Devnet {
             ..Default::default()
         };
         let response: serde_json::Value = serde_json::from_slice(
-            &crate::indexers::records::tx_record(&block, &found.tx, &bytes),
+            &crate::indexers::records::TxRecords::of_block(&block).record(&found.tx, &bytes),
         )
         .unwrap_or_default();
         Ok(serde_json::json!({"tx": found.tx.json, "tx_response": response}))
