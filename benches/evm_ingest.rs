@@ -7,16 +7,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use weaver_actors::chain::devnet::evm::DevnetEvm;
-use weaver_actors::chain::devnet::{Devnet, DevnetSpec, Vm};
-use weaver_actors::chain::{Answers, ChainQuery};
-use weaver_actors::indexers::{DomainIndexer, DomainSet, EvmTxsIndexer, InternalTxsIndexer};
-use weaver_actors::store::Store;
+use weaver_devnet::evm::DevnetEvm;
+use weaver_devnet::{Devnet, DevnetSpec, Vm};
+use weaver_engine::chain::{Answers, ChainQuery};
+use weaver_engine::indexers::{DomainIndexer, DomainSet, EvmTxsIndexer, InternalTxsIndexer};
+use weaver_engine::store::Store;
 
 const BLOCKS: u64 = 500;
 
 fn bench(c: &mut Criterion) {
-    let genesis = weaver_actors::chain::devnet::now_ns() - (BLOCKS as i64 + 1) * 100_000_000;
+    let genesis = weaver_devnet::now_ns() - (BLOCKS as i64 + 1) * 100_000_000;
     let devnet = Arc::new(Devnet::new(DevnetSpec {
         chain_id: "minievm-1".into(),
         vm: Vm::Evm,

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use weaver_actors::chain::devnet::{now_ns, Devnet, DevnetSource, DevnetSpec, Vm};
-use weaver_actors::chain::{Answers, Source};
-use weaver_actors::follower::{Follower, FollowerSettings, Progress};
-use weaver_actors::indexers::{BlocksIndexer, DomainIndexer, DomainSet, NftIndexer, RelayIndexer};
-use weaver_actors::store::{HotLimits, Store};
+use weaver_devnet::{now_ns, Devnet, DevnetSource, DevnetSpec, Vm};
+use weaver_engine::chain::{Answers, Source};
+use weaver_engine::follower::{Follower, FollowerSettings, Progress};
+use weaver_engine::indexers::{BlocksIndexer, DomainIndexer, DomainSet, NftIndexer, RelayIndexer};
+use weaver_engine::store::{HotLimits, Store};
 
 const BLOCKS: u64 = 500;
 
@@ -121,7 +121,7 @@ fn bench(c: &mut Criterion) {
                     let indexer = domains(&store, set);
                     // A genesis far enough back that exactly BLOCKS heights exist (interval 100 ms).
                     let genesis = now_ns() - (BLOCKS as i64 * 100 + 50) * 1_000_000;
-                    let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
+                    let source = Arc::new(Source::Local(Arc::new(DevnetSource::new(
                         Arc::new(Devnet::new(spec(genesis))),
                         vec![],
                     ))));

@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 mod evm_workload;
 use evm_workload::{main_domains, spec, CHAIN};
 
-use weaver_actors::chain::devnet::{now_ns, render, Devnet, DevnetSource};
-use weaver_actors::chain::node::wire::{BlockResponse, BlockResults, RestBlockTxs, RpcEnvelope};
-use weaver_actors::chain::{Answers, BlockBundle, Source};
-use weaver_actors::follower::{Follower, FollowerSettings, Progress};
-use weaver_actors::indexers::DomainSet;
-use weaver_actors::store::{keys, HotLimits, Store};
+use weaver_devnet::{now_ns, render, Devnet, DevnetSource};
+use weaver_engine::chain::node::wire::{BlockResponse, BlockResults, RestBlockTxs, RpcEnvelope};
+use weaver_engine::chain::{Answers, BlockBundle, Source};
+use weaver_engine::follower::{Follower, FollowerSettings, Progress};
+use weaver_engine::indexers::DomainSet;
+use weaver_engine::store::{keys, HotLimits, Store};
 
 const INTERVAL_MS: u64 = 100;
 
@@ -207,10 +207,10 @@ fn store_floor(blocks: &[BlockBundle]) -> Duration {
     let mut sequence = 0u64;
     let started = Instant::now();
     for block in blocks {
-        let mut batch = weaver_actors::store::Batch::default();
+        let mut batch = weaver_engine::store::Batch::default();
         for tx in &block.txs {
             sequence += 1;
-            let hash = weaver_actors::chain::decode::tx_hash(&tx.raw);
+            let hash = weaver_engine::chain::decode::tx_hash(&tx.raw);
             batch.insert(keys::by_u64(keys::TX, sequence), record.as_slice());
             batch.insert(keys::tx_hash(&hash), sequence.to_be_bytes());
             batch.insert(
@@ -229,7 +229,7 @@ fn follow(runtime: &tokio::runtime::Runtime, n: u64, txs: u32) -> (Duration, u64
     let set = domains(&store);
     // A genesis far enough back that exactly `n` heights exist.
     let genesis = now_ns() - (n as i64 * INTERVAL_MS as i64 + INTERVAL_MS as i64 / 2) * 1_000_000;
-    let source = Arc::new(Source::Devnet(Arc::new(DevnetSource::new(
+    let source = Arc::new(Source::Local(Arc::new(DevnetSource::new(
         Arc::new(Devnet::new(spec(genesis, INTERVAL_MS, txs))),
         vec![],
     ))));

@@ -7,9 +7,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use weaver_actors::indexers::nft::synthetic::{collection_addr, SyntheticNfts};
-use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
-use weaver_actors::store::{Order, PageRequest, Store};
+use weaver_engine::indexers::nft::synthetic::{collection_addr, SyntheticNfts};
+use weaver_engine::store::nft::{TokenCursor, TokenFilter, TokenOrder};
+use weaver_engine::store::{Order, PageRequest, Store};
 
 const TOKENS: u64 = 10_000;
 const COLLECTIONS: u64 = 10_000;

@@ -5,10 +5,10 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use weaver_actors::chain::decode::tx_hash;
-use weaver_actors::chain::devnet::{Devnet, DevnetSpec, Vm};
-use weaver_actors::indexers::{BlocksIndexer, DomainSet};
-use weaver_actors::store::{HotLimits, Order, PageRequest, Store, TxFilter};
+use weaver_devnet::{Devnet, DevnetSpec, Vm};
+use weaver_engine::chain::decode::tx_hash;
+use weaver_engine::indexers::{BlocksIndexer, DomainSet};
+use weaver_engine::store::{HotLimits, Order, PageRequest, Store, TxFilter};
 
 const BLOCKS: u64 = 3000;
 

@@ -8,12 +8,12 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ethnum::U256;
-use weaver_actors::chain::address::eip55;
-use weaver_actors::chain::evm_log::TRANSFER_TOPIC;
-use weaver_actors::chain::types::{BlockBundle, Event};
-use weaver_actors::indexers::{DomainSet, RichListIndexer};
-use weaver_actors::store::richlist::Holding;
-use weaver_actors::store::{Order, PageRequest, Store};
+use weaver_engine::chain::address::eip55;
+use weaver_engine::chain::evm_log::TRANSFER_TOPIC;
+use weaver_engine::chain::types::{BlockBundle, Event};
+use weaver_engine::indexers::{DomainSet, RichListIndexer};
+use weaver_engine::store::richlist::Holding;
+use weaver_engine::store::{Order, PageRequest, Store};
 
 const HOLDERS: u64 = 1_000_000;
 const PER_BLOCK: u64 = 10_000;

@@ -6,10 +6,10 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use weaver_actors::planner::denom::{ibc_denom, l2_denom};
-use weaver_actors::planner::request::RouteRequest;
-use weaver_actors::planner::route;
-use weaver_actors::planner::{synthetic, PlannerSnapshot};
+use weaver_router::planner::denom::{ibc_denom, l2_denom};
+use weaver_router::planner::request::RouteRequest;
+use weaver_router::planner::route;
+use weaver_router::planner::{synthetic, PlannerSnapshot};
 
 fn request(from: (&str, &str), to: (&str, &str), multi: bool) -> RouteRequest {
     RouteRequest {

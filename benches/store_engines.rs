@@ -29,9 +29,9 @@ use std::time::{Duration, Instant};
 mod evm_workload;
 use evm_workload::{main_domains, spec};
 
-use weaver_actors::chain::devnet::Devnet;
-use weaver_actors::chain::{Answers, BlockBundle};
-use weaver_actors::store::{keys, Batch, Store};
+use weaver_devnet::Devnet;
+use weaver_engine::chain::{Answers, BlockBundle};
+use weaver_engine::store::{keys, Batch, Store};
 
 const SYNC_EVERY: Duration = Duration::from_millis(500);
 const CACHE_BYTES: u64 = 64 << 20;

@@ -44,14 +44,14 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use dashmap::DashMap;
 use sha2::{Digest, Sha256};
-use weaver_actors::chain::address::to_bech32;
-use weaver_actors::planner::registry::{IbcChannel, Registry};
-use weaver_actors::relay::{Acknowledgement, Packet, RelayBus, RelayEvent, RelayKind};
-use weaver_actors::store::relay::{stage_event, META_SEQUENCE};
-use weaver_actors::store::{keys, Batch, RelayStore, Store};
-use weaver_actors::system::ArbiterPool;
-use weaver_actors::tracker::tracked::Source;
-use weaver_actors::tracker::{
+use weaver_engine::chain::address::to_bech32;
+use weaver_engine::relay::{Acknowledgement, Packet, RelayBus, RelayEvent, RelayKind};
+use weaver_engine::store::relay::{stage_event, META_SEQUENCE};
+use weaver_engine::store::{keys, Batch, RelayStore, Store};
+use weaver_engine::system::ArbiterPool;
+use weaver_router::planner::registry::{IbcChannel, Registry};
+use weaver_router::tracker::tracked::Source;
+use weaver_router::tracker::{
     Hop, HubDeps, Register, Topology, TrackKey, Tracked, TrackerHub, TrackerSettings, TrackerView,
     Tracking, TxState, WatchKey,
 };
@@ -777,7 +777,10 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
     for w in 0..=prewritten {
         write_wave(w, &mut sequences);
     }
-    let view = TrackerView::new(Arc::new(topology()), store.trackers().unwrap());
+    let view = TrackerView::new(
+        Arc::new(topology()),
+        weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
+    );
     let tracking = Tracking::new(
         view.clone(),
         relay_stores.clone(),

@@ -12,24 +12,24 @@ use std::time::Duration;
 
 use actix_web::{web, HttpServer};
 use serde::Serialize;
-use weaver_actors::chain::devnet::evm::DevnetEvm;
-use weaver_actors::chain::devnet::{now_ns, ChainParams, Devnet, DevnetSource, DevnetWorld, Vm};
-use weaver_actors::chain::node::eth::{EthClient, EthConfig};
-use weaver_actors::chain::node::{NodeClient, NodeConfig};
-use weaver_actors::chain::Evm;
-use weaver_actors::chain::{ChainAccess, Source};
-use weaver_actors::follower::{
+use weaver_devnet::evm::DevnetEvm;
+use weaver_devnet::{now_ns, ChainParams, Devnet, DevnetSource, DevnetWorld, Vm};
+use weaver_engine::chain::node::eth::{EthClient, EthConfig};
+use weaver_engine::chain::node::{NodeClient, NodeConfig};
+use weaver_engine::chain::Evm;
+use weaver_engine::chain::{ChainAccess, Source};
+use weaver_engine::follower::{
     ChainFollower, FollowerSettings, Ingestion, IngestionState, OpenDomains, RestartRequest,
 };
-use weaver_actors::indexers::{
+use weaver_engine::indexers::{
     BlocksIndexer, Domain, DomainIndexer, DomainSet, EvmTxsIndexer, IndexError, InternalTxsIndexer,
     NftIndexer, RelayIndexer, RichListIndexer,
 };
-use weaver_actors::planner::RoutePlanner;
-use weaver_actors::relay::decode::RelayContext;
-use weaver_actors::relay::RelayBus;
-use weaver_actors::store::{BlocksStore, HotLimits, NftStore, RelayStore, RichListStore, Store};
-use weaver_actors::system::{Supervised, Supervision};
+use weaver_engine::relay::decode::RelayContext;
+use weaver_engine::relay::RelayBus;
+use weaver_engine::store::{BlocksStore, HotLimits, NftStore, RelayStore, RichListStore, Store};
+use weaver_engine::system::{Supervised, Supervision};
+use weaver_router::planner::RoutePlanner;
 
 use crate::config::{ChainConfig, Config, SourceConfig};
 use crate::domains::{DomainPlugin, Extensions, RESERVED_NAMES};
@@ -98,7 +98,7 @@ fn source_for(chain: &ChainConfig, devnet: Option<Arc<Devnet>>) -> anyhow::Resul
         SourceConfig::Devnet(d) => {
             let devnet =
                 devnet.ok_or_else(|| anyhow::anyhow!("{}: not a devnet chain", chain.chain_id))?;
-            Source::Devnet(Arc::new(DevnetSource::new(devnet, d.faults.clone())))
+            Source::Local(Arc::new(DevnetSource::new(devnet, d.faults.clone())))
         }
         SourceConfig::Node(n) => Source::Node(NodeClient::new(NodeConfig {
             rpc: n.rpc.clone(),
@@ -125,7 +125,7 @@ pub fn evm_source_for(
     Ok(match &chain.source {
         SourceConfig::Devnet(_) => devnet
             .and_then(DevnetEvm::new)
-            .map(|evm| Evm::Devnet(Arc::new(evm))),
+            .map(|evm| Evm::Local(Arc::new(evm))),
         SourceConfig::Node(n) if n.json_rpc.is_empty() => None,
         SourceConfig::Node(n) => Some(Evm::Node(Arc::new(
             EthClient::new(EthConfig {
@@ -187,7 +187,7 @@ struct ChainDomains {
     rich_list: Option<RichListStore>,
     relay_context: RelayContext,
     bus: RelayBus,
-    plugins: Vec<(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)>,
+    plugins: Vec<(Arc<dyn DomainPlugin>, weaver_engine::store::DomainTree)>,
 }
 
 impl ChainDomains {
@@ -234,7 +234,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
         config,
         config_path,
         Extensions::default(),
-        wait_for_signal(),
+        weaver_engine::system::wait_for_signal(),
         |_| {},
     )
     .await
@@ -639,13 +639,13 @@ pub async fn run_with(
 
 /// The trees of one chain's domains, for the status page.
 struct StatusTrees<'a> {
-    blocks: Option<&'a weaver_actors::store::DomainTree>,
-    relay: Option<&'a weaver_actors::store::DomainTree>,
-    nft: Option<&'a weaver_actors::store::DomainTree>,
-    rich_list: Option<&'a weaver_actors::store::DomainTree>,
-    evm_txs: Option<&'a weaver_actors::store::DomainTree>,
-    internal_txs: Option<&'a weaver_actors::store::DomainTree>,
-    plugins: &'a [(Arc<dyn DomainPlugin>, weaver_actors::store::DomainTree)],
+    blocks: Option<&'a weaver_engine::store::DomainTree>,
+    relay: Option<&'a weaver_engine::store::DomainTree>,
+    nft: Option<&'a weaver_engine::store::DomainTree>,
+    rich_list: Option<&'a weaver_engine::store::DomainTree>,
+    evm_txs: Option<&'a weaver_engine::store::DomainTree>,
+    internal_txs: Option<&'a weaver_engine::store::DomainTree>,
+    plugins: &'a [(Arc<dyn DomainPlugin>, weaver_engine::store::DomainTree)],
 }
 
 /// What the status page shows of `chain`: each configured domain (in config order, `txs`
@@ -691,17 +691,17 @@ fn start_tracking(
     config: &Config,
     store: &Store,
     supervision: &Supervision,
-    relay_stores: std::collections::HashMap<String, weaver_actors::store::relay::RelayStore>,
+    relay_stores: std::collections::HashMap<String, weaver_engine::store::relay::RelayStore>,
     sources: std::collections::HashMap<String, Arc<ChainAccess>>,
     bus: &RelayBus,
 ) -> anyhow::Result<http::tracking::TrackingApi> {
-    use weaver_actors::tracker::{
+    use weaver_router::tracker::{
         HubDeps, Topology, TrackerHub, TrackerSettings, TrackerView, Tracking,
     };
     let settings = &config.tracker;
     let view = TrackerView::new(
         Arc::new(Topology::new(&config.router.registry())),
-        store.trackers()?,
+        weaver_router::tracker::store::TrackerStore::open(store)?,
     );
     let deps = HubDeps {
         tracking: Tracking::new(
@@ -736,7 +736,7 @@ fn start_tracking(
 fn spawn_registry_reload(
     path: PathBuf,
     planner: Supervised<RoutePlanner>,
-    tracker_view: Arc<weaver_actors::tracker::TrackerView>,
+    tracker_view: Arc<weaver_router::tracker::TrackerView>,
 ) {
     #[cfg(unix)]
     {
@@ -752,10 +752,10 @@ fn spawn_registry_reload(
                 let outcome = match Config::load(&path) {
                     Ok(config) => {
                         let registry = config.router.registry();
-                        let topology = weaver_actors::tracker::Topology::new(&registry);
+                        let topology = weaver_router::tracker::Topology::new(&registry);
                         let replaced = planner
                             .addr()
-                            .send(weaver_actors::planner::actor::ReplaceRegistry(registry))
+                            .send(weaver_router::planner::actor::ReplaceRegistry(registry))
                             .await
                             .map_err(|e| e.to_string())
                             .and_then(|r| r.map_err(|e| e.to_string()));
@@ -788,20 +788,4 @@ fn write_listeners(data_dir: &Path, listeners: &Listeners) -> anyhow::Result<()>
     std::fs::write(&staging, serde_json::to_vec_pretty(listeners)?)?;
     std::fs::rename(&staging, &path)?;
     Ok(())
-}
-
-pub async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -10,11 +10,11 @@ use figment::providers::{Env, Format, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use weaver_actors::chain::address;
-use weaver_actors::chain::devnet::network::NetworkFault;
-use weaver_actors::chain::devnet::{Fault, Vm};
-use weaver_actors::indexers::Domain;
-use weaver_actors::planner::registry::{
+use weaver_devnet::network::NetworkFault;
+use weaver_devnet::{Fault, Vm};
+use weaver_engine::chain::address;
+use weaver_engine::indexers::Domain;
+use weaver_router::planner::registry::{
     IbcChannel, OpBridge, OtherBridge, RegAsset, RegChain, Registry, SwapVenue,
 };
 
@@ -610,7 +610,7 @@ fn default_cache_mb() -> u64 {
     256
 }
 fn default_memtable_mb() -> u64 {
-    weaver_actors::store::DEFAULT_MEMTABLE_BYTES >> 20
+    weaver_engine::store::DEFAULT_MEMTABLE_BYTES >> 20
 }
 fn default_http_workers() -> usize {
     2

@@ -1,4 +1,4 @@
-//! The devnet chains of a config as one network (`weaver_actors::chain::devnet::network`):
+//! The devnet chains of a config as one network (`weaver_devnet::network`):
 //! its topology taken from the router registry of the same config (so routes and the
 //! network agree), its node endpoints on loopback, its test accounts printed at start and
 //! written with the bound addresses to `<data_dir>/devnet.json`.
@@ -8,14 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use weaver_actors::chain::devnet::network::{
-    Network, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace,
-};
-use weaver_actors::chain::devnet::{Devnet, DevnetWorld};
-use weaver_actors::chain::keys::KeyKind;
+use weaver_devnet::network::{Network, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace};
+use weaver_devnet::{Devnet, DevnetWorld};
+use weaver_engine::chain::keys::KeyKind;
 
 use crate::config::{Config, SourceConfig};
-use crate::devnet_node::{self, faults::Faults, Bound, Listen};
+use weaver_devnet::node::{self, faults::Faults, Bound, Listen};
 
 /// The network and the devnet of each of its chains (the ones every source, EVM view and
 /// node listener of the process must share).
@@ -143,7 +141,7 @@ pub fn bind_nodes(
             continue;
         }
         let devnet = devnet_network.devnets[&chain.chain_id].clone();
-        let (chain_servers, addresses) = devnet_node::bind(
+        let (chain_servers, addresses) = node::bind(
             devnet,
             Some(devnet_network.network.clone()),
             Faults::new(vec![], std::time::Duration::from_secs(1)),

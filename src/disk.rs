@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use weaver_actors::store::filesystem_space;
+use weaver_engine::store::filesystem_space;
 
 const EVERY: Duration = Duration::from_secs(5);
 
@@ -87,7 +87,7 @@ pub fn spawn_gauges(data_dir: PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weaver_actors::store::Store;
+    use weaver_engine::store::Store;
 
     #[test]
     fn reads_the_file_system_and_the_store() {

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use actix_web::web;
-use weaver_actors::indexers::{DomainIndexer, IndexError};
-use weaver_actors::store::DomainTree;
+use weaver_engine::indexers::{DomainIndexer, IndexError};
+use weaver_engine::store::DomainTree;
 
 use crate::config::ChainConfig;
 

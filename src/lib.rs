@@ -3,8 +3,6 @@
 pub mod boot;
 pub mod config;
 pub mod devnet_network;
-pub mod devnet_node;
-pub mod devnet_send;
 pub mod disk;
 pub mod domains;
 pub mod http;

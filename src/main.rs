@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use weaver::config::Config;
-use weaver_actors::chain::devnet::{now_ns, ChainParams, DevnetWorld, Vm};
+use weaver_devnet::{now_ns, ChainParams, DevnetWorld, Vm};
 
 /// glibc's allocator spent ~17 % of a page answer's CPU growing, freeing and consolidating
 /// the 380 KB write buffers actix fills for each response (`_int_malloc`, `unlink_chunk`,
@@ -63,7 +63,7 @@ enum DevnetCommand {
     Serve(Box<DevnetServe>),
     /// Send a transfer through the router with a devnet test account: route, msgs, sign,
     /// broadcast, wait for inclusion and for the destination balance.
-    Send(Box<weaver::devnet_send::SendArgs>),
+    Send(Box<weaver_devnet::send::SendArgs>),
 }
 
 #[derive(Subcommand)]
@@ -248,7 +248,7 @@ fn main() -> ExitCode {
         Some(Command::Registry {
             command: RegistryCommand::Synthetic { rollups, listen },
         }) => {
-            let registry = weaver_actors::planner::synthetic::registry(*rollups);
+            let registry = weaver_router::planner::synthetic::registry(*rollups);
             match weaver::registry_import::render_registry(
                 registry,
                 *listen,
@@ -305,7 +305,7 @@ fn main() -> ExitCode {
                     }
                 },
             };
-            match weaver::devnet_send::run(args, &devnet_file, &mut std::io::stdout()) {
+            match weaver_devnet::send::run(args, &devnet_file, &mut std::io::stdout()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("weaver devnet send: {e:#}");
@@ -317,7 +317,7 @@ fn main() -> ExitCode {
 }
 
 async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
-    if !weaver_actors::chain::address::valid_prefix(&args.bech32_prefix) {
+    if !weaver_engine::chain::address::valid_prefix(&args.bech32_prefix) {
         anyhow::bail!(
             "--bech32-prefix {:?} is not a bech32 prefix",
             args.bech32_prefix
@@ -340,22 +340,22 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
         txs_per_block: args.txs_per_block,
         fee_denom: args.fee_denom.clone(),
     }));
-    let faults = weaver::devnet_node::faults::parse(&args.faults)
+    let faults = weaver_devnet::node::faults::parse(&args.faults)
         .map_err(|e| anyhow::anyhow!("--faults: {e}"))?;
     if !faults.is_empty() {
         tracing::warn!(faults = %args.faults, "devnet node will inject faults");
     }
-    let faults = weaver::devnet_node::faults::Faults::new(
+    let faults = weaver_devnet::node::faults::Faults::new(
         faults,
         std::time::Duration::from_millis(args.fault_delay_ms),
     );
-    let listen = weaver::devnet_node::Listen {
+    let listen = weaver_devnet::node::Listen {
         rpc: Some(args.rpc_listen),
         rest: Some(args.rest_listen),
         json_rpc: Some(args.json_rpc_listen),
         debug_namespace: !args.no_debug_namespace,
     };
-    let (servers, bound) = weaver::devnet_node::bind(devnet, None, faults, listen)?;
+    let (servers, bound) = weaver_devnet::node::bind(devnet, None, faults, listen)?;
     let (rpc, rest, json_rpc) = (bound.rpc, bound.rest, bound.json_rpc);
     tracing::info!(chain_id = %args.chain_id, ?rpc, ?rest, ?json_rpc, "devnet node serving");
     if let Some(path) = &args.listeners_file {
@@ -366,7 +366,7 @@ async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {
             )?,
         )?;
     }
-    weaver::devnet_node::serve_until_signal(servers).await;
+    weaver_devnet::node::serve_until_signal(servers).await;
     Ok(())
 }
 
@@ -399,6 +399,6 @@ async fn serve_network(config: Config, args: &DevnetServe) -> anyhow::Result<()>
     weaver::devnet_network::write_devnet_file(&path, &network.network, &bound)?;
     weaver::devnet_network::announce_accounts(&network.network);
     tracing::info!(file = %path.display(), "devnet network serving");
-    weaver::devnet_node::serve_until_signal(servers).await;
+    weaver_devnet::node::serve_until_signal(servers).await;
     Ok(())
 }

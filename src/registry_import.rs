@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
-use weaver_actors::planner::denom::ibc_denom;
-use weaver_actors::planner::registry::{IbcChannel, OpBridge, RegAsset, RegChain, Registry};
+use weaver_router::planner::denom::ibc_denom;
+use weaver_router::planner::registry::{IbcChannel, OpBridge, RegAsset, RegChain, Registry};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {

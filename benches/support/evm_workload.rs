@@ -1,11 +1,11 @@
 //! The ingestion workload of issue #15, shared by `ingest_e2e` and `store_engines`: the
 //! embedded EVM devnet chain and the main follower's default domains over a store.
 
-use weaver_actors::chain::devnet::{DevnetSpec, Vm};
-use weaver_actors::indexers::{
+use weaver_devnet::{DevnetSpec, Vm};
+use weaver_engine::indexers::{
     BlocksIndexer, DomainIndexer, NftIndexer, RelayIndexer, RichListIndexer,
 };
-use weaver_actors::store::{HotLimits, Store};
+use weaver_engine::store::{HotLimits, Store};
 
 pub const CHAIN: &str = "minievm-1";
 

@@ -21,7 +21,7 @@
 //! that are not kept, or not yet compressed while the pool is busy, go out uncompressed;
 //! every answer of a cache carries `Vary: Accept-Encoding`.
 //!
-//! [`DomainTree::changes`]: weaver_actors::store::DomainTree::changes
+//! [`DomainTree::changes`]: weaver_engine::store::DomainTree::changes
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -31,7 +31,7 @@ use actix_web::http::header::{self, AcceptEncoding, Encoding, Header};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use metrics::Counter;
-use weaver_actors::store::DomainTree;
+use weaver_engine::store::DomainTree;
 
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::limits::HeavyPages;

@@ -131,8 +131,8 @@ impl ResponseError for ApiError {
     }
 }
 
-impl From<weaver_actors::store::StoreError> for ApiError {
-    fn from(e: weaver_actors::store::StoreError) -> Self {
+impl From<weaver_engine::store::StoreError> for ApiError {
+    fn from(e: weaver_engine::store::StoreError) -> Self {
         match e {
             // The disk, not us: a read the disk refused (a full or failing disk). Say so and
             // when to retry.

@@ -4,9 +4,9 @@
 
 use actix_web::{web, HttpRequest};
 
-use weaver_actors::chain::address::parse_account;
-use weaver_actors::indexers::evm_internal_txs::BY_TX;
-use weaver_actors::store::{BlocksStore, TxFilter};
+use weaver_engine::chain::address::parse_account;
+use weaver_engine::indexers::evm_internal_txs::BY_TX;
+use weaver_engine::store::{BlocksStore, TxFilter};
 
 use super::answer_cache::AnswerCache;
 use super::error::{json_bytes, ApiError, ApiResult};

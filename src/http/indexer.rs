@@ -6,9 +6,9 @@ use actix_web::{web, HttpRequest};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use weaver_actors::chain::address::parse_account;
-use weaver_actors::follower::{Ingestion, IngestionStatus};
-use weaver_actors::store::{BlocksStore, Page, Total, TxFilter};
+use weaver_engine::chain::address::parse_account;
+use weaver_engine::follower::{Ingestion, IngestionStatus};
+use weaver_engine::store::{BlocksStore, Page, Total, TxFilter};
 
 use super::answer_cache::AnswerCache;
 use super::error::{json_bytes, ApiError, ApiResult};
@@ -21,7 +21,7 @@ use super::query::{
 pub struct ChainApi {
     pub store: BlocksStore,
     /// The rich-list domain, whose watermark `/status` reports.
-    pub rich_list: Option<weaver_actors::store::RichListStore>,
+    pub rich_list: Option<weaver_engine::store::RichListStore>,
     /// The internal-txs domain, whose watermark `/status` reports.
     pub internal_txs: Option<BlocksStore>,
     /// The follower's state (running, stalled, stopped), shared with it.
@@ -48,7 +48,7 @@ impl ChainApi {
 
     pub fn with_rich_list(
         mut self,
-        rich_list: Option<weaver_actors::store::RichListStore>,
+        rich_list: Option<weaver_engine::store::RichListStore>,
     ) -> Self {
         self.rich_list = rich_list;
         self

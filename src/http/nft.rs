@@ -8,11 +8,11 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use weaver_actors::chain::address::{decode_bech32, parse_account, parse_hex_address};
-use weaver_actors::chain::devnet::Vm;
-use weaver_actors::store::nft::keys::TxPosition;
-use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
-use weaver_actors::store::{BlocksStore, NftStore, Page, PageRequest, StoreError};
+use weaver_devnet::Vm;
+use weaver_engine::chain::address::{decode_bech32, parse_account, parse_hex_address};
+use weaver_engine::store::nft::keys::TxPosition;
+use weaver_engine::store::nft::{TokenCursor, TokenFilter, TokenOrder};
+use weaver_engine::store::{BlocksStore, NftStore, Page, PageRequest, StoreError};
 
 use super::answer_cache::{AnswerCache, Rendered};
 use super::error::{ApiError, ApiResult};

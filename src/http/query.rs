@@ -7,7 +7,7 @@
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use weaver_actors::store::{Order, PageRequest};
+use weaver_engine::store::{Order, PageRequest};
 
 use super::error::ApiError;
 

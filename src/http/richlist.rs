@@ -13,10 +13,10 @@ use dashmap::DashMap;
 use ethnum::U256;
 use serde_json::Value;
 
-use weaver_actors::chain::devnet::Vm;
-use weaver_actors::chain::{ChainAccess, ChainQuery, ChainSource};
-use weaver_actors::store::richlist::Holding;
-use weaver_actors::store::RichListStore;
+use weaver_devnet::Vm;
+use weaver_engine::chain::{ChainAccess, ChainQuery, ChainSource};
+use weaver_engine::store::richlist::Holding;
+use weaver_engine::store::RichListStore;
 
 use super::answer_cache::AnswerCache;
 use super::error::{ApiError, ApiResult};

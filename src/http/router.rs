@@ -14,13 +14,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use utoipa::{IntoParams, ToSchema};
 
-use weaver_actors::planner::actor::{PlannerSnapshot, SnapshotHandle};
-use weaver_actors::planner::error::RouteError;
-use weaver_actors::planner::msgs_answer::MsgsAnswer;
-use weaver_actors::planner::op_hook::OpHook;
-use weaver_actors::planner::request::{MsgsRequest, OpHookRequest, RouteRequest};
-use weaver_actors::planner::route::Route;
-use weaver_actors::planner::{msgs_answer, op_hook, route};
+use weaver_router::planner::actor::{PlannerSnapshot, SnapshotHandle};
+use weaver_router::planner::error::RouteError;
+use weaver_router::planner::msgs_answer::MsgsAnswer;
+use weaver_router::planner::op_hook::OpHook;
+use weaver_router::planner::request::{MsgsRequest, OpHookRequest, RouteRequest};
+use weaver_router::planner::route::Route;
+use weaver_router::planner::{msgs_answer, op_hook, route};
 
 use super::error::{ApiError, ApiResult};
 use super::query::parse_bool;
@@ -543,7 +543,7 @@ pub(super) async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weaver_actors::planner::registry::Registry;
+    use weaver_router::planner::registry::Registry;
 
     fn snapshot() -> Arc<PlannerSnapshot> {
         Arc::new(PlannerSnapshot::build(Registry::default()).unwrap())

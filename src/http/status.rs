@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
-use weaver_actors::chain::devnet::now_ns;
-use weaver_actors::chain::timefmt::rfc3339_seconds;
-use weaver_actors::follower::{Ingestion, IngestionStatus};
-use weaver_actors::store::DomainTree;
-use weaver_actors::tracker::{TrackerView, TxState};
+use weaver_devnet::now_ns;
+use weaver_engine::chain::timefmt::rfc3339_seconds;
+use weaver_engine::follower::{Ingestion, IngestionStatus};
+use weaver_engine::store::DomainTree;
+use weaver_router::tracker::{TrackerView, TxState};
 
 /// How often the page reloads itself.
 pub const REFRESH_SECS: u32 = 5;
@@ -418,8 +418,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weaver_actors::store::Store;
-    use weaver_actors::tracker::{Topology, TrackKey, Tracked};
+    use weaver_engine::store::Store;
+    use weaver_router::tracker::{Topology, TrackKey, Tracked};
 
     fn board(dir: &std::path::Path) -> (StatusBoard, DomainTree) {
         let store = Store::open(dir, 1 << 20).unwrap();
@@ -434,7 +434,7 @@ mod tests {
         .domain("txs", tree.clone(), true);
         let view = TrackerView::new(
             Arc::new(Topology::new(&Default::default())),
-            store.trackers().unwrap(),
+            weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
         );
         (StatusBoard::new(vec![chain], view), tree)
     }

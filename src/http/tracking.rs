@@ -12,9 +12,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
-use weaver_actors::planner::actor::SnapshotHandle;
-use weaver_actors::system::Supervised;
-use weaver_actors::tracker::{Register, TrackError, TrackKey, TrackerHub, TrackerView};
+use weaver_engine::system::Supervised;
+use weaver_router::planner::actor::SnapshotHandle;
+use weaver_router::tracker::{Register, TrackError, TrackKey, TrackerHub, TrackerView};
 
 use super::error::{ApiError, ApiResult};
 

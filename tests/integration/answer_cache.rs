@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use weaver::config::Config;
-use weaver_actors::chain::devnet::DevnetWorld;
+use weaver_devnet::DevnetWorld;
 
 use crate::harness::{config_with, devnet_chain, frozen_config, metric_value, Daemon};
 

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use weaver::config::Config;
-use weaver_actors::relay::RelayKind;
-use weaver_actors::store::Store;
+use weaver_engine::relay::RelayKind;
+use weaver_engine::store::Store;
 
 use crate::harness::{all_blocks, config_with, devnet_chain, walk, Daemon};
 

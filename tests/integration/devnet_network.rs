@@ -22,7 +22,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use weaver_actors::chain::address::{decode_bech32, to_bech32};
+use weaver_engine::chain::address::{decode_bech32, to_bech32};
 
 use crate::harness::{genesis_ms_for_history, Daemon, ServedNetwork};
 

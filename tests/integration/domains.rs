@@ -11,10 +11,10 @@ use actix_web::{web, HttpResponse};
 use serde_json::Value;
 use weaver::config::{ChainConfig, Config};
 use weaver::domains::{DomainPlugin, Extensions};
-use weaver_actors::chain::decode::decode_tx;
-use weaver_actors::chain::types::BlockBundle;
-use weaver_actors::indexers::{DomainIndexer, IndexError};
-use weaver_actors::store::{keys, Batch, DomainTree};
+use weaver_engine::chain::decode::decode_tx;
+use weaver_engine::chain::types::BlockBundle;
+use weaver_engine::indexers::{DomainIndexer, IndexError};
+use weaver_engine::store::{keys, Batch, DomainTree};
 
 use crate::harness::{config_with, devnet_chain, with_world};
 

@@ -10,9 +10,9 @@ use ethnum::U256;
 use serde_json::Value;
 
 use weaver::config::Config;
-use weaver_actors::chain::devnet::evm::DevnetEvm;
-use weaver_actors::chain::devnet::DevnetWorld;
-use weaver_actors::chain::evm_log::TRANSFER_TOPIC;
+use weaver_devnet::evm::DevnetEvm;
+use weaver_devnet::DevnetWorld;
+use weaver_engine::chain::evm_log::TRANSFER_TOPIC;
 
 use crate::harness::{config_with, devnet_chain, frozen_config, metric_value, walk, Daemon};
 
@@ -36,7 +36,7 @@ struct Ledger {
     emptied: Vec<(String, String)>,
 }
 
-fn replay(devnet: &weaver_actors::chain::devnet::Devnet, up_to: u64) -> Ledger {
+fn replay(devnet: &weaver_devnet::Devnet, up_to: u64) -> Ledger {
     let mut ledger = Ledger {
         balances: BTreeMap::new(),
         minted: BTreeMap::new(),
@@ -366,7 +366,7 @@ fn a_node_without_debug_stops_only_the_internal_txs() {
 
 #[test]
 fn kill_9_in_each_evm_domain_resumes_every_watermark_cleanly() {
-    use weaver_actors::store::{Order, PageRequest, Store, Total, TxFilter};
+    use weaver_engine::store::{Order, PageRequest, Store, Total, TxFilter};
     let chain = devnet_chain(CHAIN, "evm", "")
         .replace("block_interval_ms = 200", "block_interval_ms = 1000");
     let config = format!(
@@ -432,7 +432,7 @@ fn kill_9_in_each_evm_domain_resumes_every_watermark_cleanly() {
     }
     // EVM txs and internal txs: each exactly once, in chain order, up to their watermarks.
     let evm = DevnetEvm::new(devnet).unwrap();
-    let all = |store: &weaver_actors::store::BlocksStore| {
+    let all = |store: &weaver_engine::store::BlocksStore| {
         let page = store
             .txs_page(
                 &TxFilter::default(),

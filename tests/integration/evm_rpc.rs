@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weaver_actors::chain::devnet::evm::DevnetEvm;
-use weaver_actors::chain::devnet::{ChainParams, DevnetWorld, Vm};
-use weaver_actors::chain::node::eth::{EthClient, EthConfig};
-use weaver_actors::chain::{Evm, EvmError, EvmSource};
+use weaver_devnet::evm::DevnetEvm;
+use weaver_devnet::{ChainParams, DevnetWorld, Vm};
+use weaver_engine::chain::node::eth::{EthClient, EthConfig};
+use weaver_engine::chain::{Evm, EvmError, EvmSource};
 
 use crate::harness::{devnet_node_args, devnet_node_vm_args, genesis_ms_for_history, DevnetNode};
 
@@ -20,7 +20,8 @@ const HEIGHTS: [u64; 5] = [7, 9, 11, 60, 120];
 /// Nothing listens here: connections are refused at once.
 const DEAD_URL: &str = "http://127.0.0.1:9";
 
-fn local(genesis_ms: i64) -> Evm {
+/// The devnet's EVM view, as the daemon reads it (`Evm::Local`), and the view itself.
+fn local_view(genesis_ms: i64) -> Arc<DevnetEvm> {
     let devnet = DevnetWorld {
         seed: 9,
         genesis_time_ns: genesis_ms * 1_000_000,
@@ -33,7 +34,11 @@ fn local(genesis_ms: i64) -> Evm {
         txs_per_block: 4,
         fee_denom: "umin".into(),
     });
-    Evm::Devnet(Arc::new(DevnetEvm::new(Arc::new(devnet)).unwrap()))
+    Arc::new(DevnetEvm::new(Arc::new(devnet)).unwrap())
+}
+
+fn local(genesis_ms: i64) -> Evm {
+    Evm::Local(local_view(genesis_ms))
 }
 
 fn remote(urls: Vec<String>) -> Evm {
@@ -59,7 +64,8 @@ fn eth_client_answers_what_the_devnet_evm_source_answers() {
     let args = devnet_node_args(CHAIN, genesis, &[]);
     let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let url = node.json_rpc.clone().expect("an EVM chain serves JSON-RPC");
-    let (local, remote) = (local(genesis), remote(vec![DEAD_URL.into(), url]));
+    let view = local_view(genesis);
+    let (local, remote) = (Evm::Local(view.clone()), remote(vec![DEAD_URL.into(), url]));
     runtime.block_on(async {
         assert!(remote.block_number().await.unwrap() >= 120);
         let mut tokens = BTreeSet::new();
@@ -109,12 +115,12 @@ fn eth_client_answers_what_the_devnet_evm_source_answers() {
             local.call(token, "0xdeadbeef", 60).await.unwrap()
         );
         // Cosmos → EVM hashes, for the blocks the node has answered about.
-        let (Evm::Devnet(devnet), Evm::Node(client)) = (&local, &remote) else {
+        let Evm::Node(client) = &remote else {
             unreachable!("built above");
         };
         let mut mapped = BTreeSet::new();
-        for tx in devnet.devnet().block(9).txs {
-            let cosmos = hex::encode(weaver_actors::chain::decode::tx_hash(&tx.raw));
+        for tx in view.devnet().block(9).txs {
+            let cosmos = hex::encode(weaver_engine::chain::decode::tx_hash(&tx.raw));
             mapped.extend(client.evm_tx_hash(&cosmos).await.unwrap());
         }
         let expected: BTreeSet<_> = local

@@ -7,6 +7,7 @@ mod cli;
 mod cors;
 mod crash;
 mod devnet_network;
+mod devnet_send;
 mod domains;
 mod evm;
 mod evm_rpc;

@@ -2,12 +2,12 @@
 //! validation rules, and the HTTP endpoint. Goldens are regenerated with UPDATE_GOLDEN=1.
 
 use serde_json::{json, Value};
-use weaver_actors::planner::denom::{ibc_denom, l2_denom};
-use weaver_actors::planner::msgs_answer as txs;
-use weaver_actors::planner::registry::Registry;
-use weaver_actors::planner::request::{MsgsRequest, RouteRequest, SignedOpHook};
-use weaver_actors::planner::route;
-use weaver_actors::planner::PlannerSnapshot;
+use weaver_router::planner::denom::{ibc_denom, l2_denom};
+use weaver_router::planner::msgs_answer as txs;
+use weaver_router::planner::registry::Registry;
+use weaver_router::planner::request::{MsgsRequest, RouteRequest, SignedOpHook};
+use weaver_router::planner::route;
+use weaver_router::planner::PlannerSnapshot;
 
 /// A fixed clock so timeouts are reproducible: 2026-01-01T00:00:00Z.
 pub const NOW_NS: u128 = 1_767_225_600_000_000_000;
@@ -41,7 +41,7 @@ pub fn line_snapshot() -> PlannerSnapshot {
 }
 
 pub fn addr(prefix: &str, byte: u8) -> String {
-    weaver_actors::chain::address::to_bech32(prefix, &[byte; 20])
+    weaver_engine::chain::address::to_bech32(prefix, &[byte; 20])
 }
 
 /// (name, snapshot, route request, address per chain prefix, signed hook).

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use weaver_actors::planner::msgs_answer as txs;
-use weaver_actors::planner::op_hook as route;
-use weaver_actors::planner::request::OpHookRequest;
+use weaver_router::planner::msgs_answer as txs;
+use weaver_router::planner::op_hook as route;
+use weaver_router::planner::request::OpHookRequest;
 
 use crate::msgs::{addr, cases, msgs_request, snapshot_of, NOW_NS};
 
@@ -70,7 +70,7 @@ fn generated() -> Vec<Value> {
     }
     // The op-hook message too.
     let mainnet = snapshot_of("config/mainnet.toml");
-    let civitia_init = weaver_actors::planner::denom::l2_denom(12, "uinit");
+    let civitia_init = weaver_router::planner::denom::l2_denom(12, "uinit");
     let user = addr("init", 3);
     let hook = route::op_hook(
         &mainnet,
@@ -80,7 +80,7 @@ fn generated() -> Vec<Value> {
             source_asset_denom: Some("uinit".into()),
             dest_address: Some(user),
             dest_asset_chain_id: Some("interwoven-1".into()),
-            dest_asset_denom: Some(weaver_actors::planner::denom::ibc_denom(&format!(
+            dest_asset_denom: Some(weaver_router::planner::denom::ibc_denom(&format!(
                 "transfer/channel-27/{civitia_init}"
             ))),
             amount_in: Some("1000000".into()),

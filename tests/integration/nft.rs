@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use weaver::config::Config;
-use weaver_actors::chain::devnet::{DevnetWorld, Vm};
-use weaver_actors::chain::timefmt::rfc3339_nano;
+use weaver_devnet::{DevnetWorld, Vm};
+use weaver_engine::chain::timefmt::rfc3339_nano;
 
 use crate::harness::{frozen_config, metric_value, urlencode, walk, Daemon};
 use crate::nft_oracle::{normalise, replay, Expected};

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use weaver::config::Config;
-use weaver_actors::chain::devnet::Vm;
-use weaver_actors::store::nft::{TokenCursor, TokenFilter, TokenOrder};
-use weaver_actors::store::{NftStore, Order, PageRequest, Store, Total};
+use weaver_devnet::Vm;
+use weaver_engine::store::nft::{TokenCursor, TokenFilter, TokenOrder};
+use weaver_engine::store::{NftStore, Order, PageRequest, Store, Total};
 
 use crate::harness::{config_with, devnet_chain, metric_value, Daemon};
 use crate::nft_oracle::replay;
@@ -173,7 +173,7 @@ fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
     }
     // The core domain resumed too.
     let blocks = store
-        .blocks(CHAIN, weaver_actors::store::HotLimits::blocks(8))
+        .blocks(CHAIN, weaver_engine::store::HotLimits::blocks(8))
         .unwrap();
     assert!(blocks.watermark().unwrap() >= watermark);
 }

@@ -9,11 +9,11 @@ use base64::Engine;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use weaver_actors::chain::address::{decode_bech32, parse_hex_address, to_bech32};
-use weaver_actors::chain::decode::{decode_tx, tx_hash};
-use weaver_actors::chain::devnet::{Devnet, Vm};
-use weaver_actors::chain::types::Event;
-use weaver_actors::chain::ChainQuery;
+use weaver_devnet::{Devnet, Vm};
+use weaver_engine::chain::address::{decode_bech32, parse_hex_address, to_bech32};
+use weaver_engine::chain::decode::{decode_tx, tx_hash};
+use weaver_engine::chain::types::Event;
+use weaver_engine::chain::ChainQuery;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Collection {

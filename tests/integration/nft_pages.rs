@@ -9,9 +9,9 @@ use serde_json::Value;
 use weaver::config::LimitsConfig;
 use weaver::http::nft::NftApi;
 use weaver::http::{app, ListenerLimits};
-use weaver_actors::chain::devnet::Vm;
-use weaver_actors::indexers::nft::synthetic::{collection_addr, SyntheticNfts};
-use weaver_actors::store::{HotLimits, Store};
+use weaver_devnet::Vm;
+use weaver_engine::indexers::nft::synthetic::{collection_addr, SyntheticNfts};
+use weaver_engine::store::{HotLimits, Store};
 
 use crate::harness::urlencode;
 

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::Value;
-use weaver_actors::chain::devnet::{ChainParams, Devnet, DevnetWorld, Vm};
-use weaver_actors::chain::node::{NodeClient, NodeConfig};
-use weaver_actors::chain::{ChainQuery, SourceError};
+use weaver_devnet::{ChainParams, Devnet, DevnetWorld, Vm};
+use weaver_engine::chain::node::{NodeClient, NodeConfig};
+use weaver_engine::chain::{ChainQuery, SourceError};
 
 use crate::harness::{devnet_node_vm_args, genesis_ms_for_history, DevnetNode};
 

@@ -9,7 +9,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
 use weaver::config::Config;
-use weaver_actors::planner::RoutePlanner;
+use weaver_router::planner::RoutePlanner;
 
 const CASES: usize = 300;
 const L1: &str = "interwoven-1";

@@ -119,7 +119,7 @@ fn routes_on_the_mainnet_registry() {
         ("yominet-1", 11),
     ];
     for (chain, bridge) in bridges {
-        let l2 = weaver_actors::planner::denom::l2_denom(bridge, "uinit");
+        let l2 = weaver_router::planner::denom::l2_denom(bridge, "uinit");
         let body = ok_route(&d, (L1, "uinit"), (chain, &l2), json!({}));
         let ops = body["operations"].as_array().unwrap();
         assert_eq!(ops.len(), 1, "{body}");
@@ -147,7 +147,7 @@ fn routes_on_the_mainnet_registry() {
 
     // Rollup -> rollup: echelon USDC to cabal, unwinding to the L1 then forward (PFM on the L1).
     let usdc_cabal_bank =
-        weaver_actors::planner::denom::ibc_denom("transfer/channel-0/transfer/channel-3/uusdc");
+        weaver_router::planner::denom::ibc_denom("transfer/channel-0/transfer/channel-3/uusdc");
     let body = ok_route(
         &d,
         ("echelon-1", USDC_ECHELON),
@@ -218,7 +218,7 @@ fn op_hook_and_withdrawal_routes() {
     assert_eq!(variant(&ops[1], "transfer")["channel"], "channel-0");
     assert!(!body["extra_infos"].as_array().unwrap().is_empty());
 
-    let user = weaver_actors::chain::address::to_bech32("init", &[9u8; 20]);
+    let user = weaver_engine::chain::address::to_bech32("init", &[9u8; 20]);
     let hook_request = json!({
         "source_address": user, "source_asset_chain_id": L1, "source_asset_denom": "uinit",
         "dest_address": user, "dest_asset_chain_id": L1, "dest_asset_denom": INIT_CIVITIA_ON_L1,
@@ -395,16 +395,16 @@ fn router_errors_are_json_4xx() {
 /// including a swap on the L1 venue and an op-hook route.
 #[test]
 fn the_default_config_routes_over_its_devnet() {
-    use weaver_actors::planner::request::RouteRequest;
-    use weaver_actors::planner::route;
-    use weaver_actors::planner::PlannerSnapshot;
+    use weaver_router::planner::request::RouteRequest;
+    use weaver_router::planner::route;
+    use weaver_router::planner::PlannerSnapshot;
     let config = weaver::config::Config::load(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/config/weaver.toml"
     )))
     .unwrap();
     let snapshot = PlannerSnapshot::build(config.router.registry()).unwrap();
-    let usdc_l1 = weaver_actors::planner::denom::ibc_denom("transfer/channel-0/uusdc");
+    let usdc_l1 = weaver_router::planner::denom::ibc_denom("transfer/channel-0/uusdc");
     let request = |from: (&str, &str), to: (&str, &str), amount: &str| RouteRequest {
         amount_in: Some(amount.into()),
         source_asset_chain_id: Some(from.0.into()),
@@ -415,7 +415,7 @@ fn the_default_config_routes_over_its_devnet() {
     };
     // Noble USDC -> minimove over the L1 (PFM): one tx, two hops.
     let usdc_move =
-        weaver_actors::planner::denom::ibc_denom("transfer/channel-0/transfer/channel-0/uusdc");
+        weaver_router::planner::denom::ibc_denom("transfer/channel-0/transfer/channel-0/uusdc");
     let body = route::route(
         &snapshot,
         &request(
@@ -450,7 +450,7 @@ fn the_default_config_routes_over_its_devnet() {
     assert_eq!(body["swap_price_impact_percent"], "20");
     // INIT from the L1 to every devnet rollup by OPinit.
     for (chain, bridge) in [("minimove-1", 1), ("minievm-1", 2), ("miniwasm-1", 3)] {
-        let l2 = weaver_actors::planner::denom::l2_denom(bridge, "uinit");
+        let l2 = weaver_router::planner::denom::l2_denom(bridge, "uinit");
         let body = route::route(
             &snapshot,
             &request(("weaver-l1-1", "uinit"), (chain, &l2), "7"),

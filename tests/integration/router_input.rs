@@ -3,9 +3,9 @@
 //! stay within ibc-go's limits; `/v2/fungible/route` never quotes what `/msgs` refuses.
 
 use serde_json::{json, Value};
-use weaver_actors::planner::limits::{MAX_OP_HOOK_BYTES, MAX_ROUTE_HOPS};
-use weaver_actors::planner::request::RouteRequest;
-use weaver_actors::planner::route;
+use weaver_router::planner::limits::{MAX_OP_HOOK_BYTES, MAX_ROUTE_HOPS};
+use weaver_router::planner::request::RouteRequest;
+use weaver_router::planner::route;
 
 use crate::harness::Daemon;
 use crate::msgs::{addr, base64_of, cases, msgs_request, snapshot_of};
@@ -283,7 +283,7 @@ fn route_never_quotes_an_amount_msgs_refuses() {
     // Every golden route builds: what /route quotes, /msgs accepts.
     for (name, snapshot, request, hook) in cases() {
         let msgs = msgs_request(&snapshot, &request, hook);
-        weaver_actors::planner::msgs_answer::build(&snapshot, &msgs, crate::msgs::NOW_NS)
+        weaver_router::planner::msgs_answer::build(&snapshot, &msgs, crate::msgs::NOW_NS)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }

@@ -38,7 +38,7 @@ fn skip_go_client_sdk_talks_to_the_router() {
         ],
     );
     let api = format!("http://{}", d.listeners["router"].as_str().unwrap());
-    let l2 = weaver_actors::planner::denom::l2_denom(12, "uinit");
+    let l2 = weaver_router::planner::denom::l2_denom(12, "uinit");
     let out = Command::new("node")
         .arg(dir.join("calls.mjs"))
         .arg(&api)

@@ -28,7 +28,7 @@ const TERMINAL: Duration = Duration::from_secs(90);
 /// More test accounts than devnet_network.rs: one per case.
 const TEST_ACCOUNTS: i64 = 12;
 /// Every test account holds this much of every denom at genesis
-/// (`weaver_actors::chain::devnet::network::TEST_ACCOUNT_FUNDS`).
+/// (`weaver_devnet::network::TEST_ACCOUNT_FUNDS`).
 const FUNDS: u128 = 1_000_000_000_000;
 
 /// The network of devnet_network.rs with one test account per case here.

@@ -6,7 +6,7 @@
 #![allow(dead_code)] // fields are read by the schema derive, never in code
 
 use utoipa::ToSchema;
-use weaver_actors::indexers::records::{BlockRecord, TxRecord};
+use weaver_engine::indexers::records::{BlockRecord, TxRecord};
 
 /// The pagination of every list: keys are base64; `total` is a decimal string (`"-1"` when
 /// not known, `"0"` when not counted: `pagination.count_total=false`).

@@ -1,0 +1,143 @@
+//! ICS-20 transfers out of the chain on `transfer/channel-9`, a channel to a chain outside
+//! the devnet network (so its packets are never relayed and its sequences never meet those
+//! of the network's channels): each escrows the chain's fee token and emits `send_packet` in
+//! ibc-go v8 form, so the relay domain sees real packets. Packet sequences are the
+//! activity's slots + 1 (no transfer fails, so they are contiguous).
+
+use prost::Message as _;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::{Activity, Lane, Slot, TxPlan};
+use crate::message::{amount, Message};
+use crate::network::packet::escrow_address;
+use crate::DevnetSpec;
+use weaver_engine::chain::address;
+use weaver_engine::chain::proto::{Any, Coin, Height, MsgTransfer};
+use weaver_engine::chain::types::Event;
+
+pub const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
+pub const PORT: &str = "transfer";
+pub const CHANNEL: &str = "channel-9";
+const COUNTERPARTY_CHANNEL: &str = "channel-9";
+const CONNECTION: &str = "connection-9";
+/// Packets time out a day after genesis plus one minute per slot: always after their block.
+const TIMEOUT_BASE_NS: i64 = 24 * 3600 * 1_000_000_000;
+
+pub struct IbcTransfers;
+
+impl Activity for IbcTransfers {
+    fn name(&self) -> &'static str {
+        "ibc_transfers"
+    }
+
+    /// About one every other block on a chain with traffic.
+    fn rate(&self, chain: &DevnetSpec) -> u32 {
+        u32::from(chain.txs_per_block > 0)
+    }
+
+    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
+        let sender = &lane.accounts[slot.sender].bech32;
+        let receiver = &lane.recipient(slot.sender, rng).bech32;
+        let value = amount(rng).to_string();
+        let denom = &chain.fee_denom;
+        let sequence = (slot.index + 1).to_string();
+        let timeout_ns =
+            (chain.genesis_time_ns + TIMEOUT_BASE_NS) as u64 + slot.index * 60_000_000_000;
+        let timeout = timeout_ns.to_string();
+        let msg = MsgTransfer {
+            source_port: PORT.into(),
+            source_channel: CHANNEL.into(),
+            token: Some(Coin {
+                denom: denom.clone(),
+                amount: value.clone(),
+            }),
+            sender: sender.clone(),
+            receiver: receiver.clone(),
+            timeout_height: Some(Height::default()),
+            timeout_timestamp: timeout_ns,
+            memo: String::new(),
+        };
+        // ICS-20 packet data: keys sorted, as ibc-go marshals it.
+        let data = json!({"amount": value, "denom": denom, "receiver": receiver, "sender": sender})
+            .to_string();
+        let escrow = address::to_bech32(&chain.bech32_prefix, &escrow_address(PORT, CHANNEL));
+        let coin_text = format!("{value}{denom}");
+        let data_hex = hex::encode(&data);
+        let message = Message {
+            any: Any {
+                type_url: MSG_TRANSFER.into(),
+                value: msg.encode_to_vec(),
+            },
+            json: json!({
+                "@type": MSG_TRANSFER,
+                "source_port": PORT,
+                "source_channel": CHANNEL,
+                "token": {"denom": denom, "amount": value},
+                "sender": sender,
+                "receiver": receiver,
+                "timeout_height": {"revision_number": "0", "revision_height": "0"},
+                "timeout_timestamp": timeout,
+                "memo": ""
+            }),
+            events: vec![
+                Event::new(
+                    "message",
+                    &[
+                        ("action", MSG_TRANSFER),
+                        ("sender", sender),
+                        ("module", "transfer"),
+                    ],
+                ),
+                Event::new("coin_spent", &[("spender", sender), ("amount", &coin_text)]),
+                Event::new(
+                    "coin_received",
+                    &[("receiver", &escrow), ("amount", &coin_text)],
+                ),
+                Event::new(
+                    "transfer",
+                    &[
+                        ("recipient", &escrow),
+                        ("sender", sender),
+                        ("amount", &coin_text),
+                    ],
+                ),
+                Event::new("message", &[("sender", sender)]),
+                Event::new(
+                    "send_packet",
+                    &[
+                        ("packet_data", &data),
+                        ("packet_data_hex", &data_hex),
+                        ("packet_timeout_height", "0-0"),
+                        ("packet_timeout_timestamp", &timeout),
+                        ("packet_sequence", &sequence),
+                        ("packet_src_port", PORT),
+                        ("packet_src_channel", CHANNEL),
+                        ("packet_dst_port", PORT),
+                        ("packet_dst_channel", COUNTERPARTY_CHANNEL),
+                        ("packet_channel_ordering", "ORDER_UNORDERED"),
+                        ("packet_connection", CONNECTION),
+                        ("connection_id", CONNECTION),
+                    ],
+                ),
+                Event::new("message", &[("module", "ibc_channel")]),
+                Event::new(
+                    "ibc_transfer",
+                    &[
+                        ("sender", sender),
+                        ("receiver", receiver),
+                        ("denom", denom),
+                        ("amount", &value),
+                        ("memo", ""),
+                    ],
+                ),
+                Event::new("message", &[("module", "transfer")]),
+            ],
+            response_type: "/ibc.applications.transfer.v1.MsgTransferResponse".into(),
+        };
+        TxPlan {
+            messages: vec![message],
+            failure: None,
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The devnet as a network you can transact on. Each chain's blocks stay the pure,
+//! generated background traffic of its [`Devnet`]; the network appends to them the txs
+//! that change its ledgers: transactions broadcast from outside (checked like an ante
+//! handler: chain id, account number, sequence, signature, fee) and those of its built-in
+//! IBC relayer and OPinit executor. With nothing broadcast, every block is exactly the
+//! generated one, so runs with the same seed stay byte-identical.
+//!
+//! Heights are sealed in order under one lock: a block is final once the clock passes its
+//! time and someone asks for it; a tx broadcast now, and any relayed step, always lands on
+//! a height above every chain's current tip, so nothing already read ever changes.
+
+mod ante;
+mod execute;
+mod ledger;
+pub mod packet;
+mod relay;
+mod spec;
+mod test_accounts;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+use super::accounts::{self, Account};
+use super::signed_tx::module_address;
+use super::{now_ns, Devnet};
+use weaver_engine::chain::decode::tx_hash;
+use weaver_engine::chain::types::TxBundle;
+
+pub use ante::TxError;
+pub use ledger::{AccountState, Ledger};
+pub use spec::{Bridge, Channel, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace};
+pub use test_accounts::{test_account, test_accounts, TestAccount};
+
+use relay::{Scheduled, Work};
+
+/// First account number of accounts the network creates (test accounts, then new
+/// recipients): far above the generated activities' numbers.
+const FIRST_ACCOUNT_NUMBER: u64 = 100_000;
+/// What each test account holds of every funded denom at genesis (a million tokens of 6
+/// decimals).
+pub const TEST_ACCOUNT_FUNDS: u128 = 1_000_000_000_000;
+/// What every escrow and bridge account holds at genesis, so vouchers and bridged tokens
+/// the registry says exist can go home.
+const MODULE_FUNDS: u128 = 1_000_000_000_000_000_000;
+/// Txs a chain's mempool holds at most; beyond it broadcasts are refused (code 20) until a
+/// block takes them.
+pub const MEMPOOL_CAP: usize = 10_000;
+
+/// A fault asked for from config or the admin route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NetworkFault {
+    /// The next `count` packets are not received in time: they time out and are refunded.
+    TimeoutPackets {
+        count: u32,
+    },
+    /// The next `count` packets are received with an error acknowledgement (refunded).
+    ErrorAcks {
+        count: u32,
+    },
+    /// The relayer and executor stop relaying until resumed (what is due waits).
+    PauseRelayer,
+    ResumeRelayer,
+    /// The next `count` OPinit finalizations (deposit or withdrawal) wait `delay_ms` more.
+    DelayFinalization {
+        count: u32,
+        delay_ms: u64,
+    },
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct FaultState {
+    pub timeout_packets: u32,
+    pub error_acks: u32,
+    pub relayer_paused: bool,
+    pub delayed_finalizations: u32,
+    pub finalization_delay_ms: u64,
+}
+
+/// Where a tx landed.
+#[derive(Debug, Clone)]
+pub struct IncludedTx {
+    pub height: u64,
+    pub time_ns: i64,
+    /// Position in its block (generated txs first).
+    pub index: usize,
+    pub tx: TxBundle,
+}
+
+/// What `POST /cosmos/tx/v1beta1/txs` answers (CheckTx).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BroadcastOutcome {
+    pub txhash: String,
+    pub code: u32,
+    pub codespace: String,
+    pub log: String,
+}
+
+pub(crate) struct ChainState {
+    devnet: Arc<Devnet>,
+    spec: NetworkChain,
+    ledger: Ledger,
+    /// Highest height whose extra txs are final.
+    sealed: u64,
+    /// Checked txs waiting for the next block.
+    mempool: Vec<execute::Pending>,
+    /// Relayer and executor work due at a height.
+    scheduled: BTreeMap<u64, Vec<Work>>,
+    /// The extra txs of each height that has any.
+    blocks: HashMap<u64, Arc<Vec<TxBundle>>>,
+    by_hash: HashMap<[u8; 32], (u64, usize)>,
+    /// Sequences an account's pending txs will have used (CheckTx state).
+    pending_sequences: HashMap<Vec<u8>, u64>,
+    next_packet_sequence: HashMap<(String, String), u64>,
+    /// ibc denom → trace path.
+    traces: HashMap<String, String>,
+    /// OPinit sequences per bridge: deposits on an L1, withdrawals on an L2.
+    bridge_sequences: HashMap<u64, u64>,
+    /// Output indices per bridge (on an L1).
+    output_indices: HashMap<u64, u64>,
+    relayer: Account,
+    relayer_sequence: u64,
+}
+
+pub(crate) struct State {
+    chains: BTreeMap<String, ChainState>,
+    faults: FaultState,
+    /// Relay work held while the relayer is paused.
+    held: Vec<Scheduled>,
+}
+
+/// The transactable devnet network.
+pub struct Network {
+    spec: NetworkSpec,
+    accounts: Vec<TestAccount>,
+    state: Mutex<State>,
+}
+
+impl Network {
+    /// The network over `chains` (the devnets of `spec.chains`, in any order), linked so
+    /// each chain's blocks carry the network's txs from now on.
+    pub fn start(spec: NetworkSpec, chains: &[Arc<Devnet>]) -> Arc<Network> {
+        let accounts = test_accounts(spec.test_accounts);
+        let now = now_ns();
+        let mut states = BTreeMap::new();
+        for chain in &spec.chains {
+            let Some(devnet) = chains.iter().find(|d| d.spec().chain_id == chain.chain_id) else {
+                continue;
+            };
+            let mut ledger = Ledger::new(FIRST_ACCOUNT_NUMBER);
+            for account in &accounts {
+                for kind in &chain.key_kinds {
+                    let address = account.key(*kind).address();
+                    ledger.ensure_account(&address);
+                    for denom in &chain.funded_denoms {
+                        ledger.credit(&address, denom, TEST_ACCOUNT_FUNDS);
+                    }
+                }
+            }
+            let traces: HashMap<String, String> = spec
+                .traces
+                .iter()
+                .filter(|t| t.chain_id == chain.chain_id)
+                .map(|t| (t.denom.clone(), t.path.clone()))
+                .collect();
+            for channel in &spec.channels {
+                for (id, port, end) in [
+                    (&channel.chain_a, &channel.port_a, &channel.channel_a),
+                    (&channel.chain_b, &channel.port_b, &channel.channel_b),
+                ] {
+                    if *id == chain.chain_id {
+                        let escrow = packet::escrow_address(port, end);
+                        for denom in &chain.funded_denoms {
+                            ledger.credit(&escrow, denom, MODULE_FUNDS);
+                        }
+                    }
+                }
+            }
+            for bridge in spec
+                .bridges
+                .iter()
+                .filter(|b| b.l1_chain_id == chain.chain_id)
+            {
+                for denom in &bridge.denoms {
+                    ledger.credit(&bridge_address(bridge.bridge_id), denom, MODULE_FUNDS);
+                }
+            }
+            for pool in spec.pools.iter().filter(|p| p.chain_id == chain.chain_id) {
+                let address = pool_address(&pool.id);
+                ledger.credit(&address, &pool.denom_a, pool.reserve_a);
+                ledger.credit(&address, &pool.denom_b, pool.reserve_b);
+            }
+            let relayer = accounts::derive(
+                devnet.spec().seed,
+                "network-relayer",
+                FIRST_ACCOUNT_NUMBER - 1,
+                1,
+                &chain.bech32_prefix,
+            )
+            .pop()
+            .expect("one account derived");
+            states.insert(
+                chain.chain_id.clone(),
+                ChainState {
+                    sealed: devnet.tip_at(now),
+                    devnet: devnet.clone(),
+                    spec: chain.clone(),
+                    ledger,
+                    mempool: vec![],
+                    scheduled: BTreeMap::new(),
+                    blocks: HashMap::new(),
+                    by_hash: HashMap::new(),
+                    pending_sequences: HashMap::new(),
+                    next_packet_sequence: HashMap::new(),
+                    traces,
+                    bridge_sequences: HashMap::new(),
+                    output_indices: HashMap::new(),
+                    relayer,
+                    relayer_sequence: 0,
+                },
+            );
+        }
+        let network = Arc::new(Network {
+            spec,
+            accounts,
+            state: Mutex::new(State {
+                chains: states,
+                faults: FaultState::default(),
+                held: vec![],
+            }),
+        });
+        for devnet in chains {
+            if network.serves(&devnet.spec().chain_id) {
+                devnet.link(Arc::downgrade(&network));
+            }
+        }
+        network
+    }
+
+    pub fn spec(&self) -> &NetworkSpec {
+        &self.spec
+    }
+
+    pub fn test_accounts(&self) -> &[TestAccount] {
+        &self.accounts
+    }
+
+    pub fn serves(&self, chain_id: &str) -> bool {
+        self.spec.chains.iter().any(|c| c.chain_id == chain_id)
+    }
+
+    /// The state with every height whose time has come sealed.
+    fn sealed(&self) -> MutexGuard<'_, State> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        relay::seal_all(&self.spec, &mut state, now_ns());
+        state
+    }
+
+    /// The chain's tip, sealing up to it.
+    pub fn tip(&self, chain_id: &str) -> Option<u64> {
+        self.sealed().chains.get(chain_id).map(|c| c.sealed)
+    }
+
+    /// The network's txs of `chain_id` at `height` (empty above the tip or when none).
+    pub fn extra_txs(&self, chain_id: &str, height: u64) -> Arc<Vec<TxBundle>> {
+        let state = self.sealed();
+        state
+            .chains
+            .get(chain_id)
+            .filter(|c| height <= c.sealed)
+            .and_then(|c| c.blocks.get(&height).cloned())
+            .unwrap_or_default()
+    }
+
+    pub fn account(&self, chain_id: &str, address: &[u8]) -> Option<AccountState> {
+        self.sealed()
+            .chains
+            .get(chain_id)?
+            .ledger
+            .account(address)
+            .cloned()
+    }
+
+    pub fn balances(&self, chain_id: &str, address: &[u8]) -> Vec<(String, u128)> {
+        self.sealed()
+            .chains
+            .get(chain_id)
+            .map(|c| c.ledger.balances(address))
+            .unwrap_or_default()
+    }
+
+    /// The trace path of an `ibc/…` denom on a chain.
+    pub fn denom_trace(&self, chain_id: &str, denom: &str) -> Option<String> {
+        self.sealed()
+            .chains
+            .get(chain_id)?
+            .traces
+            .get(denom)
+            .cloned()
+    }
+
+    /// Runs a tx against a copy of the chain's state: the gas it would use, or why it
+    /// would fail. Signatures are not checked (SDKs simulate with empty ones).
+    pub fn simulate(&self, chain_id: &str, tx_bytes: &[u8]) -> Result<u64, TxError> {
+        let state = self.sealed();
+        let chain = state
+            .chains
+            .get(chain_id)
+            .ok_or_else(|| TxError::unknown_chain(chain_id))?;
+        let checked = ante::check(
+            chain,
+            tx_bytes,
+            false,
+            self.spec.relay.gas_price_thousandths,
+        )?;
+        let mut scratch = chain.ledger.clone();
+        execute::dry_run(&self.spec, chain, &mut scratch, &checked)?;
+        Ok(checked.gas_used)
+    }
+
+    /// CheckTx, then the mempool: the tx lands in the chain's next block.
+    pub fn broadcast(&self, chain_id: &str, tx_bytes: &[u8]) -> BroadcastOutcome {
+        let txhash = hex::encode_upper(tx_hash(tx_bytes));
+        let mut state = self.sealed();
+        let outcome = match state.chains.get_mut(chain_id) {
+            None => Err(TxError::unknown_chain(chain_id)),
+            Some(chain) => {
+                ante::check(chain, tx_bytes, true, self.spec.relay.gas_price_thousandths).map(
+                    |checked| {
+                        let signer = checked.signer.clone();
+                        let next = checked.sequence + 1;
+                        chain.pending_sequences.insert(signer, next);
+                        chain.mempool.push(execute::pending(checked, tx_bytes));
+                    },
+                )
+            }
+        };
+        let code = outcome.as_ref().map(|_| 0).unwrap_or_else(|e| e.code);
+        metrics::counter!(
+            "weaver_devnet_broadcasts_total",
+            "chain_id" => chain_id.to_string(),
+            "code" => code.to_string()
+        )
+        .increment(1);
+        match outcome {
+            Ok(()) => BroadcastOutcome {
+                txhash,
+                code: 0,
+                codespace: String::new(),
+                log: String::new(),
+            },
+            Err(error) => BroadcastOutcome {
+                txhash,
+                code: error.code,
+                codespace: error.codespace.to_string(),
+                log: error.log,
+            },
+        }
+    }
+
+    /// A tx of a sealed block (generated or not) by hash: the network's own are indexed;
+    /// generated ones are looked up in the last `scan` blocks.
+    pub fn tx(&self, chain_id: &str, hash: &[u8; 32], scan: u64) -> Option<IncludedTx> {
+        let (devnet, found, tip) = {
+            let state = self.sealed();
+            let chain = state.chains.get(chain_id)?;
+            (
+                chain.devnet.clone(),
+                chain.by_hash.get(hash).copied(),
+                chain.sealed,
+            )
+        };
+        let heights: Vec<u64> = match found {
+            Some((height, _)) => vec![height],
+            None => ((tip + 1).saturating_sub(scan).max(1)..=tip)
+                .rev()
+                .collect(),
+        };
+        heights.into_iter().find_map(|height| {
+            let block = devnet.block(height);
+            let index = block.txs.iter().position(|t| tx_hash(&t.raw) == *hash)?;
+            Some(IncludedTx {
+                height,
+                time_ns: block.time_ns,
+                index,
+                tx: block.txs[index].clone(),
+            })
+        })
+    }
+
+    pub fn inject(&self, fault: NetworkFault) {
+        let mut state = self.sealed();
+        relay::inject(&self.spec, &mut state, fault, now_ns());
+    }
+
+    pub fn faults(&self) -> FaultState {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .faults
+            .clone()
+    }
+}
+
+/// The account an OPinit bridge escrows L1 tokens in.
+pub fn bridge_address(bridge_id: u64) -> Vec<u8> {
+    module_address(&format!("ophost/bridge/{bridge_id}"))
+}
+
+/// The account of a DEX pool (its object address, or its hex id padded).
+pub fn pool_address(id: &str) -> Vec<u8> {
+    weaver_engine::chain::address::parse_hex_address(id)
+        .map(|a| {
+            let mut padded = vec![0u8; 32usize.saturating_sub(a.len())];
+            padded.extend(a);
+            padded
+        })
+        .unwrap_or_else(|| module_address(id))
+}
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,191 @@
+//! The one interface the follower pulls blocks through.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::evm_source::{Evm, EvmError, EvmSource};
+use super::node::NodeClient;
+use super::query::{ChainQuery, QueryAnswer, QueryRejection};
+use super::types::BlockBundle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The height does not exist yet: the follower is caught up.
+    #[error("height {0} is not available yet")]
+    FutureHeight(u64),
+    #[error("transport error: {0}")]
+    Transport(String),
+    #[error("node error: {0}")]
+    Node(String),
+    /// The node answered something we cannot parse; logged and counted, then retried.
+    #[error("malformed answer to {path}: {reason}")]
+    Malformed { path: String, reason: String },
+    /// The source serves another chain (`at`: where it was seen: a URL or a block). Fatal:
+    /// following it would mix chains.
+    #[error("wrong chain: {at} belongs to chain {got:?}, this follower indexes {expected:?}")]
+    WrongChain {
+        expected: String,
+        got: String,
+        at: String,
+    },
+}
+
+pub trait ChainSource: Send + Sync {
+    fn latest_height(&self) -> impl Future<Output = Result<u64, SourceError>> + Send;
+    fn block(&self, height: u64) -> impl Future<Output = Result<BlockBundle, SourceError>> + Send;
+    /// Reads chain state at `height` (after that block). `Err` is a transport failure
+    /// (retried by the follower); a chain-side error is an `Ok(Err(rejection))`.
+    fn query(
+        &self,
+        query: &ChainQuery,
+        height: u64,
+    ) -> impl Future<Output = Result<QueryAnswer, SourceError>> + Send;
+}
+
+/// A chain generated in this process (the devnet crate's world): every call is synchronous
+/// CPU work (generating and signing a block), run off the async runtime by [`Source`].
+pub trait LocalChain: Send + Sync + 'static {
+    /// The newest height that exists now.
+    fn latest_height(&self) -> u64;
+    /// The block at `height`; [`SourceError::FutureHeight`] above the tip.
+    fn block(&self, height: u64) -> Result<BlockBundle, SourceError>;
+    /// Chain state after block `height`, answered from the world itself.
+    fn query(&self, query: &ChainQuery, height: u64) -> QueryAnswer;
+}
+
+/// Every source weaver can follow.
+pub enum Source {
+    Local(Arc<dyn LocalChain>),
+    Node(NodeClient),
+}
+
+impl ChainSource for Source {
+    async fn latest_height(&self) -> Result<u64, SourceError> {
+        match self {
+            Source::Local(chain) => Ok(chain.latest_height()),
+            Source::Node(node) => node.latest_height().await,
+        }
+    }
+
+    async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        match self {
+            // Generating (and signing) a local block is CPU work: keep it off the runtime
+            // so concurrent fetches use every core. A panic (an injected fault) propagates.
+            Source::Local(chain) => {
+                let chain = chain.clone();
+                match tokio::task::spawn_blocking(move || chain.block(height)).await {
+                    Ok(result) => result,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(e) => Err(SourceError::Transport(format!("local chain task: {e}"))),
+                }
+            }
+            Source::Node(node) => node.block(height).await,
+        }
+    }
+
+    async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
+        match self {
+            Source::Local(chain) => Ok(chain.query(query, height)),
+            Source::Node(node) => node.query(query, height).await,
+        }
+    }
+}
+
+/// A chain's source together with its EVM JSON-RPC, when it has one: the EVM reads domains
+/// ask as chain queries (receipts, traces) go to the EVM side, everything else to the
+/// source.
+pub struct ChainAccess {
+    pub source: Source,
+    pub evm: Option<Evm>,
+    /// The newest blocks fetched: a chain's followers (the main one and the EVM domains'
+    /// own) ask for the same heights at about the same time; the node (or the devnet's
+    /// signer) serves each once.
+    recent: std::sync::Mutex<std::collections::VecDeque<BlockBundle>>,
+}
+
+/// Blocks kept for the chain's other followers.
+const RECENT_BLOCKS: usize = 128;
+
+impl ChainAccess {
+    pub fn new(source: Source, evm: Option<Evm>) -> Self {
+        ChainAccess {
+            source,
+            evm,
+            recent: Default::default(),
+        }
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<BlockBundle>> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn evm_query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
+        let Some(evm) = &self.evm else {
+            return Ok(Err(QueryRejection {
+                code: METHOD_NOT_FOUND,
+                message: format!(
+                    "{}: this chain has no EVM JSON-RPC configured (json_rpc)",
+                    query.kind()
+                ),
+            }));
+        };
+        let answer = match query {
+            ChainQuery::EvmBlockReceipts => evm
+                .block_receipts(height)
+                .await
+                .map(|receipts| serde_json::to_value(receipts).expect("receipts serialise")),
+            ChainQuery::EvmTraceBlock => evm
+                .trace_block(height)
+                .await
+                .map(|traces| serde_json::to_value(traces).expect("traces serialise")),
+            _ => unreachable!("only EVM JSON-RPC reads come here"),
+        };
+        match answer {
+            Ok(value) => Ok(Ok(value)),
+            Err(EvmError::NotSupported { method, message }) => Ok(Err(QueryRejection {
+                code: METHOD_NOT_FOUND,
+                message: format!("{method}: {message}"),
+            })),
+            Err(EvmError::FutureHeight(h)) => Err(SourceError::FutureHeight(h)),
+            Err(EvmError::Transport(reason)) => Err(SourceError::Transport(reason)),
+            Err(EvmError::Malformed { method, reason }) => Err(SourceError::Malformed {
+                path: method,
+                reason,
+            }),
+            Err(error @ EvmError::Node { .. }) => Err(SourceError::Node(error.to_string())),
+        }
+    }
+}
+
+/// JSON-RPC "method not found": the node does not serve the method (no `debug_` namespace).
+pub const METHOD_NOT_FOUND: i32 = -32601;
+
+impl ChainSource for ChainAccess {
+    async fn latest_height(&self) -> Result<u64, SourceError> {
+        self.source.latest_height().await
+    }
+
+    async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        if let Some(hit) = self.recent().iter().find(|b| b.height == height) {
+            return Ok(hit.clone());
+        }
+        let bundle = self.source.block(height).await?;
+        let mut recent = self.recent();
+        if !recent.iter().any(|b| b.height == height) {
+            if recent.len() == RECENT_BLOCKS {
+                recent.pop_front();
+            }
+            recent.push_back(bundle.clone());
+        }
+        Ok(bundle)
+    }
+
+    async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
+        match query {
+            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock => {
+                self.evm_query(query, height).await
+            }
+            _ => self.source.query(query, height).await,
+        }
+    }
+}

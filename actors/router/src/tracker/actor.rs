@@ -1,0 +1,489 @@
+//! `Tracker`: one actor per registered tx, started by the `TrackerHub` on the shared arbiter
+//! pool around the plain state machine of [`Tracked`]. It lists itself under the relay keys
+//! its open hops wait on (the hub delivers those events), catches up from the relay logs
+//! whenever a hop is linked, looks its tx up on the chain while the chain has not shown it,
+//! abandons it when it waits too long, and commits every transition to the store and the view.
+//! It stops at a terminal state; the view keeps the tx queryable for the retention. It keeps
+//! only its key, stage and watch ids in memory and reads its record from the store whenever
+//! something happens to it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix::WeakAddr;
+
+use smallvec::SmallVec;
+
+use super::machine::WatchKey;
+use super::shared::{now_ns, Abandonment, Tracking, WatchId};
+use super::tracked::{Source, TrackKey, Tracked};
+use weaver_engine::chain::{ChainQuery, ChainSource};
+use weaver_engine::relay::RelayEvent;
+
+/// The longest wait between two chain lookups of a tx the chain has not shown.
+const LOOKUP_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// A relay event under one of the tracker's keys, or of its own source tx.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Relay(pub Arc<RelayEvent>);
+
+/// Read the relay logs again (the hub restarted: events may have gone undelivered).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CatchUp;
+
+/// What a chain lookup of the source tx found: nothing yet, a failure to ask, or its
+/// result code, codespace, log and height.
+type LookedUp = Option<Result<(u32, String, String, u64), String>>;
+
+pub struct Tracker {
+    tracking: Arc<Tracking>,
+    /// Shared with the view's entry.
+    key: Arc<TrackKey>,
+    /// Where the source tx stands; the rest of the record is read from the store when
+    /// something happens to it (memory holds only this, issue #15).
+    stage: Stage,
+    /// The relay keys this tracker is listed under.
+    watching: SmallVec<[WatchId; 6]>,
+    lookup_every: Duration,
+    /// How long an included tx waits before it looks at the relay log again: a tick at
+    /// first, growing to [`RELAY_WAIT_MAX`] (a chain whose relay log never passes the tx, a
+    /// follower far behind) so idle trackers do not poll twice a second each.
+    relay_wait: Duration,
+    /// A read of the record failed and a refresh is scheduled.
+    retry_pending: bool,
+    /// Record reads and writes failed in a row: retries back off (a store refusing every
+    /// write must not be asked twice a second by a million trackers).
+    failures: u8,
+    /// Terminal: the tracker is stopping.
+    done: bool,
+}
+
+/// The record's [`Source`] without a failure's details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    Unseen,
+    Included { height: u64 },
+    Linked,
+    Failed,
+}
+
+impl Stage {
+    pub(super) fn of(source: &Source) -> Self {
+        match source {
+            Source::Unseen => Stage::Unseen,
+            Source::Included { height } => Stage::Included { height: *height },
+            Source::Linked => Stage::Linked,
+            Source::Failed { .. } => Stage::Failed,
+        }
+    }
+}
+
+/// The longest wait between two looks at the relay log for an included tx.
+const RELAY_WAIT_MAX: Duration = Duration::from_secs(4);
+
+impl Tracker {
+    pub(super) fn new(tracking: Arc<Tracking>, key: Arc<TrackKey>, stage: Stage) -> Self {
+        let lookup_every = tracking.settings.tick;
+        Tracker {
+            tracking,
+            key,
+            stage,
+            watching: SmallVec::new(),
+            lookup_every,
+            relay_wait: lookup_every,
+            retry_pending: false,
+            failures: 0,
+            done: false,
+        }
+    }
+
+    fn linked(&self) -> bool {
+        self.stage == Stage::Linked
+    }
+
+    /// The record as last committed. A record that is gone (never written, or forgotten)
+    /// stops the tracker; one that could not be read schedules a refresh from the relay
+    /// logs (an event delivered meanwhile is read back from them).
+    fn load(&mut self, ctx: &mut Context<Self>) -> Option<Tracked> {
+        match self.tracking.store().get(&self.key) {
+            Ok(Some(tracked)) => {
+                self.failures = 0;
+                self.stage = Stage::of(&tracked.source);
+                Some(tracked)
+            }
+            Ok(None) => {
+                tracing::warn!(chain_id = %self.key.chain_id, tx_hash = %self.key.tx_hash, "tracker record gone; its tracker stops");
+                self.tracking.forget(&self.key);
+                self.done = true;
+                ctx.stop();
+                None
+            }
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                metrics::counter!("weaver_tracker_store_errors_total", "op" => "read").increment(1);
+                tracing::warn!(error = %e, tx_hash = %self.key.tx_hash, "tracker record not read; tried again later");
+                self.retry_later(ctx);
+                None
+            }
+        }
+    }
+
+    /// Refreshes from the relay logs after a tick (once, however many reads or writes of
+    /// the record failed meanwhile): what a failed read or write left unapplied is read
+    /// back from them.
+    fn retry_later(&mut self, ctx: &mut Context<Self>) {
+        if self.retry_pending {
+            return;
+        }
+        self.retry_pending = true;
+        ctx.run_later(self.retry_wait(), |tracker, ctx| {
+            tracker.retry_pending = false;
+            tracker.refresh(ctx);
+        });
+    }
+
+    /// A tick after the first failure, doubling with each one after it, up to 64 ticks.
+    fn retry_wait(&self) -> Duration {
+        self.tracking.settings.tick * (1u32 << self.failures.min(6))
+    }
+
+    /// Lists this tracker under every key its open hops wait on, and off those they no
+    /// longer wait on; the keys newly listed.
+    fn sync_watches(&mut self, tracked: &Tracked, me: &Addr<Self>) -> Vec<WatchKey> {
+        let mut wanted: SmallVec<[WatchId; 6]> = SmallVec::new();
+        let mut added = vec![];
+        if !tracked.state().is_terminal() {
+            for key in tracked.watches() {
+                let id = self.tracking.watch_id(&key);
+                if wanted.contains(&id) {
+                    continue;
+                }
+                if !self.watching.contains(&id) {
+                    self.tracking.watch(id, me);
+                    added.push(key);
+                }
+                wanted.push(id);
+            }
+        }
+        for id in &self.watching {
+            if !wanted.contains(id) {
+                self.tracking.unwatch(*id, me);
+            }
+        }
+        self.watching = wanted;
+        added
+    }
+
+    /// Brings `tracked` up to date with what the relay logs hold under the keys it newly
+    /// waits on (or under every key, with `everything`); whether anything changed. Events
+    /// under keys listed before are delivered by the hub, so they are not read again.
+    fn catch_up(
+        &mut self,
+        tracked: &mut Tracked,
+        ctx: &mut Context<Self>,
+        everything: bool,
+    ) -> bool {
+        let me = ctx.address();
+        let mut changed = false;
+        // Listed before reading: an event stored meanwhile is either read here or
+        // delivered (applying one twice changes nothing).
+        let added = self.sync_watches(tracked, &me);
+        let mut unread = if everything {
+            let mut all = tracked.watches();
+            all.sort();
+            all.dedup();
+            all
+        } else {
+            added
+        };
+        // Each round may link a hop whose events are stored already; a route has few hops.
+        for _ in 0..16 {
+            if unread.is_empty() {
+                break;
+            }
+            for watch in &unread {
+                for event in self.tracking.relay_events(watch) {
+                    changed |= self.tracking.advance(tracked, &event);
+                }
+            }
+            unread = self.sync_watches(tracked, &me);
+        }
+        changed
+    }
+
+    /// Stores and publishes a changed `tracked`; a terminal one ends the tracker. Whether
+    /// it was stored (if not, a refresh is scheduled).
+    fn commit(&mut self, mut tracked: Tracked, ctx: &mut Context<Self>) -> bool {
+        let Ok(state) = self.tracking.commit(&self.key, &mut tracked) else {
+            self.failures = self.failures.saturating_add(1);
+            self.retry_later(ctx);
+            return false;
+        };
+        self.stage = Stage::of(&tracked.source);
+        self.sync_watches(&tracked, &ctx.address());
+        if state.is_terminal() {
+            let me = ctx.address();
+            if let Some(mut entry) = self.tracking.view.entries.get_mut(&*self.key) {
+                if entry.tracker.as_ref().and_then(WeakAddr::upgrade) == Some(me) {
+                    entry.tracker = None;
+                }
+            }
+            self.done = true;
+            ctx.stop();
+        }
+        true
+    }
+
+    /// Links the transfers of the source tx once its chain's relay log holds its events (or
+    /// has passed its height without any: then it started none).
+    fn try_link(&mut self, ctx: &mut Context<Self>) {
+        let key = self.key.clone();
+        // The watermark before the events: a block committed between the two reads is then
+        // read with its events, never taken as passed without them (which would link no
+        // transfer and complete the tx).
+        let passed = match self.stage {
+            Stage::Included { height } => self.tracking.relay_passed(&key.chain_id, height),
+            _ => false,
+        };
+        let Some(events) = self.tracking.tx_events(&key.chain_id, &key.tx_hash) else {
+            return;
+        };
+        if events.is_empty() && !passed {
+            return;
+        }
+        let Some(mut tracked) = self.load(ctx) else {
+            return;
+        };
+        if !matches!(tracked.source, Source::Unseen | Source::Included { .. }) {
+            // Linked already (a tracker respawned before its record could be read): catch
+            // up instead of linking again.
+            self.refresh(ctx);
+            return;
+        }
+        tracked.link_source(&events, &self.tracking.view.topology());
+        tracked.progressed_ns = now_ns();
+        self.catch_up(&mut tracked, ctx, true);
+        self.commit(tracked, ctx);
+    }
+
+    /// Until the relay log passes the height of an included tx, checks again, less often
+    /// as it keeps waiting ([`Tracker::relay_wait`]).
+    fn wait_for_relay_log(&mut self, ctx: &mut Context<Self>) {
+        if !matches!(self.stage, Stage::Included { .. }) {
+            return;
+        }
+        self.try_link(ctx);
+        if matches!(self.stage, Stage::Included { .. }) && !self.done {
+            let wait = self.relay_wait;
+            self.relay_wait = (wait * 3 / 2).min(RELAY_WAIT_MAX);
+            ctx.run_later(wait, |tracker, ctx| tracker.wait_for_relay_log(ctx));
+        }
+    }
+
+    /// Asks the chain for a tx it has not shown on the relay bus: a failed tx has no relay
+    /// events, and a tx may be registered long after the follower passed it.
+    fn look_up(&mut self, ctx: &mut Context<Self>) {
+        if self.stage != Stage::Unseen {
+            return;
+        }
+        let Some(source) = self.tracking.sources.get(&self.key.chain_id).cloned() else {
+            return; // no node to ask: the relay bus links it
+        };
+        let lookups = self.tracking.lookups.clone();
+        let query = ChainQuery::TxByHash {
+            hash: self.key.tx_hash.clone(),
+        };
+        let lookup = async move {
+            // Waits its turn (first come, first served) behind the lookups in flight.
+            let Ok(permit) = lookups.acquire_owned().await else {
+                return Some(Err("lookups closed".to_string()));
+            };
+            let answer = source.query(&query, 0).await;
+            drop(permit);
+            let found: LookedUp = match answer {
+                Ok(Ok(body)) => {
+                    let response = &body["tx_response"];
+                    let code = response["code"].as_u64().unwrap_or(0) as u32;
+                    let codespace = response["codespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    let log = response["raw_log"].as_str().unwrap_or_default().to_string();
+                    let height = response["height"]
+                        .as_str()
+                        .and_then(|h| h.parse().ok())
+                        .or_else(|| response["height"].as_u64())
+                        .unwrap_or(0);
+                    Some(Ok((code, codespace, log, height)))
+                }
+                Ok(Err(rejection)) if rejection.code == 5 => None,
+                Ok(Err(rejection)) => Some(Err(rejection.to_string())),
+                Err(e) => Some(Err(e.to_string())),
+            };
+            found
+        };
+        ctx.spawn(
+            lookup
+                .into_actor(self)
+                .map(|found, tracker, ctx| tracker.looked_up(found, ctx)),
+        );
+    }
+
+    fn retry_look_up(&mut self, ctx: &mut Context<Self>) {
+        self.lookup_every = (self.lookup_every * 3 / 2).min(LOOKUP_BACKOFF_MAX);
+        ctx.run_later(self.lookup_every, |tracker, ctx| tracker.look_up(ctx));
+    }
+
+    fn looked_up(&mut self, found: LookedUp, ctx: &mut Context<Self>) {
+        if self.stage != Stage::Unseen {
+            return;
+        }
+        let source = match found {
+            None | Some(Err(_)) => {
+                if let Some(Err(reason)) = found {
+                    tracing::debug!(tx_hash = %self.key.tx_hash, %reason, "tx lookup failed; retried");
+                }
+                self.retry_look_up(ctx);
+                return;
+            }
+            Some(Ok((code, codespace, log, _))) if code != 0 => Source::Failed {
+                code,
+                codespace,
+                log,
+            },
+            Some(Ok((_, _, _, height))) => Source::Included { height },
+        };
+        let Some(mut tracked) = self.load(ctx) else {
+            if !self.done {
+                self.retry_look_up(ctx);
+            }
+            return;
+        };
+        if tracked.source != Source::Unseen {
+            return; // the relay log linked it meanwhile
+        }
+        tracked.source = source;
+        tracked.progressed_ns = now_ns();
+        if self.commit(tracked, ctx) {
+            self.wait_for_relay_log(ctx);
+        } else {
+            self.retry_look_up(ctx);
+        }
+    }
+
+    /// Abandons the tx once it waited too long; until then, checks again at its deadline
+    /// (progress only moves the deadline later).
+    fn check_abandonment(&mut self, ctx: &mut Context<Self>) {
+        let Some(mut tracked) = self.load(ctx) else {
+            if !self.done {
+                ctx.run_later(self.retry_wait(), |tracker, ctx| {
+                    tracker.check_abandonment(ctx)
+                });
+            }
+            return;
+        };
+        let now = now_ns();
+        match self.tracking.abandonment(&tracked, now) {
+            Abandonment::Due(reason) => {
+                tracked.abandoned = Some(reason);
+                if !self.commit(tracked, ctx) {
+                    ctx.run_later(self.retry_wait(), |tracker, ctx| {
+                        tracker.check_abandonment(ctx)
+                    });
+                }
+            }
+            Abandonment::At(deadline) => {
+                let wait =
+                    Duration::from_nanos((deadline - now).max(0) as u64) + Duration::from_millis(1);
+                ctx.run_later(wait, |tracker, ctx| tracker.check_abandonment(ctx));
+            }
+        }
+    }
+
+    /// Reads the relay logs for the tx's hops (or its source tx) and publishes any change.
+    fn refresh(&mut self, ctx: &mut Context<Self>) {
+        if !self.linked() {
+            self.try_link(ctx);
+            return;
+        }
+        let Some(mut tracked) = self.load(ctx) else {
+            return;
+        };
+        if self.catch_up(&mut tracked, ctx, true) {
+            tracked.progressed_ns = now_ns();
+            self.commit(tracked, ctx);
+        }
+    }
+}
+
+impl Actor for Tracker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        self.refresh(ctx);
+        if self.done {
+            return;
+        }
+        match self.stage {
+            Stage::Unseen => self.look_up(ctx),
+            Stage::Included { .. } => self.wait_for_relay_log(ctx),
+            _ => {}
+        }
+        self.check_abandonment(ctx);
+    }
+
+    fn stopped(&mut self, ctx: &mut Context<Self>) {
+        let me = ctx.address();
+        for id in std::mem::take(&mut self.watching) {
+            self.tracking.unwatch(id, &me);
+        }
+    }
+}
+
+impl Handler<Relay> for Tracker {
+    type Result = ();
+
+    fn handle(&mut self, Relay(event): Relay, ctx: &mut Context<Self>) {
+        if !self.linked() {
+            let key = &self.key;
+            if event.chain_id == key.chain_id && event.tx_hash.as_deref() == Some(&key.tx_hash) {
+                self.try_link(ctx);
+            }
+            return;
+        }
+        let Some(mut tracked) = self.load(ctx) else {
+            return;
+        };
+        if self.tracking.advance(&mut tracked, &event) {
+            tracked.progressed_ns = now_ns();
+            self.catch_up(&mut tracked, ctx, false);
+            self.commit(tracked, ctx);
+        }
+    }
+}
+
+impl Handler<CatchUp> for Tracker {
+    type Result = ();
+
+    fn handle(&mut self, _: CatchUp, ctx: &mut Context<Self>) {
+        self.refresh(ctx);
+    }
+}
+
+/// Makes the tracker panic, as a bug would (tests of the hub's respawning).
+#[cfg(test)]
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct Crash;
+
+#[cfg(test)]
+impl Handler<Crash> for Tracker {
+    type Result = ();
+
+    fn handle(&mut self, _: Crash, _: &mut Context<Self>) {
+        panic!("tracker crash requested by a test");
+    }
+}

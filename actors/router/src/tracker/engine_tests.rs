@@ -1,0 +1,348 @@
+//! The engine on real parts: the `TrackerHub` and its `Tracker` actors over a real store and
+//! the relay bus — one tracker per open transfer, events delivered to it, the tracker
+//! stopping at its terminal state, and no event lost across a process restart, a hub restart
+//! or a tracker's death.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+
+use super::actor::Crash;
+use super::hub::{HubDeps, Register, TrackerHub};
+use super::shared::{TrackerSettings, Tracking};
+use super::tests::{data, ev, hash, ok_ack, packet, topology, ALPHA, HUB};
+use super::tracked::{TrackKey, TxState};
+use super::view::TrackerView;
+use weaver_engine::relay::{RelayBus, RelayEvent, RelayKind};
+use weaver_engine::store::relay::{stage_event, META_SEQUENCE};
+use weaver_engine::store::{keys, RelayStore, Store};
+use weaver_engine::system::ArbiterPool;
+
+struct Engine {
+    store: Store,
+    bus: RelayBus,
+    relays: HashMap<String, RelayStore>,
+    sequences: HashMap<String, u64>,
+    tracking: Arc<Tracking>,
+    pool: Arc<ArbiterPool>,
+}
+
+fn settings() -> TrackerSettings {
+    TrackerSettings {
+        tick: Duration::from_millis(20),
+        ..Default::default()
+    }
+}
+
+impl Engine {
+    /// An engine over `store` as a fresh process would start one (nothing resumed yet).
+    fn open(store: Store) -> Self {
+        let bus = RelayBus::default();
+        let mut relays = HashMap::new();
+        let mut sequences = HashMap::new();
+        for chain in [ALPHA, HUB] {
+            let relay = store.relay(chain).unwrap();
+            bus.register(relay.clone()).unwrap();
+            sequences.insert(chain.to_string(), relay.last_sequence().unwrap());
+            relays.insert(chain.to_string(), relay);
+        }
+        let tracking = Tracking::new(
+            TrackerView::new(
+                Arc::new(topology()),
+                crate::tracker::store::TrackerStore::open(&store).unwrap(),
+            ),
+            relays.clone(),
+            HashMap::new(),
+            settings(),
+        );
+        Engine {
+            store,
+            bus,
+            relays,
+            sequences,
+            tracking,
+            pool: Arc::new(ArbiterPool::new(2)),
+        }
+    }
+
+    fn start_hub(&self) -> Addr<TrackerHub> {
+        TrackerHub::new(HubDeps {
+            tracking: self.tracking.clone(),
+            bus: self.bus.clone(),
+            pool: self.pool.clone(),
+        })
+        .start()
+    }
+
+    /// Commits `events` as one block of `chain` to its relay log, as the relay indexer
+    /// does; published on the bus if `publish`.
+    fn relay(&mut self, chain: &str, events: Vec<RelayEvent>, publish: bool) {
+        let relay = &self.relays[chain];
+        let sequence = self.sequences.get_mut(chain).unwrap();
+        let first = *sequence == 0;
+        let height = events[0].height;
+        let mut batch = weaver_engine::store::Batch::default();
+        let mut committed = vec![];
+        for mut event in events {
+            *sequence += 1;
+            event.sequence = *sequence;
+            let raw: [u8; 32] = hex::decode(event.tx_hash.as_ref().unwrap())
+                .unwrap()
+                .try_into()
+                .unwrap();
+            stage_event(&mut batch, &event, Some(&raw)).unwrap();
+            committed.push(Arc::new(event));
+        }
+        batch.insert(keys::meta(META_SEQUENCE), sequence.to_be_bytes());
+        relay.domain().commit(batch, height, first).unwrap();
+        if publish {
+            self.bus.publish(chain, &committed);
+        }
+    }
+
+    /// A fresh engine over a store in `dir`, its hub started, tracking `key()` with its
+    /// source tx linked.
+    async fn tracking_one(dir: &Path) -> (Self, Addr<TrackerHub>) {
+        let mut engine = Engine::open(Store::open(dir, 8 << 20).unwrap());
+        let hub = engine.start_hub();
+        engine.relay(ALPHA, source_tx(), true);
+        hub.send(Register(key())).await.unwrap().unwrap();
+        // Registering again changes nothing.
+        hub.send(Register(key())).await.unwrap().unwrap();
+        eventually("the source linked", || {
+            engine.state(&key()) == Some(TxState::Pending)
+        })
+        .await;
+        (engine, hub)
+    }
+
+    fn state(&self, key: &TrackKey) -> Option<TxState> {
+        self.tracking.view.state(key)
+    }
+}
+
+fn key() -> TrackKey {
+    TrackKey {
+        chain_id: ALPHA.into(),
+        tx_hash: hash("src"),
+    }
+}
+
+/// One IBC hop alpha → hub: the source tx, the receipt (with its acknowledgement) and the
+/// acknowledgement back on alpha.
+fn source_tx() -> Vec<RelayEvent> {
+    let p = packet(
+        "channel-0",
+        "channel-1",
+        5,
+        Some(data("ualpha", "1000", "init1hub", "")),
+    );
+    vec![ev(ALPHA, 10, "src", RelayKind::SendPacket(p))]
+}
+
+fn receipt() -> Vec<RelayEvent> {
+    let p = packet("channel-0", "channel-1", 5, None);
+    vec![
+        ev(HUB, 20, "recv", RelayKind::RecvPacket(p.clone())),
+        ev(
+            HUB,
+            20,
+            "recv",
+            RelayKind::WriteAcknowledgement {
+                packet: p,
+                ack: ok_ack(),
+            },
+        ),
+    ]
+}
+
+fn acknowledgement() -> Vec<RelayEvent> {
+    let p = packet("channel-0", "channel-1", 5, None);
+    vec![ev(ALPHA, 30, "ack", RelayKind::AcknowledgePacket(p))]
+}
+
+/// Polls `done` until it holds (10 s at most).
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..1000 {
+        if done() {
+            return;
+        }
+        actix::clock::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what} did not happen within 10 s");
+}
+
+fn run<F: Future<Output = ()>>(test: impl FnOnce() -> F) {
+    System::new().block_on(test());
+}
+
+#[test]
+fn each_open_transfer_has_a_tracker_that_follows_relay_events_and_stops_when_done() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
+        assert_eq!(engine.tracking.live_trackers(), 1);
+        assert_eq!(
+            engine.tracking.watchers.len(),
+            2,
+            "listed under both ends of its packet"
+        );
+
+        engine.relay(HUB, receipt(), true);
+        engine.relay(ALPHA, acknowledgement(), true);
+        eventually("the transfer completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        eventually("the tracker stopped", || {
+            engine.tracking.live_trackers() == 0
+        })
+        .await;
+        assert!(engine.tracking.watchers.is_empty());
+        let mut stored = vec![];
+        engine.tracking.store().each(|t| stored.push(t)).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].state(), TxState::CompletedSuccess);
+        engine.pool.stop();
+    });
+}
+
+#[test]
+fn two_trackers_waiting_on_one_key_both_get_its_events() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, hub) = Engine::tracking_one(dir.path()).await;
+        // A second tx whose transfer is the same packet: both wait on its two keys.
+        let twin = TrackKey {
+            chain_id: ALPHA.into(),
+            tx_hash: hash("twin"),
+        };
+        let mut events = source_tx();
+        events[0].tx_hash = Some(hash("twin"));
+        engine.relay(ALPHA, events, true);
+        hub.send(Register(twin.clone())).await.unwrap().unwrap();
+        eventually("the twin linked", || {
+            engine.state(&twin) == Some(TxState::Pending)
+        })
+        .await;
+        assert_eq!(engine.tracking.watched_keys(), 2, "one entry per key");
+        assert_eq!(engine.tracking.live_trackers(), 2);
+
+        engine.relay(HUB, receipt(), true);
+        engine.relay(ALPHA, acknowledgement(), true);
+        eventually("both transfers completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+                && engine.state(&twin) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        eventually("both trackers stopped and left the index", || {
+            engine.tracking.live_trackers() == 0 && engine.tracking.watched_keys() == 0
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+#[test]
+fn a_restarted_process_resumes_open_transfers_and_reads_what_it_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    run(|| async {
+        let (engine, _hub) = Engine::tracking_one(dir.path()).await;
+        engine.pool.stop();
+        engine.store.flush().unwrap();
+    });
+    run(|| async {
+        let mut engine = Engine::open(Store::open(dir.path(), 8 << 20).unwrap());
+        // Indexed while no tracker ran: in the relay logs, never on a bus anyone heard.
+        engine.relay(HUB, receipt(), false);
+        engine.relay(ALPHA, acknowledgement(), false);
+        let _hub = engine.start_hub();
+        eventually("the resumed transfer completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        eventually("the tracker stopped", || {
+            engine.tracking.live_trackers() == 0
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+#[test]
+fn a_restarted_hub_makes_live_trackers_read_events_nobody_delivered() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
+        // Published while the hub was down: nobody delivered them.
+        engine.relay(HUB, receipt(), false);
+        engine.relay(ALPHA, acknowledgement(), false);
+        actix::clock::sleep(Duration::from_millis(100)).await;
+        assert_eq!(engine.state(&key()), Some(TxState::Pending));
+        // What the watchdog does after a hub's panic: a new hub over the same deps.
+        let _restarted = engine.start_hub();
+        eventually("the transfer completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+#[test]
+fn a_tracker_that_dies_is_respawned_from_its_last_state() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
+        let first = engine.tracking.tracker_of(&key()).unwrap();
+        first.do_send(Crash);
+        eventually("the tracker died", || !first.connected()).await;
+        eventually("the tracker respawned", || {
+            engine
+                .tracking
+                .tracker_of(&key())
+                .is_some_and(|a| a.connected() && a != first)
+        })
+        .await;
+        engine.relay(HUB, receipt(), true);
+        engine.relay(ALPHA, acknowledgement(), true);
+        eventually("the transfer completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+#[test]
+fn an_index_entry_and_a_view_entry_stay_small() {
+    // Per open transfer these are held once per watched key and once per tx: a million
+    // transfers multiply every byte (issue #15's 2 GiB for 1,000,000).
+    assert_eq!(std::mem::size_of::<super::shared::Watcher>(), 8);
+    assert!(std::mem::size_of::<super::view::Entry>() <= 24);
+}
+
+#[test]
+fn a_tracker_whose_record_is_gone_stops_and_its_tx_is_forgotten() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
+        engine.tracking.store().remove(&key()).unwrap();
+        // The next event makes the tracker read its record.
+        engine.relay(HUB, receipt(), true);
+        eventually("the tracker stopped", || {
+            engine.tracking.live_trackers() == 0
+        })
+        .await;
+        eventually("the tx was forgotten", || engine.state(&key()).is_none()).await;
+        assert!(
+            engine.tracking.view.is_empty(),
+            "nothing counts against the limit"
+        );
+        engine.pool.stop();
+    });
+}

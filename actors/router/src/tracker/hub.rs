@@ -1,0 +1,288 @@
+//! `TrackerHub`: the supervised actor that registers txs and starts one [`Tracker`] actor
+//! per open one on the shared arbiter pool. It follows the `RelayBus` and delivers each
+//! relay event to the trackers listed under its key (and to the tracker of its tx), resumes
+//! every stored tracker at start, respawns a tracker that died, and forgets terminal txs
+//! past their retention.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use actix::WeakAddr;
+
+use super::actor::{CatchUp, Relay, Stage, Tracker};
+use super::machine::WatchKey;
+use super::shared::{count_state, now_ns, Tracking};
+use super::tracked::{TrackKey, Tracked, TxState};
+use super::view::Entry;
+use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
+use weaver_engine::system::ArbiterPool;
+
+/// What the hub needs; cloned into each (re)started hub, so trackers outlive a hub restart.
+#[derive(Clone)]
+pub struct HubDeps {
+    pub tracking: Arc<Tracking>,
+    pub bus: RelayBus,
+    /// Where trackers run.
+    pub pool: Arc<ArbiterPool>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TrackError {
+    #[error("too many transfers are tracked ({0}); try again later")]
+    Full(usize),
+    #[error("the tracker store refused the write: {0}")]
+    Store(String),
+}
+
+/// Register a tx (idempotent).
+#[derive(Message)]
+#[rtype(result = "Result<(), TrackError>")]
+pub struct Register(pub TrackKey);
+
+pub struct TrackerHub {
+    deps: HubDeps,
+    ticks: u64,
+}
+
+impl TrackerHub {
+    pub fn new(deps: HubDeps) -> Self {
+        TrackerHub { deps, ticks: 0 }
+    }
+
+    fn tracking(&self) -> &Tracking {
+        &self.deps.tracking
+    }
+
+    /// Starts the tracker of an open tx on the pool and lists it in the tx's entry.
+    fn spawn(&self, key: Arc<TrackKey>, stage: Stage) {
+        let tracking = self.deps.tracking.clone();
+        let actor_key = key.clone();
+        let addr = Tracker::start_in_arbiter(&self.deps.pool.pick(), move |_| {
+            Tracker::new(tracking, actor_key, stage)
+        });
+        if let Some(mut entry) = self.tracking().view.entries.get_mut(&*key) {
+            entry.tracker = Some(addr.downgrade());
+        }
+    }
+
+    fn on_event(&mut self, event: RelayEvent) {
+        metrics::counter!("weaver_tracker_events_total", "chain_id" => event.chain_id.clone())
+            .increment(1);
+        let tracking = self.deps.tracking.clone();
+        let event = Arc::new(event);
+        let mut dispatched = 0;
+        if let Some(hash) = &event.tx_hash {
+            let key = TrackKey {
+                chain_id: event.chain_id.clone(),
+                tx_hash: hash.clone(),
+            };
+            if let Some(tracker) = tracking.tracker_of(&key) {
+                tracker.do_send(Relay(event.clone()));
+                dispatched += 1;
+            }
+        }
+        if let Some(watch) = WatchKey::of(&event, &tracking.view.topology()) {
+            for tracker in tracking.watchers_of(&watch) {
+                tracker.do_send(Relay(event.clone()));
+                dispatched += 1;
+            }
+        }
+        if dispatched > 0 {
+            metrics::counter!("weaver_tracker_events_dispatched_total")
+                .increment(dispatched as u64);
+        }
+    }
+
+    /// Loads every stored tracked tx, one record at a time: each into the view, and the
+    /// open ones as trackers.
+    fn resume(&mut self) {
+        let (mut open, mut terminal) = (0usize, 0usize);
+        let tracking = self.deps.tracking.clone();
+        let loaded = tracking.store().each(|tracked| {
+            let state = tracked.state();
+            count_state(state, 1.0);
+            let key = Arc::new(tracked.key.clone());
+            tracking
+                .view
+                .entries
+                .insert(key.clone(), Entry::new(state, tracked.terminal_ns));
+            if state.is_terminal() {
+                terminal += 1;
+            } else {
+                open += 1;
+                self.spawn(key, Stage::of(&tracked.source));
+            }
+        });
+        if let Err(e) = loaded {
+            tracing::error!(error = %e, "tracker records not all loaded");
+        }
+        if open + terminal > 0 {
+            tracing::info!(open, terminal, "transfer trackers resumed from the store");
+        }
+    }
+
+    /// Respawns trackers whose actor died (a panic unwinds its arbiter task), from their
+    /// last committed state; the trackers that were running (one pass over the entries
+    /// for both).
+    fn respawn_dead(&mut self) -> usize {
+        let mut running = 0;
+        let mut dead: Vec<Arc<TrackKey>> = vec![];
+        for entry in self.tracking().view.entries.iter() {
+            match entry.tracker_runs() {
+                Some(true) => running += 1,
+                Some(false) => dead.push(entry.key().clone()),
+                None => {}
+            }
+        }
+        if dead.is_empty() {
+            return running;
+        }
+        self.tracking().forget_stopped_watchers();
+        for key in dead {
+            let state = match self.tracking().view.entries.get_mut(&*key) {
+                Some(mut entry) => {
+                    entry.tracker = None;
+                    entry.state
+                }
+                None => continue,
+            };
+            // A tracker that reached a terminal state stops by itself; if it did so before
+            // the hub listed its address (it runs on another arbiter), its entry is left
+            // behind closed. That is no death: forget the address quietly.
+            if state.is_terminal() {
+                continue;
+            }
+            let stage = match self.tracking().store().get(&key) {
+                Ok(Some(tracked)) => Stage::of(&tracked.source),
+                Ok(None) => {
+                    self.tracking().forget(&key);
+                    continue;
+                }
+                // Started from the start: it reads its record itself, and retries.
+                Err(_) => Stage::Unseen,
+            };
+            tracing::error!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, "tracker died; respawning it");
+            metrics::counter!("weaver_actor_restarts_total", "actor" => "tracker", "reason" => "died")
+                .increment(1);
+            self.spawn(key, stage);
+            running += 1;
+        }
+        running
+    }
+
+    /// Forgets terminal txs past their retention.
+    fn sweep_expired(&mut self) {
+        let now = now_ns();
+        let retention = self.tracking().settings.retention.as_nanos() as i64;
+        let expired: Vec<Arc<TrackKey>> = self
+            .tracking()
+            .view
+            .entries
+            .iter()
+            .filter(|entry| {
+                entry.state.is_terminal()
+                    && entry.terminal_ns().is_some_and(|at| now - at > retention)
+            })
+            .map(|entry| entry.key().clone())
+            .collect();
+        for key in expired {
+            if let Err(e) = self.tracking().store().remove(&key) {
+                tracing::warn!(error = %e, "expired tracker record not removed");
+                continue;
+            }
+            if let Some((_, entry)) = self.tracking().view.entries.remove(&*key) {
+                count_state(entry.state, -1.0);
+            }
+        }
+    }
+}
+
+impl Actor for TrackerHub {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(4096);
+        // Subscribed before any tracker reads the stores: an event committed meanwhile is
+        // either read back or delivered (applying one twice changes nothing).
+        let mut cursors = RelayCursors::new();
+        for (chain, store) in &self.tracking().relay_stores {
+            cursors.insert(chain.clone(), store.last_sequence().unwrap_or(0));
+        }
+        let subscription = self.deps.bus.subscribe(cursors, 4096);
+        ctx.add_stream(futures_util::stream::unfold(
+            subscription,
+            |mut sub| async move {
+                match sub.next().await {
+                    Ok(event) => Some((event, sub)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "relay subscription ended");
+                        None
+                    }
+                }
+            },
+        ));
+        if self.tracking().resumed.swap(true, Ordering::SeqCst) {
+            // A restarted hub: the trackers lived on, but events published while no hub
+            // listened were not delivered; they are in the relay logs.
+            for entry in self.tracking().view.entries.iter() {
+                if let Some(tracker) = entry.tracker.as_ref().and_then(WeakAddr::upgrade) {
+                    tracker.do_send(CatchUp);
+                }
+            }
+        } else {
+            for state in TxState::ALL {
+                metrics::gauge!("weaver_trackers", "state" => state.name()).set(0.0);
+            }
+            self.resume();
+        }
+        ctx.run_interval(self.tracking().settings.tick, |hub, _| {
+            hub.ticks += 1;
+            if hub.ticks % 10 == 0 {
+                let running = hub.respawn_dead();
+                metrics::gauge!("weaver_tracker_actors").set(running as f64);
+            }
+            if hub.ticks % 120 == 0 {
+                hub.sweep_expired();
+            }
+        });
+    }
+}
+
+impl actix::Supervised for TrackerHub {}
+
+impl StreamHandler<RelayEvent> for TrackerHub {
+    fn handle(&mut self, event: RelayEvent, _: &mut Context<Self>) {
+        self.on_event(event);
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        // The bus closed (shutdown) or failed: a restarted hub resubscribes.
+        ctx.stop();
+    }
+}
+
+impl Handler<Register> for TrackerHub {
+    type Result = Result<(), TrackError>;
+
+    fn handle(&mut self, Register(key): Register, _: &mut Context<Self>) -> Self::Result {
+        let tracking = self.deps.tracking.clone();
+        if tracking.view.entries.contains_key(&key) {
+            return Ok(());
+        }
+        let limit = tracking.settings.max_trackers;
+        if tracking.view.entries.len() >= limit {
+            return Err(TrackError::Full(limit));
+        }
+        let tracked = Tracked::new(key, now_ns());
+        tracking
+            .store()
+            .put(&tracked)
+            .map_err(|e| TrackError::Store(e.to_string()))?;
+        // Written above (a refused write refuses the registration); published once.
+        let key = Arc::new(tracked.key.clone());
+        tracking.publish(&key, &tracked);
+        self.spawn(key, Stage::of(&tracked.source));
+        Ok(())
+    }
+}

@@ -1,0 +1,34 @@
+//! Transfer tracking: a registered tx's transfers followed hop by hop through the relay
+//! events of every chain, until a terminal state.
+//!
+//! - [`tracked`]: what is known of one tx and the states derived from it (a plain value).
+//! - [`machine`]: how relay events move it (plain logic, unit-tested).
+//! - [`actor`]: the `Tracker` actor, one per open tx, around that state machine.
+//! - [`hub`]: the supervised `TrackerHub` that registers txs, starts their trackers on the
+//!   shared arbiter pool, and delivers relay events to them.
+//! - [`shared`]: what the hub and the trackers share (stores, sources, the watch index).
+//! - [`store`]: the tracker tree, one record per registered tx.
+//! - [`view`]: the `TrackerView` handlers read.
+//! - [`topology`]: the registry, indexed for linking hops.
+
+pub mod actor;
+pub mod hub;
+pub mod machine;
+pub mod shared;
+pub mod store;
+pub mod topology;
+pub mod tracked;
+pub mod view;
+
+pub use actor::Tracker;
+pub use hub::{HubDeps, Register, TrackError, TrackerHub};
+pub use machine::WatchKey;
+pub use shared::{TrackerSettings, Tracking};
+pub use topology::Topology;
+pub use tracked::{Hop, TrackKey, Tracked, TxState};
+pub use view::TrackerView;
+
+#[cfg(test)]
+mod engine_tests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,417 @@
+//! What the hub and every tracker share: the relay logs and chain sources they read, the
+//! tracker tree and the view they write, and the index of which tracker waits on which
+//! relay key. Trackers write their own index entries; the hub only reads them to deliver
+//! events — so messages flow one way (bus → hub → trackers).
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Addr, WeakAddr};
+use dashmap::DashMap;
+use smallvec::SmallVec;
+use tokio::sync::Semaphore;
+
+use super::actor::Tracker;
+use super::machine::WatchKey;
+use super::tracked::{Hop, Source, TrackKey, Tracked, TxState};
+use super::view::TrackerView;
+use crate::tracker::store::TrackerStore;
+use weaver_engine::chain::ChainAccess;
+use weaver_engine::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent};
+use weaver_engine::store::relay::RelayStore;
+use weaver_engine::store::StoreError;
+
+/// Tracking limits and timings.
+#[derive(Debug, Clone)]
+pub struct TrackerSettings {
+    /// A tx the chain has not shown after this is abandoned.
+    pub abandon_unseen: Duration,
+    /// A transfer with no progress for this long is abandoned (an OPinit withdrawal also
+    /// gets its bridge's finalization period).
+    pub abandon_stalled: Duration,
+    /// Terminal trackers stay queryable this long.
+    pub retention: Duration,
+    /// Registrations beyond this are refused (503).
+    pub max_trackers: usize,
+    /// Chain lookups of unseen txs in flight at once (across all trackers).
+    pub lookups_in_flight: usize,
+    /// The hub's housekeeping period, and the first retry of a tracker's chain lookup or
+    /// relay-log check (lookups back off from there).
+    pub tick: Duration,
+}
+
+impl Default for TrackerSettings {
+    fn default() -> Self {
+        TrackerSettings {
+            abandon_unseen: Duration::from_secs(300),
+            abandon_stalled: Duration::from_secs(1800),
+            retention: Duration::from_secs(7 * 24 * 3600),
+            max_trackers: 2_000_000,
+            lookups_in_flight: 32,
+            tick: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A [`WatchKey`] in the watch index: a keyed hash of it (8 bytes instead of three strings).
+pub type WatchId = u64;
+
+/// A tracker as the watch index lists it: weak, so the index neither keeps a stopped tracker
+/// alive nor pays for a sender per key (8 bytes).
+pub(super) type Watcher = WeakAddr<Tracker>;
+
+/// Whether a listed tracker is `tracker` or no longer runs.
+fn is_or_gone(watcher: &Watcher, tracker: Option<&Addr<Tracker>>) -> bool {
+    watcher
+        .upgrade()
+        .is_none_or(|t| !t.connected() || Some(&t) == tracker)
+}
+
+/// Whether a tracked tx waited too long, and if not, until when it may wait.
+pub(super) enum Abandonment {
+    Due(String),
+    At(i64),
+}
+
+pub struct Tracking {
+    pub view: Arc<TrackerView>,
+    pub relay_stores: HashMap<String, RelayStore>,
+    pub sources: HashMap<String, Arc<ChainAccess>>,
+    pub settings: TrackerSettings,
+    /// Live trackers by the relay key they wait on, the key as its [`WatchId`]: the first
+    /// tracker of each key (a 16-byte entry, for millions of keys)...
+    pub(super) watchers: DashMap<WatchId, Watcher>,
+    /// ...and the rare others (two txs whose transfers share a packet, or a tx registered
+    /// under two chain ids). Locked after `watchers` when both are.
+    more_watchers: DashMap<WatchId, Vec<Watcher>>,
+    /// Keyed per process: chain data cannot aim two keys at one id (and two keys sharing
+    /// one would only deliver a tracker an event it finds nothing in).
+    watch_ids: RandomState,
+    pub(super) lookups: Arc<Semaphore>,
+    /// Set once the stored trackers were resumed (a restarted hub finds them alive).
+    pub(super) resumed: AtomicBool,
+}
+
+pub(super) fn now_ns() -> i64 {
+    weaver_engine::chain::clock::now_ns()
+}
+
+fn route_kind(tracked: &Tracked) -> &'static str {
+    let hops: Vec<&Hop> = tracked.transfers.iter().flatten().collect();
+    let ibc = hops.iter().any(|h| matches!(h, Hop::Ibc(_)));
+    let opinit = hops.iter().any(|h| matches!(h, Hop::OpInit(_)));
+    match (ibc, opinit, hops.len()) {
+        (_, _, 0) => "none",
+        (true, true, _) => "mixed",
+        (true, false, 1) => "ibc",
+        (true, false, _) => "ibc_multi_hop",
+        (false, true, _) => "opinit",
+        (false, false, _) => "none",
+    }
+}
+
+pub(super) fn count_state(state: TxState, delta: f64) {
+    metrics::gauge!("weaver_trackers", "state" => state.name()).increment(delta);
+}
+
+impl Tracking {
+    pub fn new(
+        view: Arc<TrackerView>,
+        relay_stores: HashMap<String, RelayStore>,
+        sources: HashMap<String, Arc<ChainAccess>>,
+        settings: TrackerSettings,
+    ) -> Arc<Self> {
+        Arc::new(Tracking {
+            view,
+            relay_stores,
+            sources,
+            lookups: Arc::new(Semaphore::new(settings.lookups_in_flight.max(1))),
+            settings,
+            watchers: DashMap::new(),
+            more_watchers: DashMap::new(),
+            watch_ids: RandomState::new(),
+            resumed: AtomicBool::new(false),
+        })
+    }
+
+    /// The tracker tree (the view's: handlers read the same records).
+    pub fn store(&self) -> &TrackerStore {
+        self.view.store()
+    }
+
+    /// Live tracker actors.
+    pub fn live_trackers(&self) -> usize {
+        self.view
+            .entries
+            .iter()
+            .filter(|entry| entry.tracker_runs() == Some(true))
+            .count()
+    }
+
+    /// Relay keys some live tracker waits on.
+    pub fn watched_keys(&self) -> usize {
+        self.watchers.len()
+    }
+
+    pub(super) fn watch_id(&self, key: &WatchKey) -> WatchId {
+        self.watch_ids.hash_one(key)
+    }
+
+    /// The live tracker of a tx.
+    pub(super) fn tracker_of(&self, key: &TrackKey) -> Option<Addr<Tracker>> {
+        self.view.entries.get(key)?.tracker.as_ref()?.upgrade()
+    }
+
+    /// Stores and publishes a changed tracked tx; its state. A record the store refused is
+    /// not published: the store holds the truth the tracker reads back.
+    pub(super) fn commit(
+        &self,
+        key: &Arc<TrackKey>,
+        tracked: &mut Tracked,
+    ) -> Result<TxState, StoreError> {
+        let state = tracked.state();
+        if state.is_terminal() && tracked.terminal_ns.is_none() {
+            tracked.terminal_ns = Some(now_ns());
+            let seconds = (now_ns() - tracked.registered_ns).max(0) as f64 / 1e9;
+            metrics::histogram!("weaver_tracker_time_to_terminal_seconds", "route_kind" => route_kind(tracked), "state" => state.name())
+                .record(seconds);
+        }
+        if let Err(e) = self.store().put(tracked) {
+            metrics::counter!("weaver_tracker_store_errors_total", "op" => "write").increment(1);
+            tracing::error!(error = %e, tx_hash = %tracked.key.tx_hash, "tracker state not written; tried again later");
+            return Err(e);
+        }
+        Ok(self.publish(key, tracked))
+    }
+
+    /// Forgets a tx whose record is gone from the store (its entry would otherwise count
+    /// against `max_trackers` with nothing tracking it).
+    pub(super) fn forget(&self, key: &TrackKey) {
+        if let Some((_, entry)) = self.view.entries.remove(key) {
+            count_state(entry.state, -1.0);
+        }
+    }
+
+    /// Publishes a tracked tx already written to the store; its state.
+    pub(super) fn publish(&self, key: &Arc<TrackKey>, tracked: &Tracked) -> TxState {
+        let state = tracked.state();
+        let before = self.view.set_state(key, tracked);
+        if before != Some(state) {
+            if let Some(before) = before {
+                count_state(before, -1.0);
+            }
+            count_state(state, 1.0);
+        }
+        state
+    }
+
+    pub(super) fn watch(&self, id: WatchId, tracker: &Addr<Tracker>) {
+        match self.watchers.entry(id) {
+            dashmap::Entry::Vacant(first) => {
+                first.insert(tracker.downgrade());
+            }
+            dashmap::Entry::Occupied(mut first) => {
+                if is_or_gone(first.get(), None) {
+                    // A stopped tracker's place (the hub's sweep had not reached it).
+                    first.insert(tracker.downgrade());
+                } else if first.get().upgrade().as_ref() != Some(tracker) {
+                    let mut more = self.more_watchers.entry(id).or_default();
+                    if !more.iter().any(|w| w.upgrade().as_ref() == Some(tracker)) {
+                        more.push(tracker.downgrade());
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn unwatch(&self, id: WatchId, tracker: &Addr<Tracker>) {
+        let first = self.watchers.entry(id);
+        let mut more = match self.more_watchers.entry(id) {
+            dashmap::Entry::Occupied(mut more) => {
+                more.get_mut().retain(|w| !is_or_gone(w, Some(tracker)));
+                Some(more)
+            }
+            dashmap::Entry::Vacant(_) => None,
+        };
+        if let dashmap::Entry::Occupied(mut first) = first {
+            if is_or_gone(first.get(), Some(tracker)) {
+                match more.as_mut().and_then(|more| more.get_mut().pop()) {
+                    Some(next) => {
+                        first.insert(next);
+                    }
+                    None => {
+                        first.remove();
+                    }
+                }
+            }
+        }
+        if let Some(more) = more.filter(|more| more.get().is_empty()) {
+            more.remove();
+        }
+    }
+
+    /// Drops the index entries of trackers that no longer run (a tracker that panicked
+    /// could not take itself off).
+    pub(super) fn forget_stopped_watchers(&self) {
+        self.watchers.retain(|_, first| !is_or_gone(first, None));
+        self.more_watchers.retain(|_, more| {
+            more.retain(|w| !is_or_gone(w, None));
+            !more.is_empty()
+        });
+    }
+
+    /// The live trackers listed under a relay key.
+    pub(super) fn watchers_of(&self, key: &WatchKey) -> SmallVec<[Addr<Tracker>; 1]> {
+        let id = self.watch_id(key);
+        let mut trackers: SmallVec<[Addr<Tracker>; 1]> = self
+            .watchers
+            .get(&id)
+            .and_then(|first| first.upgrade())
+            .into_iter()
+            .collect();
+        if let Some(more) = self.more_watchers.get(&id) {
+            trackers.extend(more.iter().filter_map(WeakAddr::upgrade));
+        }
+        trackers
+    }
+
+    /// Stored relay events under `watch`.
+    pub(super) fn relay_events(&self, watch: &WatchKey) -> Vec<RelayEvent> {
+        let result = match watch {
+            WatchKey::Packet {
+                chain,
+                destination,
+                port,
+                channel,
+                sequence,
+            } => self.relay_stores.get(chain).map(|store| {
+                let side = if *destination {
+                    PacketSide::Destination
+                } else {
+                    PacketSide::Source
+                };
+                store.events_of_packet(
+                    side,
+                    &PacketKey {
+                        port: port.clone(),
+                        channel: channel.clone(),
+                        sequence: *sequence,
+                    },
+                )
+            }),
+            WatchKey::Bridge {
+                chain,
+                deposit,
+                bridge_id,
+                sequence,
+            } => self.relay_stores.get(chain).map(|store| {
+                store.events_of_bridge_transfer(
+                    &BridgeKey {
+                        bridge_id: *bridge_id,
+                        sequence: *sequence,
+                    },
+                    *deposit,
+                )
+            }),
+        };
+        match result {
+            Some(Ok(events)) => events,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "relay store read failed; the tracker retries with the next event");
+                vec![]
+            }
+            None => vec![],
+        }
+    }
+
+    /// Stored relay events of one tx; `None` when the store could not be read (ask again
+    /// later: an unread log is not an empty one).
+    pub(super) fn tx_events(&self, chain: &str, tx_hash: &str) -> Option<Vec<RelayEvent>> {
+        let Some(store) = self.relay_stores.get(chain) else {
+            return Some(vec![]);
+        };
+        let Some(hash) = hex::decode(tx_hash)
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        else {
+            return Some(vec![]);
+        };
+        match store.events_of_tx(&hash) {
+            Ok(events) => Some(events),
+            Err(e) => {
+                tracing::warn!(error = %e, "relay store read failed; the tracker asks again");
+                None
+            }
+        }
+    }
+
+    /// Whether `chain`'s relay log is complete up to `height` (an unknown height, 0, never
+    /// is).
+    pub(super) fn relay_passed(&self, chain: &str, height: u64) -> bool {
+        height > 0
+            && self
+                .relay_stores
+                .get(chain)
+                .and_then(|store| store.watermark().ok())
+                .is_some_and(|w| w >= height)
+    }
+
+    /// Applies `event` to `tracked`, linking the next hop of any receipt that continues in
+    /// its tx; whether anything changed.
+    pub(super) fn advance(&self, tracked: &mut Tracked, event: &RelayEvent) -> bool {
+        let topology = &self.view.topology();
+        let (mut changed, continuations) = tracked.apply(event, topology);
+        for continuation in continuations {
+            let events = self
+                .tx_events(&continuation.chain, &continuation.tx_hash)
+                .unwrap_or_default();
+            changed |= tracked.link_next(&continuation, &events, topology);
+        }
+        changed
+    }
+
+    /// Whether `tracked` waited too long at `now`.
+    pub(super) fn abandonment(&self, tracked: &Tracked, now: i64) -> Abandonment {
+        let settings = &self.settings;
+        if matches!(tracked.source, Source::Unseen) {
+            let deadline = tracked.registered_ns + settings.abandon_unseen.as_nanos() as i64;
+            return if now > deadline {
+                Abandonment::Due(format!(
+                    "{} never showed tx {} within {} s of its registration",
+                    tracked.key.chain_id,
+                    tracked.key.tx_hash,
+                    settings.abandon_unseen.as_secs()
+                ))
+            } else {
+                Abandonment::At(deadline)
+            };
+        }
+        let waiting_withdrawal = tracked
+            .transfers
+            .iter()
+            .flatten()
+            .filter_map(|h| match h {
+                Hop::OpInit(op) if !op.deposit && op.receive.is_none() => {
+                    Some(self.view.topology().finalization_period_secs(op.bridge_id))
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let limit =
+            settings.abandon_stalled.as_nanos() as i64 + waiting_withdrawal as i64 * 1_000_000_000;
+        let deadline = tracked.progressed_ns + limit;
+        if now > deadline {
+            Abandonment::Due(format!(
+                "no progress for {} s",
+                (now - tracked.progressed_ns) / 1_000_000_000
+            ))
+        } else {
+            Abandonment::At(deadline)
+        }
+    }
+}
