@@ -31,6 +31,7 @@ use evm_workload::{main_domains, spec};
 
 use weaver_devnet::Devnet;
 use weaver_engine::chain::{Answers, BlockBundle};
+use weaver_engine::indexers::BlockInput;
 use weaver_engine::store::{keys, Batch, Store};
 
 const SYNC_EVERY: Duration = Duration::from_millis(500);
@@ -95,7 +96,7 @@ fn capture(n: u64, txs_per_block: u32) -> Workload {
             }
             let mut batch = Batch::default();
             indexer
-                .index_answered(&block, &answers, &mut batch)
+                .index(BlockInput::answered(&block, &answers), &mut batch)
                 .unwrap();
             let mut writes: Writes = batch
                 .writes()

@@ -55,6 +55,9 @@ pub struct Config {
     /// created (the engine keeps it with the tree).
     #[serde(default = "default_memtable_mb")]
     pub memtable_mb: u64,
+    /// The store's engine (`[store]`).
+    #[serde(default)]
+    pub store: StoreConfig,
     /// actix-web worker threads per listener.
     #[serde(default = "default_http_workers")]
     pub http_workers: usize,
@@ -417,6 +420,15 @@ fn check_origin(origin: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// The store (`<data_dir>/db`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `"fjall"` (the default) or `"sled"` (a build with the `sled` cargo feature, the
+    /// default build). A data directory written by one engine is refused by the other.
+    pub engine: weaver_engine::store::StoreEngine,
+}
+
 /// The Prometheus listener (`/metrics`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -621,14 +633,7 @@ fn default_prefix() -> String {
 /// Everything a chain can keep: the rich list only exists on EVM chains, and EVM txs and
 /// internal txs where the chain's EVM JSON-RPC is known (the devnet serves one).
 pub fn default_domains(vm: Vm, source: &SourceConfig) -> Vec<Domain> {
-    let mut domains = vec![Domain::Blocks, Domain::Txs, Domain::Relay, Domain::Nft];
-    if vm == Vm::Evm {
-        domains.push(Domain::RichList);
-        if source.has_json_rpc() {
-            domains.extend([Domain::EvmTxs, Domain::EvmInternalTxs]);
-        }
-    }
-    domains
+    Domain::defaults(vm, source.has_json_rpc())
 }
 
 impl SourceConfig {
@@ -723,6 +728,15 @@ impl Config {
             .map_err(|e| invalid(e.key, e.message))?;
         if self.memtable_mb == 0 || self.memtable_mb > 1024 {
             return Err(invalid("memtable_mb", "must be between 1 and 1024"));
+        }
+        if !self.store.engine.is_built() {
+            return Err(invalid(
+                "store.engine",
+                format!(
+                    "this weaver was built without the {0} engine (cargo feature `{0}`)",
+                    self.store.engine
+                ),
+            ));
         }
         if self.http_workers == 0 || self.http_workers > 256 {
             return Err(invalid("http_workers", "must be between 1 and 256"));
@@ -873,28 +887,26 @@ fn validate_domains(chain: &ChainConfig, key: &dyn Fn(&str) -> String) -> Result
             ));
         }
     }
-    if chain.indexes(Domain::Txs) && !chain.indexes(Domain::Blocks) {
-        return Err(invalid(
-            key("domains"),
-            "\"txs\" needs \"blocks\": tx records live beside their blocks",
-        ));
-    }
-    for domain in [Domain::EvmTxs, Domain::EvmInternalTxs] {
-        if chain.indexes(domain) && !chain.source.has_json_rpc() {
+    // What each domain needs, from its descriptor.
+    for domain in &chain.domains {
+        let descriptor = domain.descriptor();
+        for (needed, why) in descriptor.needs {
+            if !chain.indexes(*needed) {
+                return Err(invalid(
+                    key("domains"),
+                    format!("{:?} needs {:?}: {why}", descriptor.name, needed.as_str()),
+                ));
+            }
+        }
+        if descriptor.reads_json_rpc && !chain.source.has_json_rpc() {
             return Err(invalid(
                 key("source.json_rpc"),
                 format!(
                     "{:?} reads the chain's EVM JSON-RPC: give its URLs in json_rpc",
-                    domain.as_str()
+                    descriptor.name
                 ),
             ));
         }
-    }
-    if chain.indexes(Domain::Nft) && !chain.indexes(Domain::Txs) {
-        return Err(invalid(
-            key("domains"),
-            "\"nft\" needs \"txs\": token history is served as tx records",
-        ));
     }
     let served = chain.domains.iter().any(|d| d.served());
     match (served, chain.listen) {
@@ -1004,6 +1016,34 @@ mod tests {
         listen = "127.0.0.1:8080"
         source = { kind = "devnet" }
     "#;
+
+    /// A served domain without `blocks` and a listener was "valid" but its listener was never
+    /// bound (the indexer listener is the blocks domain's): refused, saying what to add.
+    #[test]
+    fn served_domains_without_blocks_are_refused() {
+        let evm = MINIMAL.replace("vm = \"move\"", "vm = \"evm\"");
+        for domains in [
+            r#"["richlist"]"#,
+            r#"["relay", "richlist"]"#,
+            r#"["evm_txs"]"#,
+            r#"["evm_internal_txs", "relay"]"#,
+        ] {
+            let toml = evm.replace(
+                "vm = \"evm\"",
+                &format!("vm = \"evm\"\ndomains = {domains}"),
+            );
+            let error = Config::from_toml(&toml).unwrap_err().to_string();
+            assert!(
+                error.contains("domains") && error.contains("needs \"blocks\""),
+                "{domains}: {error}"
+            );
+        }
+        let with_blocks = evm.replace(
+            "vm = \"evm\"",
+            "vm = \"evm\"\ndomains = [\"blocks\", \"richlist\"]",
+        );
+        Config::from_toml(&with_blocks).unwrap();
+    }
 
     #[test]
     fn default_domains_follow_the_vm_and_the_rich_list_needs_the_evm() {
@@ -1202,6 +1242,33 @@ mod tests {
         ))
         .unwrap();
         assert!(!off.cors.enabled);
+    }
+
+    #[test]
+    fn the_store_engine_is_fjall_unless_set_and_an_unknown_one_is_refused() {
+        use weaver_engine::store::StoreEngine;
+        let default = Config::from_toml(MINIMAL).unwrap();
+        assert_eq!(default.store.engine, StoreEngine::Fjall);
+        let sled = Config::from_toml(&format!("{MINIMAL}\n[store]\nengine = \"sled\"\n"));
+        if StoreEngine::Sled.is_built() {
+            assert_eq!(sled.unwrap().store.engine, StoreEngine::Sled);
+        } else {
+            let error = sled.unwrap_err().to_string();
+            assert!(
+                error.starts_with("store.engine:") && error.contains("cargo feature `sled`"),
+                "{error}"
+            );
+        }
+        let error = Config::from_toml(&format!("{MINIMAL}\n[store]\nengine = \"rocksdb\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("rocksdb")
+                && error.contains("fjall")
+                && error.contains("sled")
+                && error.contains("store.engine"),
+            "{error}"
+        );
     }
 
     #[test]

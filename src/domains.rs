@@ -1,7 +1,8 @@
 //! The domain extension point of the daemon: a [`DomainPlugin`] adds a domain to chains —
 //! an indexer over its own tree, fed by the chain's follower with its own watermark,
 //! and optionally HTTP routes on the chain's listener that read that tree. Built-in domains
-//! (`blocks`, `txs`, `relay`) come from the config; plug-ins are handed to
+//! (`blocks`, `txs`, `relay`, `nft`, `richlist`, `evm_txs`, `evm_internal_txs`: see
+//! `weaver_engine::indexers::DESCRIPTORS`) come from the config; plug-ins are handed to
 //! [`crate::boot::run_with`]. See ARCHITECTURE.md, "Adding a domain".
 
 use std::sync::Arc;
@@ -38,5 +39,33 @@ pub struct Extensions {
     pub domains: Vec<Arc<dyn DomainPlugin>>,
 }
 
-/// Names a plug-in may not take: the built-in domains' trees and the chain metadata tree.
-pub const RESERVED_NAMES: &[&str] = &["blocks", "txs", "relay", "nft", "meta"];
+/// Whether a plug-in may not take `name`: a built-in domain's name or tree, or a
+/// process-level tree (from the built-in domains' descriptors, so it cannot drift).
+pub fn is_reserved(name: &str) -> bool {
+    weaver_engine::indexers::Domain::reserved_names().any(|reserved| reserved == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The built-in domains the old hand-kept list missed (a plug-in named `richlist`
+    /// shared the built-in's tree and watermark) are reserved now, with every other.
+    #[test]
+    fn every_built_in_domain_and_tree_is_reserved() {
+        for name in [
+            "blocks",
+            "txs",
+            "relay",
+            "nft",
+            "richlist",
+            "evm_txs",
+            "evm_internal_txs",
+            "meta",
+            "tracker",
+        ] {
+            assert!(is_reserved(name), "{name}");
+        }
+        assert!(!is_reserved("msg_type_counts"));
+    }
+}

@@ -32,6 +32,7 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use metrics::Counter;
 use weaver_engine::store::DomainTree;
+use weaver_engine::system::Recover;
 
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::limits::HeavyPages;
@@ -145,7 +146,7 @@ impl AnswerCache {
     const MAX_KEY: usize = 1024;
 
     fn get(&self, key: &str, changes: u64) -> Option<Kept> {
-        let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.inner.lock().recover();
         if changes > entries.changes {
             entries.clear();
             entries.changes = changes;
@@ -163,7 +164,7 @@ impl AnswerCache {
         if answer.len() > self.max_answer || key.len() > Self::MAX_KEY {
             return false;
         }
-        let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.inner.lock().recover();
         if changes != entries.changes {
             // Rendered before the domain moved on (or after: then `get` clears first).
             return false;
@@ -193,7 +194,7 @@ impl AnswerCache {
         plain: &Bytes,
         gzip: Bytes,
     ) {
-        let mut entries = inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = inner.lock().recover();
         if changes != entries.changes {
             return;
         }

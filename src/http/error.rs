@@ -97,6 +97,7 @@ impl ApiError {
             409 => 6,
             413 => 8,
             429 => 8,
+            431 => 8,
             503 => 14,
             504 => 4,
             _ => 13,
@@ -123,11 +124,22 @@ impl ResponseError for ApiError {
         if self.close {
             builder.force_close();
         }
-        builder.json(ErrorBody {
+        builder.json(self.error_body())
+    }
+}
+
+impl ApiError {
+    fn error_body(&self) -> ErrorBody<'_> {
+        ErrorBody {
             code: self.grpc_code(),
             message: &self.message,
             details: [],
-        })
+        }
+    }
+
+    /// The JSON error body, as bytes.
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.error_body()).expect("an error body serialises")
     }
 }
 

@@ -1,6 +1,6 @@
 //! The router API: `POST /v2/fungible/route`, `POST /op-hook`, `POST /v2/fungible/msgs`,
-//! `GET /v2/info/chains` and `GET /v2/fungible/assets`. Handlers plan on the planner's
-//! published snapshot and keep no state between requests. POST bodies must be
+//! `GET /v2/info/chains` and `GET /v2/fungible/assets`. Handlers plan on the published
+//! registry snapshot and keep no state between requests. POST bodies must be
 //! `application/json` (415 otherwise).
 
 use std::collections::BTreeMap;
@@ -14,13 +14,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use utoipa::{IntoParams, ToSchema};
 
-use weaver_router::planner::actor::{PlannerSnapshot, SnapshotHandle};
+use weaver_engine::system::Recover;
 use weaver_router::planner::error::RouteError;
 use weaver_router::planner::msgs_answer::MsgsAnswer;
 use weaver_router::planner::op_hook::OpHook;
 use weaver_router::planner::request::{MsgsRequest, OpHookRequest, RouteRequest};
 use weaver_router::planner::route::Route;
-use weaver_router::planner::{msgs_answer, op_hook, route};
+use weaver_router::planner::{msgs_answer, op_hook, route, RegistrySnapshot, SnapshotHandle};
 
 use super::error::{ApiError, ApiResult};
 use super::query::parse_bool;
@@ -143,7 +143,7 @@ pub(super) async fn route_handler(
     let mut strings = vec!["amount_in", "amount_out"];
     strings.extend(ASSET_FIELDS);
     let request: RouteRequest = parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
-    let answer = serde_json::to_vec(&route::answer(&snapshot, &request)?)
+    let answer = serde_json::to_vec(&route::answer(&snapshot.planner, &request)?)
         .map(web::Bytes::from)
         .map_err(ApiError::internal)?;
     cache.put(&snapshot, body, answer.clone());
@@ -164,7 +164,7 @@ fn json_answer(body: web::Bytes) -> HttpResponse {
 /// reused. Bounded: past [`RouteCache::CAPACITY`] entries the cache starts over.
 #[derive(Default)]
 pub struct RouteCache {
-    entries: Mutex<HashMap<web::Bytes, (Weak<PlannerSnapshot>, web::Bytes)>>,
+    entries: Mutex<HashMap<web::Bytes, (Weak<RegistrySnapshot>, web::Bytes)>>,
 }
 
 impl RouteCache {
@@ -172,17 +172,17 @@ impl RouteCache {
     /// Larger bodies are planned every time (a real route request is a few hundred bytes).
     const MAX_KEY: usize = 2048;
 
-    fn get(&self, snapshot: &Arc<PlannerSnapshot>, body: &[u8]) -> Option<web::Bytes> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+    fn get(&self, snapshot: &Arc<RegistrySnapshot>, body: &[u8]) -> Option<web::Bytes> {
+        let entries = self.entries.lock().recover();
         let (planned_on, answer) = entries.get(body)?;
         std::ptr::eq(planned_on.as_ptr(), Arc::as_ptr(snapshot)).then(|| answer.clone())
     }
 
-    fn put(&self, snapshot: &Arc<PlannerSnapshot>, body: web::Bytes, answer: web::Bytes) {
+    fn put(&self, snapshot: &Arc<RegistrySnapshot>, body: web::Bytes, answer: web::Bytes) {
         if body.len() > Self::MAX_KEY {
             return;
         }
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries.lock().recover();
         if entries.len() >= Self::CAPACITY {
             entries.clear();
         }
@@ -211,7 +211,7 @@ pub(super) async fn op_hook_handler(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    Ok(HttpResponse::Ok().json(op_hook::answer(&snapshot.load(), &request, now)?))
+    Ok(HttpResponse::Ok().json(op_hook::answer(&snapshot.load().planner, &request, now)?))
 }
 
 #[utoipa::path(post, path = "/v2/fungible/msgs", tag = "Fungible",
@@ -234,7 +234,11 @@ pub(super) async fn msgs_handler(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    Ok(HttpResponse::Ok().json(msgs_answer::answer(&snapshot.load(), &request, now)?))
+    Ok(HttpResponse::Ok().json(msgs_answer::answer(
+        &snapshot.load().planner,
+        &request,
+        now,
+    )?))
 }
 
 /// Query values of `name`, repeated and/or comma-separated.
@@ -348,6 +352,7 @@ pub(super) async fn chains(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
     bool_param(query, "include_svm")?;
     let snapshot = snapshot.load();
     let chains = snapshot
+        .planner
         .registry
         .chains
         .iter()
@@ -476,6 +481,7 @@ pub(super) async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
     let snapshot = snapshot.load();
     let mut map: BTreeMap<&str, ChainAssets> = BTreeMap::new();
     for chain in snapshot
+        .planner
         .registry
         .chains
         .iter()
@@ -486,7 +492,7 @@ pub(super) async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
         }
         map.insert(&chain.chain_id, ChainAssets { assets: Vec::new() });
     }
-    for asset in &snapshot.registry.assets {
+    for asset in &snapshot.planner.registry.assets {
         let Some(list) = map.get_mut(asset.chain_id.as_str()) else {
             continue;
         };
@@ -545,8 +551,8 @@ mod tests {
     use super::*;
     use weaver_router::planner::registry::Registry;
 
-    fn snapshot() -> Arc<PlannerSnapshot> {
-        Arc::new(PlannerSnapshot::build(Registry::default()).unwrap())
+    fn snapshot() -> Arc<RegistrySnapshot> {
+        Arc::new(RegistrySnapshot::build(Registry::default()).unwrap())
     }
 
     #[test]

@@ -23,6 +23,7 @@ use weaver_devnet::now_ns;
 use weaver_engine::chain::timefmt::rfc3339_seconds;
 use weaver_engine::follower::{Ingestion, IngestionStatus};
 use weaver_engine::store::DomainTree;
+use weaver_engine::system::Recover;
 use weaver_router::tracker::{TrackerView, TxState};
 
 /// How often the page reloads itself.
@@ -153,7 +154,7 @@ impl StatusBoard {
             let Ok(height) = domain.tree.watermark() else {
                 continue;
             };
-            let mut samples = domain.samples.lock().unwrap_or_else(|p| p.into_inner());
+            let mut samples = domain.samples.lock().recover();
             samples.push_back((now, height));
             while samples
                 .front()
@@ -200,7 +201,7 @@ fn chain_snapshot(chain: &ChainStatus) -> ChainSnapshot {
         .domains
         .iter()
         .map(|domain| {
-            let samples = domain.samples.lock().unwrap_or_else(|p| p.into_inner());
+            let samples = domain.samples.lock().recover();
             let (height, error) = match domain.tree.watermark() {
                 Ok(height) if domain.main => (Some(chain.ingestion.reported_height(height)), None),
                 Ok(height) => (Some(height), None),
@@ -419,7 +420,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 mod tests {
     use super::*;
     use weaver_engine::store::Store;
-    use weaver_router::tracker::{Topology, TrackKey, Tracked};
+    use weaver_router::planner::SnapshotHandle;
+    use weaver_router::tracker::{TrackKey, Tracked};
 
     fn board(dir: &std::path::Path) -> (StatusBoard, DomainTree) {
         let store = Store::open(dir, 1 << 20).unwrap();
@@ -433,7 +435,7 @@ mod tests {
         .domain("blocks", tree.clone(), true)
         .domain("txs", tree.clone(), true);
         let view = TrackerView::new(
-            Arc::new(Topology::new(&Default::default())),
+            SnapshotHandle::new(Default::default()).unwrap(),
             weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
         );
         (StatusBoard::new(vec![chain], view), tree)

@@ -12,8 +12,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
-use weaver_engine::system::Supervised;
-use weaver_router::planner::actor::SnapshotHandle;
+use weaver_engine::system::{Recover, Supervised};
+use weaver_router::planner::{RegistrySnapshot, SnapshotHandle};
 use weaver_router::tracker::{Register, TrackError, TrackKey, TrackerHub, TrackerView};
 
 use super::error::{ApiError, ApiResult};
@@ -56,7 +56,7 @@ struct StreamSlot {
 impl StreamSlot {
     fn open(api: &web::Data<TrackingApi>, ip: IpAddr) -> Result<StreamSlot, ApiError> {
         let limits = &api.streams;
-        let mut per_ip = limits.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        let mut per_ip = limits.per_ip.lock().recover();
         let mine = per_ip.entry(ip).or_default();
         if *mine >= limits.max_per_ip {
             return Err(ApiError::too_many_requests(
@@ -87,7 +87,7 @@ impl Drop for StreamSlot {
     fn drop(&mut self) {
         let limits = &self.api.streams;
         limits.total.fetch_sub(1, Ordering::SeqCst);
-        let mut per_ip = limits.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        let mut per_ip = limits.per_ip.lock().recover();
         if let Some(count) = per_ip.get_mut(&self.ip) {
             *count -= 1;
             if *count == 0 {
@@ -135,13 +135,13 @@ fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, ApiEr
 
 /// The tracked key of a request, if its chain is one the router knows.
 fn track_key(
-    snapshot: &SnapshotHandle,
+    snapshot: &RegistrySnapshot,
     tx_hash: &Option<String>,
     chain_id: &Option<String>,
 ) -> Result<TrackKey, ApiError> {
     let tx_hash = parse_hash(required(tx_hash, "tx_hash")?)?;
     let chain_id = required(chain_id, "chain_id")?;
-    if snapshot.load().graph.chain(chain_id).is_none() {
+    if snapshot.planner.graph.chain(chain_id).is_none() {
         return Err(ApiError::not_found(format!(
             "chain ID not supported: {chain_id}"
         )));
@@ -162,6 +162,8 @@ pub(super) async fn track(
     body: web::Bytes,
 ) -> ApiResult {
     let request: TrackRequest = super::router::parse_body(&body, &["tx_hash", "chain_id"], &[])?;
+    // One snapshot for the chain check and the explorer link: both from the same registry.
+    let snapshot = snapshot.load();
     let key = track_key(&snapshot, &request.tx_hash, &request.chain_id)?;
     let answer = api
         .hub
@@ -174,10 +176,7 @@ pub(super) async fn track(
         Err(e @ TrackError::Full(_)) => return Err(ApiError::unavailable(e.to_string(), 30)),
         Err(e) => return Err(ApiError::internal(e)),
     }
-    let explorer_link = api
-        .view
-        .topology()
-        .explorer_link(&key.chain_id, &key.tx_hash);
+    let explorer_link = snapshot.topology.explorer_link(&key.chain_id, &key.tx_hash);
     Ok(HttpResponse::Ok().json(json!({"tx_hash": key.tx_hash, "explorer_link": explorer_link})))
 }
 
@@ -195,7 +194,7 @@ fn queried_key(req: &HttpRequest, snapshot: &SnapshotHandle) -> Result<TrackKey,
     let query = web::Query::<StatusQuery>::from_query(req.query_string())
         .map(|q| q.into_inner())
         .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
-    track_key(snapshot, &query.tx_hash, &query.chain_id)
+    track_key(&snapshot.load(), &query.tx_hash, &query.chain_id)
 }
 
 fn not_tracked(key: &TrackKey) -> ApiError {

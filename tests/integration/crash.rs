@@ -1,15 +1,15 @@
 //! `kill -9` at arbitrary points while catching up: each restart resumes at the next
 //! height, with no gap and no duplicate — for two domains at once (blocks+txs and relay),
-//! killed while their watermarks differ.
+//! killed while their watermarks differ. Run on each store engine (`[store] engine`).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use weaver::config::Config;
 use weaver_engine::relay::RelayKind;
-use weaver_engine::store::Store;
+use weaver_engine::store::{Store, StoreEngine, DEFAULT_MEMTABLE_BYTES};
 
-use crate::harness::{all_blocks, config_with, devnet_chain, walk, Daemon};
+use crate::harness::{all_blocks, config_with, devnet_chain, walk, with_store_engine, Daemon};
 
 const CHAIN: &str = "miniwasm-1";
 
@@ -25,15 +25,29 @@ fn domain_height(daemon: &Daemon, domain: &str) -> u64 {
 
 #[test]
 fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
+    kill_9_during_catch_up(StoreEngine::Fjall);
+}
+
+#[cfg(feature = "sled")]
+#[test]
+fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing_on_sled() {
+    kill_9_during_catch_up(StoreEngine::Sled);
+}
+
+fn kill_9_during_catch_up(engine: StoreEngine) {
+    let started = Instant::now();
     let chain = devnet_chain(CHAIN, "wasm", "")
         .replace("block_interval_ms = 200", "block_interval_ms = 1000")
         .replace(
             "[chains.source]",
             "domains = [\"blocks\", \"txs\"]\n[chains.source]",
         );
-    let config = format!(
-        "{}\n[chains.follower]\nbatch_blocks = 8\nin_flight = 4\n",
-        config_with(&chain).replace("history_blocks = 120", "history_blocks = 900")
+    let config = with_store_engine(
+        &format!(
+            "{}\n[chains.follower]\nbatch_blocks = 8\nin_flight = 4\n",
+            config_with(&chain).replace("history_blocks = 120", "history_blocks = 900")
+        ),
+        engine,
     );
     // First the blocks domain alone, killed twice on the way.
     let mut daemon = Daemon::start(&config);
@@ -135,8 +149,15 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
     // The relay log holds every packet event of the devnet once, in order, up to its
     // watermark — including across the kill at relay {relay_at_kill} / blocks {blocks_at_kill}.
     let mut config = Config::load(&config_path).unwrap();
+    assert_eq!(config.store.engine, engine);
     config.data_dir = dir.path().join("data");
-    let store = Store::open(&config.data_dir.join("db"), 8 << 20).unwrap();
+    let store = Store::open_engine(
+        engine,
+        &config.data_dir.join("db"),
+        8 << 20,
+        DEFAULT_MEMTABLE_BYTES,
+    )
+    .unwrap();
     let relay = store.relay(CHAIN).unwrap();
     let watermark = relay.watermark().unwrap();
     assert!(watermark >= 900, "relay stopped at {watermark}");
@@ -176,5 +197,9 @@ fn kill_9_during_catch_up_loses_nothing_and_repeats_nothing() {
     assert_eq!(
         stored, expected,
         "relay events lost or repeated (killed at relay {relay_at_kill}, blocks {blocks_at_kill})"
+    );
+    eprintln!(
+        "crash on {engine}: killed at {killed_at:?}, passed in {:?}",
+        started.elapsed()
     );
 }

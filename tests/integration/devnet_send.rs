@@ -16,7 +16,7 @@ use weaver_engine::chain::proto::Coin;
 use weaver_engine::chain::proto::{AuthInfo, MsgTransfer, SignDoc, TxBody, TxRaw};
 use weaver_router::planner::denom::ibc_denom;
 use weaver_router::planner::registry::Registry;
-use weaver_router::planner::RoutePlanner;
+use weaver_router::planner::SnapshotHandle;
 
 const ABANDON: &str =
     "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about";
@@ -193,7 +193,7 @@ fn registry() -> Registry {
 
 /// The real router and the fake node on one loopback listener; its address.
 fn serve(fake: web::Data<Mutex<Fake>>) -> std::net::SocketAddr {
-    let (_, snapshot) = RoutePlanner::new(registry()).unwrap();
+    let snapshot = SnapshotHandle::new(registry()).unwrap();
     let snapshot = web::Data::new(snapshot);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -12,8 +12,7 @@ use serde_json::Value;
 use weaver::config::{ChainConfig, Config};
 use weaver::domains::{DomainPlugin, Extensions};
 use weaver_engine::chain::decode::decode_tx;
-use weaver_engine::chain::types::BlockBundle;
-use weaver_engine::indexers::{DomainIndexer, IndexError};
+use weaver_engine::indexers::{BlockInput, DomainIndexer, IndexError};
 use weaver_engine::store::{keys, Batch, DomainTree};
 
 use crate::harness::{config_with, devnet_chain, with_world};
@@ -40,7 +39,8 @@ impl DomainIndexer for MsgTypeCounts {
         &self.tree
     }
 
-    fn index(&mut self, bundle: &BlockBundle, batch: &mut Batch) -> Result<(), IndexError> {
+    fn index(&mut self, block: BlockInput<'_>, batch: &mut Batch) -> Result<(), IndexError> {
+        let bundle = block.bundle;
         let mut added: BTreeMap<String, u64> = BTreeMap::new();
         for tx in &bundle.txs {
             let mut types = decode_tx(&tx.raw).map(|d| d.msg_types).unwrap_or_default();

@@ -60,6 +60,11 @@ pub fn frozen_config(chain_id: &str, vm: &str, height: u64) -> String {
     )
 }
 
+/// `config` with its store on `engine` (`[store] engine`, appended as the file's last table).
+pub fn with_store_engine(config: &str, engine: weaver_engine::store::StoreEngine) -> String {
+    format!("{config}\n[store]\nengine = \"{engine}\"\n")
+}
+
 /// `config` with extra keys of its `[devnet]` world (e.g. `genesis_unix_ms = …`).
 pub fn with_world(config: &str, keys: &str) -> String {
     config.replacen("[devnet]\n", &format!("[devnet]\n{keys}\n"), 1)

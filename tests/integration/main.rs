@@ -14,6 +14,7 @@ mod evm_rpc;
 mod harness;
 mod interwovenkit;
 mod limits;
+mod malformed_heads;
 mod msgs;
 mod msgs_sdk;
 mod nft;

@@ -1,6 +1,7 @@
 //! `kill -9` while the NFT domain catches up: after the restarts every token has exactly one
 //! owner, every counter equals what it counts, the NFT state equals the chain's replayed
 //! events at the NFT watermark, and both the core and the NFT watermark resumed cleanly.
+//! Run on each store engine (`[store] engine`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -10,9 +11,11 @@ use serde_json::Value;
 use weaver::config::Config;
 use weaver_devnet::Vm;
 use weaver_engine::store::nft::{TokenCursor, TokenFilter, TokenOrder};
-use weaver_engine::store::{NftStore, Order, PageRequest, Store, Total};
+use weaver_engine::store::{
+    NftStore, Order, PageRequest, Store, StoreEngine, Total, DEFAULT_MEMTABLE_BYTES,
+};
 
-use crate::harness::{config_with, devnet_chain, metric_value, Daemon};
+use crate::harness::{config_with, devnet_chain, metric_value, with_store_engine, Daemon};
 use crate::nft_oracle::replay;
 
 const CHAIN: &str = "minievm-1";
@@ -49,11 +52,25 @@ fn tokens(store: &NftStore, filter: TokenFilter) -> (Vec<Value>, Total) {
 
 #[test]
 fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
+    kill_9_during_nft_catch_up(StoreEngine::Fjall);
+}
+
+#[cfg(feature = "sled")]
+#[test]
+fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts_on_sled() {
+    kill_9_during_nft_catch_up(StoreEngine::Sled);
+}
+
+fn kill_9_during_nft_catch_up(engine: StoreEngine) {
+    let started = Instant::now();
     let chain = devnet_chain(CHAIN, "evm", "")
         .replace("block_interval_ms = 200", "block_interval_ms = 1000");
-    let config = format!(
-        "{}\n[chains.follower]\nbatch_blocks = 8\nin_flight = 4\n",
-        config_with(&chain).replace("history_blocks = 120", "history_blocks = 700")
+    let config = with_store_engine(
+        &format!(
+            "{}\n[chains.follower]\nbatch_blocks = 8\nin_flight = 4\n",
+            config_with(&chain).replace("history_blocks = 120", "history_blocks = 700")
+        ),
+        engine,
     );
     let mut daemon = Daemon::start(&config);
     let mut killed_at = Vec::new();
@@ -80,8 +97,15 @@ fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
     assert!(status.success(), "SIGTERM exit status {status}");
 
     let mut config = Config::load(&config_path).unwrap();
+    assert_eq!(config.store.engine, engine);
     config.data_dir = dir.path().join("data");
-    let store = Store::open(&config.data_dir.join("db"), 8 << 20).unwrap();
+    let store = Store::open_engine(
+        engine,
+        &config.data_dir.join("db"),
+        8 << 20,
+        DEFAULT_MEMTABLE_BYTES,
+    )
+    .unwrap();
     let nfts = store.nft(CHAIN, "init").unwrap();
     let watermark = nfts.watermark().unwrap();
     assert!(watermark >= 700, "NFT watermark {watermark}");
@@ -176,4 +200,8 @@ fn kill_9_during_nft_catch_up_keeps_one_owner_per_token_and_exact_counts() {
         .blocks(CHAIN, weaver_engine::store::HotLimits::blocks(8))
         .unwrap();
     assert!(blocks.watermark().unwrap() >= watermark);
+    eprintln!(
+        "nft_crash on {engine}: killed at {killed_at:?}, passed in {:?}",
+        started.elapsed()
+    );
 }

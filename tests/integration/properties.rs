@@ -9,7 +9,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
 use weaver::config::Config;
-use weaver_router::planner::RoutePlanner;
+use weaver_router::planner::SnapshotHandle;
 
 const CASES: usize = 300;
 const L1: &str = "interwoven-1";
@@ -78,7 +78,7 @@ fn router_bodies_never_get_a_5xx() {
     let config =
         Config::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/mainnet.toml"))
             .unwrap();
-    let (_, snapshot) = RoutePlanner::new(config.router.registry()).unwrap();
+    let snapshot = SnapshotHandle::new(config.router.registry()).unwrap();
     actix_web::rt::System::new().block_on(async move {
         let app = http_test::init_service(
             weaver::http::app(

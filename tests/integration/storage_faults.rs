@@ -5,14 +5,18 @@
 //! in-process) so its supervisor restarts it, and the restarted daemon resumes with no gap.
 //!
 //! Mounting needs root (the tests run as root here and in CI); without it the test prints
-//! why and returns early.
+//! why and returns early. Run on each store engine (`[store] engine`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::harness::{all_blocks, config_with, devnet_chain, metric_value, Daemon};
+use weaver_engine::store::StoreEngine;
+
+use crate::harness::{
+    all_blocks, config_with, devnet_chain, metric_value, with_store_engine, Daemon,
+};
 
 const CHAIN: &str = "miniwasm-1";
 
@@ -105,6 +109,7 @@ fn wait_state(daemon: &Daemon, state: &str) -> serde_json::Value {
 fn check_stalled(daemon: &Daemon) -> u64 {
     let status = wait_state(daemon, "stalled");
     let reason = status["ingestion"]["reason"].as_str().unwrap();
+    eprintln!("storage_faults: stalled: {reason}");
     assert!(
         reason.contains("store write failed") && reason.contains("No space left on device"),
         "{reason}"
@@ -150,18 +155,35 @@ fn check_stalled(daemon: &Daemon) -> u64 {
 
 #[test]
 fn a_full_disk_stalls_ingestion_reads_go_on_and_weaver_restarts_once_space_is_back() {
+    full_disk(StoreEngine::Fjall);
+}
+
+#[cfg(feature = "sled")]
+#[test]
+fn a_full_disk_stalls_ingestion_reads_go_on_and_weaver_restarts_once_space_is_back_on_sled() {
+    full_disk(StoreEngine::Sled);
+}
+
+fn full_disk(engine: StoreEngine) {
+    let started = Instant::now();
     let Some(tmpfs) = Tmpfs::mount("48m") else {
         return;
     };
     let dir = tempfile::tempdir_in(tmpfs.path()).unwrap();
     let config: PathBuf = dir.path().join("weaver.toml");
     let chain = devnet_chain(CHAIN, "wasm", "");
-    std::fs::write(&config, config_with(&chain)).unwrap();
+    std::fs::write(&config, with_store_engine(&config_with(&chain), engine)).unwrap();
     let filler = tmpfs.path().join("filler");
 
     // 1. Fill the disk while indexing: stalled, reads served.
     let daemon = Daemon::start_in(dir, config);
     daemon.wait_height(CHAIN, 100);
+    let db = daemon.dir.as_ref().unwrap().path().join("data/db");
+    let own_file = match engine {
+        StoreEngine::Fjall => "version",
+        StoreEngine::Sled => "conf",
+    };
+    assert!(db.join(own_file).is_file(), "no {engine} store in {db:?}");
     fill(&filler);
     let stalled_at = check_stalled(&daemon);
 
@@ -175,7 +197,7 @@ fn a_full_disk_stalls_ingestion_reads_go_on_and_weaver_restarts_once_space_is_ba
     daemon.wait_height(CHAIN, stalled_at + 1);
     let resumed_after = freed.elapsed();
     eprintln!(
-        "storage_faults: stalled at {stalled_at}; after freeing space weaver exited in {exited_after:?} ({exit}); indexing resumed {resumed_after:?} after the space was freed"
+        "storage_faults on {engine}: stalled at {stalled_at}; after freeing space weaver exited in {exited_after:?} ({exit}); indexing resumed {resumed_after:?} after the space was freed"
     );
     assert_eq!(daemon.status(CHAIN)["ingestion"]["state"], "running");
     daemon.wait_height(CHAIN, stalled_at + 10);
@@ -204,4 +226,8 @@ fn a_full_disk_stalls_ingestion_reads_go_on_and_weaver_restarts_once_space_is_ba
         "SIGTERM with a full disk exited with {exit}"
     );
     let _ = std::fs::remove_file(&filler);
+    eprintln!(
+        "storage_faults on {engine}: passed in {:?}",
+        started.elapsed()
+    );
 }

@@ -2,7 +2,7 @@
 
 use weaver_devnet::{Devnet, DevnetSpec, Vm};
 use weaver_engine::indexers::DomainSet;
-use weaver_engine::indexers::{BlocksIndexer, DomainIndexer, IndexError};
+use weaver_engine::indexers::{BlockInput, BlocksIndexer, DomainIndexer, IndexError};
 use weaver_engine::store::BlocksStore;
 use weaver_engine::store::{HotLimits, Order, PageRequest, Store, TxFilter};
 
@@ -144,13 +144,13 @@ fn counters_stay_exact_when_a_batch_is_thrown_away_and_the_indexer_reopens() {
         if h % 3 == 0 {
             // A batch whose commit never happened (a refused write).
             let mut lost = weaver_engine::store::Batch::default();
-            indexer.index(&bundle, &mut lost).unwrap();
+            indexer.index(BlockInput::new(&bundle), &mut lost).unwrap();
         }
         if h == 20 {
             indexer = BlocksIndexer::open(chain.clone(), "init", true).unwrap();
         }
         let mut batch = weaver_engine::store::Batch::default();
-        indexer.index(&bundle, &mut batch).unwrap();
+        indexer.index(BlockInput::new(&bundle), &mut batch).unwrap();
         chain.domain().commit(batch, h, h == 1).unwrap();
         indexer.committed(&bundle);
     }

@@ -68,7 +68,7 @@ fn start(
         let blocks = BlocksIndexer::open(store.clone(), "init", true)?;
         DomainSet::open("minimove-1", vec![Box::new(blocks)])
     });
-    supervision.start("chain_follower/minimove-1", move || {
+    supervision.start_on_own_thread("chain_follower/minimove-1", move || {
         ChainFollower::new(
             source.clone(),
             "minimove-1",

@@ -14,6 +14,7 @@ use actix_web::{web, HttpResponse};
 use utoipa::openapi::response::ResponseBuilder;
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, RefOr};
 use utoipa::OpenApi;
+use weaver_engine::indexers::{Domain, DESCRIPTORS};
 
 use super::error::ErrorBody;
 
@@ -93,27 +94,19 @@ struct IndexerDoc;
 )]
 struct RouterDoc;
 
-/// What an indexer listener serves, beyond the paths every chain has.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct IndexerPaths {
-    pub evm_txs: bool,
-    pub evm_internal_txs: bool,
-    pub nft: bool,
-    pub rich_list: bool,
-}
-
-/// The document of an indexer listener with `paths`.
-pub fn indexer_document(paths: IndexerPaths) -> Document {
+/// The document of an indexer listener of a chain keeping `kept`: the paths every chain
+/// has, and those of each kept domain (its descriptor's `path_prefixes`).
+pub fn indexer_document(kept: &[Domain]) -> Document {
     let mut document = IndexerDoc::openapi();
     document.paths.paths.retain(|path, _| {
-        let evm_txs = path.starts_with("/indexer/tx/v1/evm-txs");
-        let internal = path.starts_with("/indexer/tx/v1/evm-internal-txs");
-        let nft = path.starts_with("/indexer/nft/");
-        let rich_list = path.starts_with("/indexer/richlist/");
-        (!evm_txs || paths.evm_txs)
-            && (!internal || paths.evm_internal_txs)
-            && (!nft || paths.nft)
-            && (!rich_list || paths.rich_list)
+        DESCRIPTORS
+            .iter()
+            .filter(|d| !kept.contains(&d.domain))
+            .all(|d| {
+                !d.path_prefixes
+                    .iter()
+                    .any(|prefix| path.starts_with(prefix))
+            })
     });
     finish(document)
 }
@@ -265,13 +258,8 @@ mod tests {
     use crate::http::query::{DEFAULT_LIMIT, MAX_LIMIT};
 
     fn all_paths() -> serde_json::Value {
-        serde_json::to_value(indexer_document(IndexerPaths {
-            evm_txs: true,
-            evm_internal_txs: true,
-            nft: true,
-            rich_list: true,
-        }))
-        .unwrap()
+        let every: Vec<Domain> = Domain::all().collect();
+        serde_json::to_value(indexer_document(&every)).unwrap()
     }
 
     #[test]
@@ -289,6 +277,38 @@ mod tests {
         assert_eq!(doc["info"]["version"], API_VERSION);
     }
 
+    /// Each domain's paths are documented exactly when it is kept: dropping any one domain
+    /// drops its descriptor's paths and no other (a built-in missing a descriptor, or a
+    /// descriptor missing its prefixes, fails here).
+    #[test]
+    fn documented_paths_follow_the_descriptors() {
+        let full = all_paths();
+        let paths = |doc: &serde_json::Value| -> Vec<String> {
+            doc["paths"].as_object().unwrap().keys().cloned().collect()
+        };
+        let all = paths(&full);
+        for descriptor in DESCRIPTORS.iter() {
+            let kept: Vec<Domain> = Domain::all().filter(|d| *d != descriptor.domain).collect();
+            let without = paths(&serde_json::to_value(indexer_document(&kept)).unwrap());
+            let dropped: Vec<&String> = all.iter().filter(|p| !without.contains(p)).collect();
+            let own = |p: &String| descriptor.path_prefixes.iter().any(|x| p.starts_with(x));
+            assert!(
+                dropped.iter().all(|p| own(p)),
+                "{}: {dropped:?}",
+                descriptor.name
+            );
+            assert_eq!(
+                dropped.len(),
+                all.iter().filter(|p| own(p)).count(),
+                "{}",
+                descriptor.name
+            );
+            if descriptor.served && !descriptor.path_prefixes.is_empty() {
+                assert!(!dropped.is_empty(), "{} documents no path", descriptor.name);
+            }
+        }
+    }
+
     #[test]
     fn a_chain_documents_only_the_domains_it_keeps() {
         let full = all_paths();
@@ -304,7 +324,7 @@ mod tests {
         assert_eq!(count(&full, "/indexer/tx/v1/evm-internal-txs"), 4);
         assert_eq!(count(&full, "/indexer/nft/"), 7);
         assert_eq!(count(&full, "/indexer/richlist/"), 1);
-        let bare = serde_json::to_value(indexer_document(IndexerPaths::default())).unwrap();
+        let bare = serde_json::to_value(indexer_document(&[Domain::Blocks, Domain::Txs])).unwrap();
         for prefix in ["/indexer/tx/v1/evm", "/indexer/nft/", "/indexer/richlist/"] {
             assert_eq!(count(&bare, prefix), 0, "{prefix}");
         }

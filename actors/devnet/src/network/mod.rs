@@ -27,6 +27,7 @@ use super::signed_tx::module_address;
 use super::{now_ns, Devnet};
 use weaver_engine::chain::decode::tx_hash;
 use weaver_engine::chain::types::TxBundle;
+use weaver_engine::system::Recover;
 
 pub use ante::TxError;
 pub use ledger::{AccountState, Ledger};
@@ -253,7 +254,7 @@ impl Network {
 
     /// The state with every height whose time has come sealed.
     fn sealed(&self) -> MutexGuard<'_, State> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock().recover();
         relay::seal_all(&self.spec, &mut state, now_ns());
         state
     }
@@ -396,11 +397,7 @@ impl Network {
     }
 
     pub fn faults(&self) -> FaultState {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .faults
-            .clone()
+        self.state.lock().recover().faults.clone()
     }
 }
 

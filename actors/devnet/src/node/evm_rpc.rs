@@ -12,6 +12,7 @@ use crate::evm::{evm_tx_hash, DevnetEvm, EvmView};
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 use weaver_engine::chain::evm_types::to_quantity;
+use weaver_engine::system::Recover;
 
 use super::{DevnetNode, CACHED_BLOCKS};
 
@@ -47,12 +48,12 @@ impl EvmNode {
 
     /// The EVM view of `height` (≤ tip), cached; blocking work.
     fn view(&self, height: u64) -> Arc<EvmView> {
-        if let Some(hit) = self.views.lock().expect("view cache").get(&height) {
+        if let Some(hit) = self.views.lock().recover().get(&height) {
             return hit.clone();
         }
         let block = self.node.block(height);
         let view = Arc::new(EvmView::build(&block, &self.evm.devnet().evm_calls(height)));
-        let mut views = self.views.lock().expect("view cache");
+        let mut views = self.views.lock().recover();
         views.insert(height, view.clone());
         while views.len() > CACHED_BLOCKS {
             views.pop_first();
@@ -144,7 +145,7 @@ impl EvmNode {
         else {
             return Value::Null;
         };
-        let views = self.views.lock().expect("view cache");
+        let views = self.views.lock().recover();
         let found = views
             .values()
             .any(|view| view.cosmos_hashes.iter().any(|h| h[..] == wanted[..]));

@@ -29,6 +29,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use weaver_engine::system::Recover;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
     Http5xx,
@@ -220,7 +222,7 @@ impl Faults {
     /// block asked for. `/block` and `/block_results` above it answer "not yet".
     pub fn lagging_tip(&self) -> Option<u64> {
         let highest = self.highest_asked();
-        let armed = self.armed.lock().expect("faults lock");
+        let armed = self.armed.lock().recover();
         armed
             .iter()
             .any(|a| {
@@ -232,7 +234,7 @@ impl Faults {
     /// The fault to inject into this request of `route` for `height` (for
     /// [`Route::Status`]: [`Faults::highest_asked`]), if one is due.
     pub fn take(&self, route: Route, height: u64) -> Option<FaultKind> {
-        let mut armed = self.armed.lock().expect("faults lock");
+        let mut armed = self.armed.lock().recover();
         let due = armed
             .iter_mut()
             .find(|a| a.active() && a.spec.kind.route() == route && height >= a.spec.height)?;
@@ -253,7 +255,7 @@ impl Faults {
 
     /// Stops every fault of `kind` (the admin route's `DELETE`); `false`: none is scheduled.
     pub fn clear(&self, kind: FaultKind) -> bool {
-        let mut armed = self.armed.lock().expect("faults lock");
+        let mut armed = self.armed.lock().recover();
         let mut found = false;
         for a in armed.iter_mut().filter(|a| a.spec.kind == kind) {
             a.cleared = true;
@@ -267,7 +269,7 @@ impl Faults {
 
     /// Each scheduled fault and what it did so far.
     pub fn states(&self) -> Vec<FaultState> {
-        let armed = self.armed.lock().expect("faults lock");
+        let armed = self.armed.lock().recover();
         armed.iter().map(Armed::state).collect()
     }
 }

@@ -18,6 +18,7 @@ use actix_web::error::BlockingError;
 use actix_web::{web, HttpRequest, HttpResponse, HttpServer};
 use serde_json::{json, Value};
 use weaver_engine::chain::types::BlockBundle;
+use weaver_engine::system::Recover;
 
 use faults::{FaultKind, Faults, Route};
 
@@ -43,7 +44,7 @@ impl DevnetNode {
     }
 
     fn cached(&self, height: u64) -> Option<Arc<BlockBundle>> {
-        self.cache.lock().expect("cache lock").get(&height).cloned()
+        self.cache.lock().recover().get(&height).cloned()
     }
 
     /// A block from the cache, or generated (signing every tx) and cached. Blocking work:
@@ -53,7 +54,7 @@ impl DevnetNode {
             return hit;
         }
         let block = Arc::new(self.devnet.block(height));
-        let mut cache = self.cache.lock().expect("cache lock");
+        let mut cache = self.cache.lock().recover();
         cache.insert(height, block.clone());
         while cache.len() > CACHED_BLOCKS {
             cache.pop_first();

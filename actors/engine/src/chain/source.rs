@@ -7,6 +7,7 @@ use super::evm_source::{Evm, EvmError, EvmSource};
 use super::node::NodeClient;
 use super::query::{ChainQuery, QueryAnswer, QueryRejection};
 use super::types::BlockBundle;
+use crate::system::Recover;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -32,7 +33,12 @@ pub enum SourceError {
 
 pub trait ChainSource: Send + Sync {
     fn latest_height(&self) -> impl Future<Output = Result<u64, SourceError>> + Send;
-    fn block(&self, height: u64) -> impl Future<Output = Result<BlockBundle, SourceError>> + Send;
+    /// The block at `height`, shared: [`ChainAccess`] hands the one copy it keeps to every
+    /// follower of the chain that asks.
+    fn block(
+        &self,
+        height: u64,
+    ) -> impl Future<Output = Result<Arc<BlockBundle>, SourceError>> + Send;
     /// Reads chain state at `height` (after that block). `Err` is a transport failure
     /// (retried by the follower); a chain-side error is an `Ok(Err(rejection))`.
     fn query(
@@ -67,19 +73,19 @@ impl ChainSource for Source {
         }
     }
 
-    async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+    async fn block(&self, height: u64) -> Result<Arc<BlockBundle>, SourceError> {
         match self {
             // Generating (and signing) a local block is CPU work: keep it off the runtime
             // so concurrent fetches use every core. A panic (an injected fault) propagates.
             Source::Local(chain) => {
                 let chain = chain.clone();
-                match tokio::task::spawn_blocking(move || chain.block(height)).await {
+                match tokio::task::spawn_blocking(move || chain.block(height).map(Arc::new)).await {
                     Ok(result) => result,
                     Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                     Err(e) => Err(SourceError::Transport(format!("local chain task: {e}"))),
                 }
             }
-            Source::Node(node) => node.block(height).await,
+            Source::Node(node) => node.block(height).await.map(Arc::new),
         }
     }
 
@@ -99,8 +105,12 @@ pub struct ChainAccess {
     pub evm: Option<Evm>,
     /// The newest blocks fetched: a chain's followers (the main one and the EVM domains'
     /// own) ask for the same heights at about the same time; the node (or the devnet's
-    /// signer) serves each once.
-    recent: std::sync::Mutex<std::collections::VecDeque<BlockBundle>>,
+    /// signer) serves each once. Shared, so a hit costs a reference count under the lock:
+    /// a deep copy of a block (every tx's bytes, events and attributes: thousands of small
+    /// allocations) held the lock against every other follower of the chain. Measured on a
+    /// block shaped like a busy one (100 txs of 10 events of 6 attributes, ~13,000
+    /// allocations; release build): ~0.4 ms per hit for the copy, ~10 ns for the `Arc`.
+    recent: std::sync::Mutex<std::collections::VecDeque<Arc<BlockBundle>>>,
 }
 
 /// Blocks kept for the chain's other followers.
@@ -115,8 +125,8 @@ impl ChainAccess {
         }
     }
 
-    fn recent(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<BlockBundle>> {
-        self.recent.lock().unwrap_or_else(|p| p.into_inner())
+    fn recent(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<Arc<BlockBundle>>> {
+        self.recent.lock().recover()
     }
 
     async fn evm_query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
@@ -165,17 +175,30 @@ impl ChainSource for ChainAccess {
         self.source.latest_height().await
     }
 
-    async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
-        if let Some(hit) = self.recent().iter().find(|b| b.height == height) {
-            return Ok(hit.clone());
+    async fn block(&self, height: u64) -> Result<Arc<BlockBundle>, SourceError> {
+        let hit = self.recent().iter().find(|b| b.height == height).cloned();
+        if let Some(hit) = hit {
+            return Ok(hit);
         }
         let bundle = self.source.block(height).await?;
-        let mut recent = self.recent();
-        if !recent.iter().any(|b| b.height == height) {
-            if recent.len() == RECENT_BLOCKS {
-                recent.pop_front();
+        let evicted = {
+            let mut recent = self.recent();
+            if recent.iter().any(|b| b.height == height) {
+                None
+            } else {
+                let evicted = if recent.len() == RECENT_BLOCKS {
+                    recent.pop_front()
+                } else {
+                    None
+                };
+                recent.push_back(bundle.clone());
+                evicted
             }
-            recent.push_back(bundle.clone());
+        };
+        // The last holder of a block frees it (thousands of small allocations) on the
+        // blocking pool, as the follower does, and never under the lock.
+        if let Some(Ok(evicted)) = evicted.map(Arc::try_unwrap) {
+            tokio::task::spawn_blocking(move || drop(evicted));
         }
         Ok(bundle)
     }

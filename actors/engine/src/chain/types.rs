@@ -92,7 +92,8 @@ pub struct BlockBundle {
 impl BlockBundle {
     /// A block of `chain_id` at `height` whose txs (one per inner list, all successful)
     /// carry only `events`: synthetic blocks for tests and benchmarks. Each tx's raw bytes
-    /// are unique (height and index), so tx hashes are too.
+    /// are unique (height and index), so tx hashes are too. Feature `testing`.
+    #[cfg(any(test, feature = "testing"))]
     pub fn of_events(chain_id: &str, height: u64, time_ns: i64, txs: Vec<Vec<Event>>) -> Self {
         BlockBundle {
             chain_id: chain_id.to_string(),

@@ -1,8 +1,8 @@
 //! `ChainFollower`: the supervised actor shell around [`Follower`]. A failed step — an
 //! error, or a panic caught at the step boundary — stops the actor; its `Supervisor`
-//! restarts it after an exponential backoff and the follower resumes from the stored
-//! watermark. A panic that escapes elsewhere kills the actor; the watchdog in
-//! [`crate::system`] respawns it.
+//! restarts it after an exponential backoff ([`FOLLOWER_RESTART`]) and the follower resumes
+//! from the stored watermark. A panic that escapes elsewhere kills the actor; the watchdog
+//! in [`crate::system`] respawns it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -14,12 +14,12 @@ use futures_util::FutureExt;
 use super::{FollowError, Follower, FollowerSettings, Ingestion, IngestionState, Progress};
 use crate::chain::ChainSource;
 use crate::indexers::{DomainSet, IndexError};
+use crate::system::retry::FOLLOWER_RESTART;
 
 /// Opens the domains a follower feeds, resuming each from its stored watermark. Called at
 /// start and after every restart, so no state survives a failed step.
 pub type OpenDomains = Arc<dyn Fn() -> Result<DomainSet, IndexError> + Send + Sync>;
 
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How often a stalled follower probes whether the disk accepts writes again.
 const PROBE_EVERY: Duration = Duration::from_secs(1);
 
@@ -76,16 +76,13 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
         self.chain_id.clone()
     }
 
+    /// The wait before the next start: none before a failure.
     fn backoff(&self) -> Duration {
-        if self.failures == 0 {
-            return Duration::ZERO;
-        }
-        (Duration::from_millis(100) * 2u32.saturating_pow(self.failures.min(16) - 1))
-            .min(MAX_BACKOFF)
+        FOLLOWER_RESTART.after(self.failures)
     }
 
     fn fail(&mut self, ctx: &mut Context<Self>, reason: &'static str, detail: String) {
-        self.failures += 1;
+        self.failures = self.failures.saturating_add(1);
         self.last_failure = reason;
         tracing::error!(chain_id = %self.chain_id(), follower = self.settings.role, reason, failures = self.failures, next_attempt_in = ?self.backoff(), "follower failed: {detail}");
         ctx.stop();
@@ -246,11 +243,13 @@ impl<S: ChainSource + 'static> Handler<Retire> for ChainFollower<S> {
 }
 
 /// Panics inside a handler, outside the step boundary: the actor dies as it would from a
-/// bug, and only the watchdog can bring it back. Exists for supervision tests.
+/// bug, and only the watchdog can bring it back. For supervision tests (feature `testing`).
+#[cfg(any(test, feature = "testing"))]
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct InjectPanic;
 
+#[cfg(any(test, feature = "testing"))]
 impl<S: ChainSource + 'static> Handler<InjectPanic> for ChainFollower<S> {
     type Result = ();
 

@@ -16,6 +16,8 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use tokio::sync::Notify;
 
+use crate::system::Recover;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IngestionState {
@@ -59,7 +61,7 @@ struct RestartInner {
 
 impl RestartRequest {
     pub fn request(&self, reason: String) {
-        let mut slot = self.inner.reason.write().expect("restart lock");
+        let mut slot = self.inner.reason.write().recover();
         if slot.is_none() {
             *slot = Some(reason);
         }
@@ -68,7 +70,7 @@ impl RestartRequest {
 
     /// Why a restart was requested, if it was.
     pub fn requested(&self) -> Option<String> {
-        self.inner.reason.read().expect("restart lock").clone()
+        self.inner.reason.read().recover().clone()
     }
 
     /// Completes once a restart is requested.
@@ -142,7 +144,7 @@ impl Ingestion {
 
     /// Follows the commits of a (re)opened domain set.
     pub(crate) fn track(&self, committed: Arc<std::sync::atomic::AtomicU64>) {
-        *self.committed.write().unwrap_or_else(|p| p.into_inner()) = committed;
+        *self.committed.write().recover() = committed;
     }
 
     /// The height to report for a chain whose store reports `watermark`: once a write has
@@ -154,7 +156,7 @@ impl Ingestion {
             _ => watermark.min(
                 self.committed
                     .read()
-                    .unwrap_or_else(|p| p.into_inner())
+                    .recover()
                     .load(std::sync::atomic::Ordering::Relaxed),
             ),
         }
@@ -172,8 +174,10 @@ impl Ingestion {
         self.tip.clone()
     }
 
+    /// Read by `/status`: a poisoned lock (a thread panicked holding it) is read through,
+    /// as every lock here is; the state is one whole value, written in one assignment.
     pub fn status(&self) -> IngestionStatus {
-        self.status.read().expect("ingestion lock").clone()
+        self.status.read().recover().clone()
     }
 
     pub fn state(&self) -> IngestionState {
@@ -190,7 +194,7 @@ impl Ingestion {
             metrics::gauge!("weaver_ingestion_stalled", "chain_id" => self.chain_id.to_string())
                 .set(stalled);
         }
-        *self.status.write().expect("ingestion lock") = IngestionStatus { state, reason };
+        *self.status.write().recover() = IngestionStatus { state, reason };
     }
 
     /// Writes (and removes) the probe file; `Ok(true)` when the disk accepts writes.
@@ -209,5 +213,49 @@ impl Ingestion {
 
     pub(crate) fn restart(&self) -> &RestartRequest {
         &self.restart
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Panics in another thread while holding `lock`, leaving it poisoned.
+    fn poison<T: Send + Sync>(lock: &RwLock<T>) {
+        std::thread::scope(|scope| {
+            let died = scope
+                .spawn(|| {
+                    let _held = lock.write().unwrap();
+                    panic!("poisoning the lock on purpose");
+                })
+                .join();
+            assert!(died.is_err());
+        });
+        assert!(lock.is_poisoned());
+    }
+
+    /// `/status` reads the state of every chain: a thread that panicked while holding a
+    /// chain's lock must not take the handler (and every later `/status`) down with it.
+    #[test]
+    fn a_poisoned_lock_still_reads_and_writes_the_state() {
+        let ingestion = Ingestion::detached("weaver-l1-1");
+        ingestion.set(IngestionState::Stalled, Some("disk full".into()));
+        poison(&ingestion.status);
+        assert_eq!(
+            ingestion.status(),
+            IngestionStatus {
+                state: IngestionState::Stalled,
+                reason: Some("disk full".into()),
+            }
+        );
+        assert_eq!(ingestion.state(), IngestionState::Stalled);
+        ingestion.set(IngestionState::Running, None);
+        assert_eq!(ingestion.state(), IngestionState::Running);
+
+        let restart = RestartRequest::default();
+        poison(&restart.inner.reason);
+        assert_eq!(restart.requested(), None);
+        restart.request("disk writable again".into());
+        assert_eq!(restart.requested().as_deref(), Some("disk writable again"));
     }
 }

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-pub use actor::{ChainFollower, InjectPanic, OpenDomains, Retire};
+#[cfg(any(test, feature = "testing"))]
+pub use actor::InjectPanic;
+pub use actor::{ChainFollower, OpenDomains, Retire};
 pub use ingestion::{Ingestion, IngestionState, IngestionStatus, RestartRequest, PROBE_BYTES};
 
 use crate::chain::types::BlockBundle;
@@ -201,8 +203,11 @@ impl<S: ChainSource + 'static> Follower<S> {
             self.progress
                 .indexed(bundle.height, bundle.txs.len() as u64, self.tip);
             // Freeing a block (thousands of small strings) took a tenth of this thread's time
-            // during a catch-up; the blocking pool that built it frees it.
-            tokio::task::spawn_blocking(move || drop(bundle));
+            // during a catch-up; the blocking pool that built it frees it. Only the last
+            // holder frees it: the source's cache of recent blocks may still share it.
+            if let Ok(bundle) = Arc::try_unwrap(bundle) {
+                tokio::task::spawn_blocking(move || drop(bundle));
+            }
         }
         if indexed == 0 {
             // The node reported a tip it cannot serve yet: wait a poll interval, don't spin.
@@ -252,9 +257,9 @@ impl<S: ChainSource + 'static> Follower<S> {
 /// rendered as JSON): it runs on the blocking pool, so the blocks fetched ahead are prepared
 /// on another core while the follower indexes the ones before them.
 async fn prepared(
-    bundle: BlockBundle,
+    bundle: Arc<BlockBundle>,
     preparer: SetPreparer,
-) -> Result<(BlockBundle, PreparedBlock), SourceError> {
+) -> Result<(Arc<BlockBundle>, PreparedBlock), SourceError> {
     if preparer.is_empty() {
         return Ok((bundle, PreparedBlock::default()));
     }
@@ -278,4 +283,99 @@ const LOOKUPS_IN_FLIGHT: usize = 8;
 /// The height the `indexed`-th block of a step starting at `next` must have.
 fn height_of(next: u64, indexed: u64) -> u64 {
     next + indexed
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::chain::{ChainAccess, ChainQuery, LocalChain, QueryAnswer, Source};
+    use crate::indexers::relay::RelayIndexer;
+    use crate::store::Store;
+
+    const CHAIN: &str = "weaver-l1-1";
+    const TIP: u64 = 12;
+
+    /// A chain of `TIP` blocks that counts how often each height is generated.
+    #[derive(Default)]
+    struct CountingChain {
+        asked: Mutex<HashMap<u64, usize>>,
+    }
+
+    impl LocalChain for CountingChain {
+        fn latest_height(&self) -> u64 {
+            TIP
+        }
+
+        fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+            if height > TIP {
+                return Err(SourceError::FutureHeight(height));
+            }
+            *self.asked.lock().unwrap().entry(height).or_default() += 1;
+            let time_ns = 1_767_225_600_000_000_000 + height as i64;
+            Ok(BlockBundle::of_events(
+                CHAIN,
+                height,
+                time_ns,
+                vec![vec![]; 3],
+            ))
+        }
+
+        fn query(&self, query: &ChainQuery, _height: u64) -> QueryAnswer {
+            panic!("no domain here reads chain state: {query:?}")
+        }
+    }
+
+    /// A follower of `access` indexing the relay log of a fresh store in `dir`.
+    fn follower(access: &Arc<ChainAccess>, dir: &tempfile::TempDir) -> Follower<ChainAccess> {
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        let relay = store.relay(CHAIN).unwrap();
+        let indexer = RelayIndexer::open(relay, Default::default(), None).unwrap();
+        let domains = DomainSet::open(CHAIN, vec![Box::new(indexer)]).unwrap();
+        let settings = FollowerSettings {
+            in_flight: 4,
+            batch_blocks: 5,
+            ..Default::default()
+        };
+        Follower::new(access.clone(), domains, settings)
+    }
+
+    async fn follow_to_tip(follower: &mut Follower<ChainAccess>) {
+        while follower.domains().watermark() < TIP {
+            follower.step().await.unwrap();
+        }
+    }
+
+    /// A chain's followers (its main one, an EVM domain's own) ask for the same heights: the
+    /// source makes each block once, and every follower shares that one copy.
+    #[tokio::test]
+    async fn two_followers_of_a_chain_share_each_block_from_the_cache() {
+        let chain = Arc::new(CountingChain::default());
+        let access = Arc::new(ChainAccess::new(Source::Local(chain.clone()), None));
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (mut a, mut b) = (follower(&access, &dir_a), follower(&access, &dir_b));
+        follow_to_tip(&mut a).await;
+        follow_to_tip(&mut b).await;
+        assert_eq!(b.domains().watermark(), TIP);
+        let asked = chain.asked.lock().unwrap().clone();
+        assert_eq!(
+            asked,
+            (1..=TIP).map(|h| (h, 1)).collect(),
+            "each height made once"
+        );
+
+        // A hit hands out the cached block itself, not a deep copy of it made under the lock.
+        let (first, second) = (
+            access.block(TIP).await.unwrap(),
+            access.block(TIP).await.unwrap(),
+        );
+        assert_eq!(first.height, TIP);
+        assert!(
+            std::ptr::eq(first.txs.as_ptr(), second.txs.as_ptr()),
+            "two hits on one height share one block"
+        );
+        assert_eq!(chain.asked.lock().unwrap()[&TIP], 1);
+    }
 }

@@ -16,8 +16,9 @@ use super::tx_log::{self, CounterTotals, TxEntry};
 use super::{DomainIndexer, IndexError, Prepared, Preparer};
 use crate::chain::decode::{decode_tx, tx_hash, DecodeError, DecodedTx};
 use crate::chain::types::BlockBundle;
-use crate::chain::Answers;
+use crate::indexers::BlockInput;
 use crate::store::{keys, BlocksStore, DomainTree, HotBlock};
+use crate::system::Recover;
 
 pub struct BlocksIndexer {
     store: BlocksStore,
@@ -100,10 +101,7 @@ fn prepare(
         .map(|tx| {
             let hash = tx_hash(&tx.raw);
             let record = index_txs.then(|| {
-                let touched = accounts
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .touched(&tx.result.events);
+                let touched = accounts.lock().recover().touched(&tx.result.events);
                 (records.record(tx, &hash), touched)
             });
             PreparedTx {
@@ -120,14 +118,6 @@ impl DomainIndexer for BlocksIndexer {
         self.store.domain()
     }
 
-    fn index(
-        &mut self,
-        bundle: &BlockBundle,
-        batch: &mut crate::store::Batch,
-    ) -> Result<(), IndexError> {
-        self.index_prepared(bundle, &Answers::default(), None, batch)
-    }
-
     fn preparer(&self) -> Option<Preparer> {
         let accounts = self.accounts.clone();
         let index_txs = self.index_txs;
@@ -136,13 +126,12 @@ impl DomainIndexer for BlocksIndexer {
         }))
     }
 
-    fn index_prepared(
+    fn index(
         &mut self,
-        bundle: &BlockBundle,
-        _answers: &Answers,
-        prepared: Option<Prepared>,
+        block: BlockInput<'_>,
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
+        let (bundle, prepared) = (block.bundle, block.prepared);
         let txs = match prepared.and_then(|p| p.downcast::<Vec<PreparedTx>>().ok()) {
             Some(txs) if txs.len() == bundle.txs.len() => *txs,
             _ => prepare(bundle, &self.accounts, self.index_txs),

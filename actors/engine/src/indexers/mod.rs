@@ -20,7 +20,10 @@ mod set;
 pub mod tx_log;
 
 pub use blocks::BlocksIndexer;
-pub use domain::{Domain, DomainIndexer, Prepared, Preparer, UnsupportedDomain};
+pub use domain::{
+    BlockInput, DefaultOn, Domain, DomainDescriptor, DomainIndexer, Prepared, Preparer,
+    UnsupportedDomain, DESCRIPTORS,
+};
 pub use evm_internal_txs::InternalTxsIndexer;
 pub use evm_txs::EvmTxsIndexer;
 pub use nft::NftIndexer;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::{DomainIndexer, IndexError};
 use crate::chain::decode::tx_hash;
 use crate::chain::types::{BlockBundle, Event};
+use crate::indexers::BlockInput;
 use crate::relay::decode::{decode_relay_event, RelayContext};
 use crate::relay::{RelayBus, RelayEvent, RelayKind};
 use crate::store::relay::{stage_event, META_SEQUENCE};
@@ -61,9 +62,10 @@ impl DomainIndexer for RelayIndexer {
 
     fn index(
         &mut self,
-        bundle: &BlockBundle,
+        block: BlockInput<'_>,
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
+        let bundle = block.bundle;
         self.pending.clear();
         let mut sequence = self.sequence;
         // Failed txs keep only their ante events: nothing of theirs was relayed. A tx is

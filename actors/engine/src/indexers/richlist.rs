@@ -14,10 +14,12 @@ use ethnum::U256;
 use super::{DomainIndexer, IndexError};
 use crate::chain::evm_log::{self, is_zero, Log, TRANSFER_TOPIC};
 use crate::chain::types::{BlockBundle, Event};
-use crate::chain::{Answers, ChainQuery};
+use crate::chain::ChainQuery;
+use crate::indexers::BlockInput;
 use crate::store::pager::CursorKey;
 use crate::store::richlist::{balance_key, denom_key, holders_key, Holding, RANK};
 use crate::store::{DomainTree, RichListStore, StoreError};
+use crate::system::Recover;
 
 const BALANCE_OF: &str = "70a08231";
 
@@ -97,11 +99,7 @@ impl RichListIndexer {
 
     /// The block's moves: those its lookups worked out, else read now.
     fn moves_of(&self, bundle: &BlockBundle) -> Result<Moves, StoreError> {
-        let looked_up = self
-            .looked_up
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let looked_up = self.looked_up.lock().recover().take();
         match looked_up {
             Some((height, hash, moves)) if height == bundle.height && hash == bundle.hash => {
                 Ok(moves)
@@ -194,7 +192,7 @@ impl DomainIndexer for RichListIndexer {
                     .filter(|(_, balance)| balance.after.is_none())
                     .map(|((token, account), _)| balance_query(token, account))
                     .collect();
-                *self.looked_up.lock().unwrap_or_else(|p| p.into_inner()) =
+                *self.looked_up.lock().recover() =
                     Some((bundle.height, bundle.hash.clone(), moves));
                 queries
             }
@@ -205,18 +203,10 @@ impl DomainIndexer for RichListIndexer {
 
     fn index(
         &mut self,
-        bundle: &BlockBundle,
+        block: BlockInput<'_>,
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
-        self.index_answered(bundle, &Answers::default(), batch)
-    }
-
-    fn index_answered(
-        &mut self,
-        bundle: &BlockBundle,
-        answers: &Answers,
-        batch: &mut crate::store::Batch,
-    ) -> Result<(), IndexError> {
+        let (bundle, answers) = (block.bundle, block.answers);
         let chain_id = self.store.domain().chain_id().to_string();
         let moves = self.moves_of(bundle)?;
         let mut malformed = moves.malformed;
@@ -289,7 +279,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::chain::QueryRejection;
+    use crate::chain::{Answers, QueryRejection};
     use crate::indexers::DomainSet;
     use crate::store::{Order, PageRequest, Store, Total};
 

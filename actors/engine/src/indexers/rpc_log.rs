@@ -14,6 +14,7 @@ use super::{DomainIndexer, IndexError};
 use crate::chain::source::METHOD_NOT_FOUND;
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
+use crate::indexers::BlockInput;
 use crate::store::{keys, BlocksStore, DomainTree};
 
 /// One record an item of the block's array becomes.
@@ -106,18 +107,10 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
 
     fn index(
         &mut self,
-        bundle: &BlockBundle,
+        block: BlockInput<'_>,
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
-        self.index_answered(bundle, &Answers::default(), batch)
-    }
-
-    fn index_answered(
-        &mut self,
-        bundle: &BlockBundle,
-        answers: &Answers,
-        batch: &mut crate::store::Batch,
-    ) -> Result<(), IndexError> {
+        let (bundle, answers) = (block.bundle, block.answers);
         let items = self.block_array(bundle, answers)?;
         let mut counters: HashMap<Vec<u8>, u64> = HashMap::default();
         let mut sequence = self.sequence;

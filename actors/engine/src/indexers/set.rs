@@ -3,6 +3,7 @@
 use super::{DomainIndexer, IndexError, Prepared, Preparer};
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
+use crate::indexers::BlockInput;
 
 /// Whether a domain at `watermark` indexes `height` (a domain with nothing indexed starts at
 /// `start_height`).
@@ -201,8 +202,12 @@ impl DomainSet {
                 });
             }
             let mut batch = crate::store::Batch::default();
-            slot.indexer
-                .index_prepared(bundle, answers, prepared, &mut batch)?;
+            let input = BlockInput {
+                bundle,
+                answers,
+                prepared,
+            };
+            slot.indexer.index(input, &mut batch)?;
             let changed = !batch.is_empty();
             tree.commit(batch, bundle.height, slot.watermark == 0)?;
             slot.watermark = bundle.height;

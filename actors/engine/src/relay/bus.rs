@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::RelayEvent;
 use crate::store::{RelayStore, StoreError};
+use crate::system::Recover;
 
 /// The last relay sequence a subscriber has seen, per chain (0: nothing yet).
 pub type RelayCursors = BTreeMap<String, u64>;
@@ -61,7 +62,7 @@ impl RelayBus {
         self.inner
             .feeds
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .recover()
             .insert(feed.store.chain_id().to_string(), feed);
         Ok(())
     }
@@ -71,10 +72,7 @@ impl RelayBus {
     }
 
     fn feeds(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Feed>>> {
-        self.inner
-            .feeds
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.feeds.read().recover()
     }
 
     /// The relay log of `chain_id` holds events up to `sequence` (a reopened indexer says so,
@@ -88,13 +86,8 @@ impl RelayBus {
     /// Ends every subscription: their `next` answers [`RelayError::Closed`] once they have
     /// delivered what they hold.
     pub fn close(&self) {
-        let subscribers: Vec<Subscriber> = self
-            .inner
-            .subscribers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .drain(..)
-            .collect();
+        let subscribers: Vec<Subscriber> =
+            self.inner.subscribers.lock().recover().drain(..).collect();
         for subscriber in subscribers {
             subscriber.wake.notify_one();
         }
@@ -106,11 +99,7 @@ impl RelayBus {
             return;
         };
         self.note_committed(chain_id, last.sequence);
-        let mut subscribers = self
-            .inner
-            .subscribers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut subscribers = self.inner.subscribers.lock().recover();
         subscribers.retain(|subscriber| {
             for event in events {
                 match subscriber.events.try_send(event.clone()) {
@@ -135,15 +124,11 @@ impl RelayBus {
         let wake = Arc::new(Notify::new());
         // Registered before the first replay: an event committed meanwhile is either read
         // from the store or queued, never neither.
-        self.inner
-            .subscribers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(Subscriber {
-                events: sender,
-                lagged: lagged.clone(),
-                wake: wake.clone(),
-            });
+        self.inner.subscribers.lock().recover().push(Subscriber {
+            events: sender,
+            lagged: lagged.clone(),
+            wake: wake.clone(),
+        });
         let mut cursors = from;
         for chain in self.chains() {
             cursors.entry(chain).or_insert(0);

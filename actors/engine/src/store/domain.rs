@@ -86,7 +86,7 @@ impl DomainTree {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::Store;
+    use crate::store::{Store, StoreEngine};
 
     #[test]
     fn every_handle_on_a_tree_shares_its_change_count() {
@@ -102,17 +102,97 @@ mod tests {
     }
 
     #[test]
-    fn a_store_written_by_sled_is_refused_with_what_to_do() {
+    fn a_store_written_by_sled_is_refused_by_fjall_with_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("conf"), "segment_size: 524288\n").unwrap();
         std::fs::write(dir.path().join("db"), [0u8; 64]).unwrap();
         let error = Store::open(dir.path(), 8 << 20).err().expect("refused");
         assert!(
-            matches!(error, crate::store::StoreError::EarlierFormat(_)),
+            matches!(
+                error,
+                crate::store::StoreError::OtherEngine {
+                    found: StoreEngine::Sled,
+                    wanted: StoreEngine::Fjall,
+                    ..
+                }
+            ),
             "{error}"
         );
-        assert!(error.to_string().contains("new directory"), "{error}");
+        let text = error.to_string();
+        assert!(text.contains("new directory"), "{text}");
+        assert!(text.contains("engine = \"sled\""), "{text}");
         // Nothing was written next to the old files.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    /// A store written by each engine is refused by the other, with nothing written next to
+    /// it, and opens again (with what it held) on its own engine.
+    #[test]
+    fn each_engine_refuses_the_other_engines_store() {
+        for (writer, reader) in [
+            (StoreEngine::Fjall, StoreEngine::Sled),
+            (StoreEngine::Sled, StoreEngine::Fjall),
+        ] {
+            if !writer.is_built() {
+                continue;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("db");
+            let open = |engine| Store::open_engine(engine, &db, 8 << 20, 8 << 20);
+            {
+                let store = open(writer).unwrap();
+                assert_eq!(store.engine(), writer);
+                let domain = store.domain("c-1", "blocks").unwrap();
+                domain
+                    .commit(crate::store::Batch::default(), 7, true)
+                    .unwrap();
+                store.flush().unwrap();
+            }
+            let files = || {
+                let mut names: Vec<_> = std::fs::read_dir(&db)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name())
+                    .collect();
+                names.sort();
+                names
+            };
+            let before = files();
+            let error = open(reader).err().expect("refused");
+            assert!(
+                matches!(
+                    error,
+                    crate::store::StoreError::OtherEngine { found, wanted, .. }
+                        if found == writer && wanted == reader
+                ),
+                "{writer} read by {reader}: {error}"
+            );
+            let text = error.to_string();
+            assert!(
+                text.contains(&format!("written by the {writer} engine"))
+                    && text.contains(&format!("engine = \"{writer}\"")),
+                "{text}"
+            );
+            assert_eq!(files(), before, "{reader} wrote into {writer}'s store");
+            let store = open(writer).unwrap();
+            assert_eq!(
+                store.domain("c-1", "blocks").unwrap().watermark().unwrap(),
+                7
+            );
+        }
+    }
+
+    #[test]
+    fn an_engine_not_built_is_refused() {
+        if StoreEngine::Sled.is_built() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let error = Store::open_engine(StoreEngine::Sled, dir.path(), 8 << 20, 8 << 20)
+            .err()
+            .expect("refused");
+        assert!(
+            error.to_string().contains("cargo feature `sled`"),
+            "{error}"
+        );
     }
 }

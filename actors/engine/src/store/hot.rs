@@ -7,6 +7,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use dashmap::DashMap;
 
+use crate::system::Recover;
+
 /// Bounds of the hot tier: whichever is reached first evicts the oldest block.
 #[derive(Debug, Clone, Copy)]
 pub struct HotLimits {
@@ -95,7 +97,7 @@ impl HotTier {
         self.members
             .insert(entry.height, (entry.first_sequence, hashes));
         self.blocks.insert(entry.height, entry.block);
-        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let mut order = self.order.lock().recover();
         order.0.push_back((entry.height, size));
         order.1 += size;
         while order.0.len() as u64 > self.capacity_blocks

@@ -1,12 +1,15 @@
-//! Durable storage: one fjall database per process, one tree (keyspace) per (chain, domain)
-//! and one process-level metadata tree, with the hot tier in front of the blocks domain.
-//! Every tree's key layout is documented in `SCHEMA.md`; why fjall (and not sled, which
-//! weaver used first) is measured in `benches/README.md`.
+//! Durable storage: one database per process, one tree per (chain, domain) and one
+//! process-level metadata tree, with the hot tier in front of the blocks domain. The
+//! database is fjall (one keyspace per tree) or, with `[store] engine = "sled"` in a build
+//! with the `sled` feature, sled (one sled tree per tree): [`StoreEngine`]. Every tree's key
+//! layout is documented in `SCHEMA.md`, the same on both; why fjall is the default (and not
+//! sled, which weaver used first) is measured in `benches/README.md`.
 
 mod batch;
 mod blocks;
 mod blocks_query;
 mod domain;
+mod engine;
 mod hot;
 pub mod keys;
 mod meta;
@@ -27,6 +30,7 @@ pub use batch::Batch;
 pub use blocks::BlocksStore;
 pub use blocks_query::{TxFilter, COUNT_SCAN_LIMIT};
 pub use domain::DomainTree;
+pub use engine::StoreEngine;
 pub use hot::{HotBlock, HotLimits, HotTier};
 pub use meta::MetaTree;
 pub use nft::NftStore;
@@ -36,6 +40,11 @@ pub use richlist::RichListStore;
 pub use tree::{Entry, Tree, Value};
 pub use write_failure::probe_write;
 use write_failure::WriteFailure;
+
+use crate::system::Recover;
+
+/// The blocks-and-txs domain's tree: `chain/<chain_id>/blocks`.
+pub const BLOCKS_DOMAIN: &str = blocks::DOMAIN;
 /// The EVM-txs domain's tree: `chain/<chain_id>/evm_txs`.
 pub const EVM_TXS_DOMAIN: &str = "evm_txs";
 /// The EVM internal-txs domain's tree: `chain/<chain_id>/evm_internal_txs`.
@@ -45,13 +54,23 @@ pub const EVM_INTERNAL_TXS_DOMAIN: &str = "evm_internal_txs";
 pub enum StoreError {
     #[error("storage engine: {0}")]
     Engine(#[from] fjall::Error),
+    #[cfg(feature = "sled")]
+    #[error("storage engine (sled): {0}")]
+    Sled(#[from] sled::Error),
     /// The engine refuses writes since an earlier one failed; `cause` is that failure.
     #[error("storage engine refuses writes since an earlier write failed: {cause}")]
     Poisoned { cause: String },
     #[error("corrupt value under key {key}: {reason}")]
     Corrupt { key: String, reason: String },
-    #[error("{0} holds a store written by an earlier weaver (sled), which this version cannot read; point --data-dir at a new directory (or delete this one) and weaver indexes again from the chain")]
-    EarlierFormat(String),
+    /// The directory holds another engine's store: opening it would start an empty one.
+    #[error("{dir} holds a store written by the {found} engine, not {wanted} ([store] engine): set [store] engine = \"{found}\" to open it{}, or point --data-dir at a new directory (or delete this one) and weaver indexes again from the chain", if found.is_built() { "" } else { " (in a weaver built with that engine's cargo feature)" })]
+    OtherEngine {
+        dir: String,
+        found: StoreEngine,
+        wanted: StoreEngine,
+    },
+    #[error("this weaver was built without the {0} store engine: build it with the cargo feature `{0}`, or set [store] engine = \"fjall\"")]
+    NotBuilt(StoreEngine),
 }
 
 impl StoreError {
@@ -59,21 +78,27 @@ impl StoreError {
     /// After a failed write the engine refuses every later one ("poisoned") until the process
     /// reopens it.
     pub fn is_io(&self) -> bool {
-        matches!(
-            self,
+        match self {
             StoreError::Poisoned { .. }
-                | StoreError::Engine(
-                    fjall::Error::Io(_)
-                        | fjall::Error::Poisoned
-                        | fjall::Error::Storage(fjall::LsmError::Io(_))
-                )
-        )
+            | StoreError::Engine(
+                fjall::Error::Io(_)
+                | fjall::Error::Poisoned
+                | fjall::Error::Storage(fjall::LsmError::Io(_)),
+            ) => true,
+            // sled keeps its first IO error and answers every later write with it.
+            #[cfg(feature = "sled")]
+            StoreError::Sled(sled::Error::Io(_)) => true,
+            _ => false,
+        }
     }
 }
 
-/// How often everything committed is made durable on disk (fsync). A commit reaches the OS
-/// at once, so a crash of the process alone loses nothing; a power cut loses at most this
-/// much, and always lands on a batch boundary.
+/// How often everything committed is made durable on disk (fsync). fjall: a commit reaches
+/// the OS at once, so a crash of the process alone loses nothing; a power cut loses at most
+/// this much. sled: a commit stays in sled's log buffer until it is written out, at this
+/// interval (or sooner, when a buffer fills), so a process crash too may lose up to this
+/// much. Either way what is lost is the newest commits, and a crash lands on a batch
+/// boundary.
 const SYNC_EVERY: Duration = Duration::from_millis(500);
 
 /// Data blocks of the record trees: large blocks compress better and read a page of records
@@ -83,13 +108,21 @@ const RECORD_BLOCK_BYTES: u32 = 32 << 10;
 /// The process-wide database.
 #[derive(Clone)]
 pub struct Store {
-    db: fjall::Database,
+    db: Db,
     memtable_bytes: u64,
     /// Each tree's change counter, shared by every handle on the tree however many times it
     /// is opened (see [`DomainTree::changes`]).
     changes: Arc<Mutex<HashMap<String, Arc<AtomicU64>>>>,
     write_failure: Arc<WriteFailure>,
-    _syncer: Arc<Syncer>,
+    /// fjall's sync thread (sled syncs on a thread of its own).
+    _syncer: Option<Arc<Syncer>>,
+}
+
+#[derive(Clone)]
+enum Db {
+    Fjall(fjall::Database),
+    #[cfg(feature = "sled")]
+    Sled(sled::Db),
 }
 
 /// The default bound of each tree's write buffer: fjall's own is 64 MiB per tree, and the
@@ -97,28 +130,65 @@ pub struct Store {
 pub const DEFAULT_MEMTABLE_BYTES: u64 = 32 << 20;
 
 impl Store {
-    /// Opens the store with a block cache of `cache_bytes` and the default write buffers.
+    /// Opens the store on the default engine (fjall) with a block cache of `cache_bytes` and
+    /// the default write buffers.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Self, StoreError> {
         Self::open_with(dir, cache_bytes, DEFAULT_MEMTABLE_BYTES)
     }
 
-    /// Opens the store with a block cache of `cache_bytes` and each tree's write buffer
-    /// bounded to `memtable_bytes`.
+    /// Opens the store on the default engine (fjall) with a block cache of `cache_bytes` and
+    /// each tree's write buffer bounded to `memtable_bytes`.
     pub fn open_with(
         dir: &Path,
         cache_bytes: u64,
         memtable_bytes: u64,
     ) -> Result<Self, StoreError> {
-        // sled's files: a `conf` file next to a `db` file.
-        if dir.join("conf").is_file() && dir.join("db").is_file() {
-            return Err(StoreError::EarlierFormat(dir.display().to_string()));
+        Self::open_engine(StoreEngine::default(), dir, cache_bytes, memtable_bytes)
+    }
+
+    /// Opens the store on `engine` with a cache of `cache_bytes` (fjall: its block cache;
+    /// sled: its page cache) and, on fjall, each tree's write buffer bounded to
+    /// `memtable_bytes` (sled has none: its log buffers are fixed). A directory holding the
+    /// other engine's store is refused, and nothing is written to it.
+    pub fn open_engine(
+        engine: StoreEngine,
+        dir: &Path,
+        cache_bytes: u64,
+        memtable_bytes: u64,
+    ) -> Result<Self, StoreError> {
+        if let Some(found) = engine.other_in(dir) {
+            return Err(StoreError::OtherEngine {
+                dir: dir.display().to_string(),
+                found,
+                wanted: engine,
+            });
         }
-        let db = fjall::Database::builder(dir)
-            .cache_size(cache_bytes)
-            .open()?;
         let write_failure = Arc::new(WriteFailure::new(dir));
+        let (db, syncer) = match engine {
+            StoreEngine::Fjall => {
+                let db = fjall::Database::builder(dir)
+                    .cache_size(cache_bytes)
+                    .open()?;
+                let syncer = Syncer::start(db.clone(), write_failure.clone());
+                (Db::Fjall(db), Some(Arc::new(syncer)))
+            }
+            #[cfg(feature = "sled")]
+            StoreEngine::Sled => {
+                // As weaver ran sled before fjall (and as `benches/store_engines.rs` measures
+                // it), with its own flusher syncing every `SYNC_EVERY`.
+                let db = sled::Config::new()
+                    .path(dir)
+                    .cache_capacity(cache_bytes)
+                    .mode(sled::Mode::HighThroughput)
+                    .flush_every_ms(Some(SYNC_EVERY.as_millis() as u64))
+                    .open()?;
+                (Db::Sled(db), None)
+            }
+            #[cfg(not(feature = "sled"))]
+            StoreEngine::Sled => return Err(StoreError::NotBuilt(engine)),
+        };
         Ok(Store {
-            _syncer: Arc::new(Syncer::start(db.clone(), write_failure.clone())),
+            _syncer: syncer,
             write_failure,
             db,
             memtable_bytes,
@@ -126,22 +196,38 @@ impl Store {
         })
     }
 
+    /// The engine the store runs on.
+    pub fn engine(&self) -> StoreEngine {
+        match &self.db {
+            Db::Fjall(_) => StoreEngine::Fjall,
+            #[cfg(feature = "sled")]
+            Db::Sled(_) => StoreEngine::Sled,
+        }
+    }
+
+    /// The tree `name`, created if it does not exist; `block_bytes` sets a new fjall
+    /// keyspace's data block size (sled has no such setting).
     pub fn tree(&self, name: &str, block_bytes: Option<u32>) -> Result<Tree, StoreError> {
-        let keyspace = self.db.keyspace(name, || {
-            let options =
-                fjall::KeyspaceCreateOptions::default().max_memtable_size(self.memtable_bytes);
-            match block_bytes {
-                Some(bytes) => {
-                    options.data_block_size_policy(fjall::config::BlockSizePolicy::all(bytes))
-                }
-                None => options,
+        match &self.db {
+            Db::Fjall(db) => {
+                let keyspace = db.keyspace(name, || {
+                    let options = fjall::KeyspaceCreateOptions::default()
+                        .max_memtable_size(self.memtable_bytes);
+                    match block_bytes {
+                        Some(bytes) => options
+                            .data_block_size_policy(fjall::config::BlockSizePolicy::all(bytes)),
+                        None => options,
+                    }
+                })?;
+                Ok(Tree::fjall(
+                    db.clone(),
+                    keyspace,
+                    self.write_failure.clone(),
+                ))
             }
-        })?;
-        Ok(Tree::new(
-            self.db.clone(),
-            keyspace,
-            self.write_failure.clone(),
-        ))
+            #[cfg(feature = "sled")]
+            Db::Sled(db) => Ok(Tree::sled(db.open_tree(name)?, self.write_failure.clone())),
+        }
     }
 
     /// The tree of one domain of one chain: its records and its watermark.
@@ -151,7 +237,7 @@ impl Store {
         let changes = self
             .changes
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .recover()
             .entry(name)
             .or_default()
             .clone();
@@ -206,18 +292,26 @@ impl Store {
 
     /// Makes every commit so far durable on disk (fsync).
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.db
-            .persist(fjall::PersistMode::SyncAll)
-            .map_err(|e| self.write_failure.explain(e))
+        match &self.db {
+            Db::Fjall(db) => db
+                .persist(fjall::PersistMode::SyncAll)
+                .map_err(|e| self.write_failure.explain(e)),
+            #[cfg(feature = "sled")]
+            Db::Sled(db) => Ok(db.flush().map(drop)?),
+        }
     }
 
     pub fn size_on_disk(&self) -> u64 {
-        self.db.disk_space().unwrap_or(0)
+        match &self.db {
+            Db::Fjall(db) => db.disk_space().unwrap_or(0),
+            #[cfg(feature = "sled")]
+            Db::Sled(db) => db.size_on_disk().unwrap_or(0),
+        }
     }
 }
 
-/// The thread that syncs the store every [`SYNC_EVERY`]; stopped (and the store synced once
-/// more) when the last handle on the store is dropped.
+/// The thread that syncs a fjall store every [`SYNC_EVERY`]; stopped (and the store synced
+/// once more) when the last handle on the store is dropped.
 struct Syncer {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -231,12 +325,9 @@ impl Syncer {
             .name("store-sync".into())
             .spawn(move || {
                 let (stopped, wake) = &*signal;
-                let mut stopped = stopped.lock().unwrap_or_else(|p| p.into_inner());
+                let mut stopped = stopped.lock().recover();
                 loop {
-                    stopped = wake
-                        .wait_timeout(stopped, SYNC_EVERY)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                    stopped = wake.wait_timeout(stopped, SYNC_EVERY).recover().0;
                     // A failed sync poisons the engine: the next commit reports it (with
                     // this error as the cause), where the follower stalls ingestion.
                     if let Err(e) = db.persist(fjall::PersistMode::SyncAll) {
@@ -256,7 +347,7 @@ impl Syncer {
 impl Drop for Syncer {
     fn drop(&mut self) {
         let (stopped, wake) = &*self.stop;
-        *stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        *stopped.lock().recover() = true;
         wake.notify_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

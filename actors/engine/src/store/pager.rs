@@ -195,7 +195,14 @@ mod tests {
     use super::*;
 
     fn tree_with(keys: &[(&[u8], u64)]) -> (tempfile::TempDir, Tree) {
-        let (dir, tree) = crate::store::tree::scratch();
+        tree_on(crate::store::StoreEngine::default(), keys)
+    }
+
+    fn tree_on(
+        engine: crate::store::StoreEngine,
+        keys: &[(&[u8], u64)],
+    ) -> (tempfile::TempDir, Tree) {
+        let (dir, tree) = crate::store::tree::scratch_on(engine);
         for (prefix, n) in keys {
             let mut key = prefix.to_vec();
             n.encode(&mut key);
@@ -212,20 +219,34 @@ mod tests {
 
     #[test]
     fn seeks_past_the_cursor_in_both_orders_and_stays_in_its_family() {
-        let (_dir, tree) = tree_with(&[
-            (b"a", 1),
-            (b"a", 5),
-            (b"a", 9),
-            (b"b", 3),
-            (b"c\xff", 2),
-            (b"\xff", u64::MAX),
-        ]);
-        assert_eq!(walk(&tree, b"a", None, Order::Asc), [1, 5, 9]);
-        assert_eq!(walk(&tree, b"a", Some(1), Order::Asc), [5, 9]);
-        assert_eq!(walk(&tree, b"a", Some(9), Order::Desc), [5, 1]);
-        assert_eq!(walk(&tree, b"a", Some(0), Order::Desc), Vec::<u64>::new());
-        assert_eq!(walk(&tree, b"\xff", None, Order::Desc), [u64::MAX]);
-        assert_eq!(walk(&tree, b"c\xff", None, Order::Asc), [2]);
+        for engine in crate::store::StoreEngine::built() {
+            let (_dir, tree) = tree_on(
+                engine,
+                &[
+                    (b"a", 1),
+                    (b"a", 5),
+                    (b"a", 9),
+                    (b"b", 3),
+                    (b"c\xff", 2),
+                    (b"\xff", u64::MAX),
+                ],
+            );
+            assert_eq!(walk(&tree, b"a", None, Order::Asc), [1, 5, 9], "{engine}");
+            assert_eq!(walk(&tree, b"a", Some(1), Order::Asc), [5, 9], "{engine}");
+            assert_eq!(walk(&tree, b"a", Some(9), Order::Desc), [5, 1], "{engine}");
+            assert_eq!(walk(&tree, b"a", None, Order::Desc), [9, 5, 1], "{engine}");
+            assert_eq!(
+                walk(&tree, b"a", Some(0), Order::Desc),
+                Vec::<u64>::new(),
+                "{engine}"
+            );
+            assert_eq!(
+                walk(&tree, b"\xff", None, Order::Desc),
+                [u64::MAX],
+                "{engine}"
+            );
+            assert_eq!(walk(&tree, b"c\xff", None, Order::Asc), [2], "{engine}");
+        }
     }
 
     #[test]

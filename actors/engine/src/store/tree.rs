@@ -1,36 +1,143 @@
-//! One tree of the store: a fjall keyspace, with the handful of reads and writes weaver's
-//! stores use. Everything engine-specific lives here and in [`super::Store::open`]; the rest
-//! of the store sees `Tree`, [`Value`] and [`super::Batch`].
+//! One tree of the store: a fjall keyspace or a sled tree (`[store] engine`), with the
+//! handful of reads and writes weaver's stores use. Everything engine-specific lives here and
+//! in [`super::Store::open_engine`]; the rest of the store sees `Tree`, [`Value`] and
+//! [`super::Batch`], the same on both engines.
 
+use std::fmt;
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use super::write_failure::WriteFailure;
 use super::{Batch, StoreError};
 
-/// A value read from the store: reference-counted, so it is handed to a response body
-/// (`Bytes::from_owner`) without a copy.
-pub type Value = fjall::Slice;
+/// A value (or key) read from the store: the engine's own reference-counted bytes, so it is
+/// handed to a response body (`Bytes::from_owner`) without a copy, on either engine. Reads
+/// as `&[u8]` (`Deref`).
+#[derive(Clone)]
+pub struct Value(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Fjall(fjall::Slice),
+    #[cfg(feature = "sled")]
+    Sled(sled::IVec),
+}
+
+impl std::ops::Deref for Value {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Fjall(bytes) => bytes,
+            #[cfg(feature = "sled")]
+            Repr::Sled(bytes) => bytes,
+        }
+    }
+}
+
+impl AsRef<[u8]> for Value {
+    #[inline]
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Value {
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Value {}
+
+impl PartialEq<[u8]> for Value {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialOrd for Value {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Value {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl std::hash::Hash for Value {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state)
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "b\"{}\"", self.escape_ascii())
+    }
+}
+
+impl From<fjall::Slice> for Value {
+    #[inline]
+    fn from(bytes: fjall::Slice) -> Self {
+        Value(Repr::Fjall(bytes))
+    }
+}
+
+#[cfg(feature = "sled")]
+impl From<sled::IVec> for Value {
+    #[inline]
+    fn from(bytes: sled::IVec) -> Self {
+        Value(Repr::Sled(bytes))
+    }
+}
 
 /// One (key, value) read by an iteration.
 pub type Entry = (Value, Value);
 
 #[derive(Clone)]
 pub struct Tree {
-    db: fjall::Database,
-    keyspace: fjall::Keyspace,
+    engine: Engine,
     write_failure: Arc<WriteFailure>,
 }
 
+#[derive(Clone)]
+enum Engine {
+    Fjall {
+        db: fjall::Database,
+        keyspace: fjall::Keyspace,
+    },
+    /// sled's batches and flushes are per tree but go through the one log of its database.
+    #[cfg(feature = "sled")]
+    Sled(sled::Tree),
+}
+
 impl Tree {
-    pub(super) fn new(
+    pub(super) fn fjall(
         db: fjall::Database,
         keyspace: fjall::Keyspace,
         write_failure: Arc<WriteFailure>,
     ) -> Self {
         Tree {
-            db,
-            keyspace,
+            engine: Engine::Fjall { db, keyspace },
+            write_failure,
+        }
+    }
+
+    #[cfg(feature = "sled")]
+    pub(super) fn sled(tree: sled::Tree, write_failure: Arc<WriteFailure>) -> Self {
+        Tree {
+            engine: Engine::Sled(tree),
             write_failure,
         }
     }
@@ -40,38 +147,75 @@ impl Tree {
     }
 
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>, StoreError> {
-        Ok(self.keyspace.get(key)?)
+        match &self.engine {
+            Engine::Fjall { keyspace, .. } => Ok(keyspace.get(key)?.map(Value::from)),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => Ok(tree.get(key)?.map(Value::from)),
+        }
     }
 
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool, StoreError> {
-        Ok(self.keyspace.contains_key(key)?)
+        match &self.engine {
+            Engine::Fjall { keyspace, .. } => Ok(keyspace.contains_key(key)?),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => Ok(tree.contains_key(key)?),
+        }
     }
 
-    /// One write, on its own: durable as soon as the OS has it (a process crash keeps it).
+    /// One write, on its own. fjall: durable as soon as the OS has it (a process crash
+    /// keeps it); sled: once its log is next written out (within 500 ms).
     pub fn insert(
         &self,
         key: impl Into<fjall::UserKey>,
         value: impl Into<fjall::UserValue>,
     ) -> Result<(), StoreError> {
-        self.written(self.keyspace.insert(key, value))
+        match &self.engine {
+            Engine::Fjall { keyspace, .. } => self.written(keyspace.insert(key, value)),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => {
+                let (key, value) = (key.into(), value.into());
+                sled_written(tree.insert(&*key, &*value).map(drop))
+            }
+        }
     }
 
     pub fn remove(&self, key: impl Into<fjall::UserKey>) -> Result<(), StoreError> {
-        self.written(self.keyspace.remove(key))
+        match &self.engine {
+            Engine::Fjall { keyspace, .. } => self.written(keyspace.remove(key)),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => sled_written(tree.remove(&*key.into()).map(drop)),
+        }
     }
 
     /// Applies every write of `batch` atomically: after a crash the tree holds all of them
     /// or none. A key written twice in the batch ends with its last write.
     pub fn apply_batch(&self, batch: Batch) -> Result<(), StoreError> {
-        let writes = batch.into_last_writes();
-        let mut engine_batch = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), writes.len());
-        for (key, value) in writes {
-            match value {
-                Some(value) => engine_batch.insert(&self.keyspace, key, value),
-                None => engine_batch.remove(&self.keyspace, key),
+        match &self.engine {
+            Engine::Fjall { db, keyspace } => {
+                let writes = batch.into_last_writes();
+                let mut engine_batch =
+                    fjall::OwnedWriteBatch::with_capacity(db.clone(), writes.len());
+                for (key, value) in writes {
+                    match value {
+                        Some(value) => engine_batch.insert(keyspace, key, value),
+                        None => engine_batch.remove(keyspace, key),
+                    }
+                }
+                self.written(engine_batch.commit())
+            }
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => {
+                // sled's batch keeps the last write of each key itself.
+                let mut engine_batch = sled::Batch::default();
+                for (key, value) in batch.writes() {
+                    match value {
+                        Some(value) => engine_batch.insert(key, value),
+                        None => engine_batch.remove(key),
+                    }
+                }
+                sled_written(tree.apply_batch(engine_batch))
             }
         }
-        self.written(engine_batch.commit())
     }
 
     /// Every entry whose key starts with `prefix`, in key order (reversible).
@@ -79,7 +223,11 @@ impl Tree {
         &self,
         prefix: impl AsRef<[u8]>,
     ) -> impl DoubleEndedIterator<Item = Result<Entry, StoreError>> {
-        self.keyspace.prefix(prefix).map(read_entry)
+        Entries(match &self.engine {
+            Engine::Fjall { keyspace, .. } => RawIter::Fjall(keyspace.prefix(prefix)),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => RawIter::Sled(Box::new(tree.scan_prefix(prefix))),
+        })
     }
 
     /// Every entry with a key in `range`, in key order (reversible).
@@ -87,7 +235,7 @@ impl Tree {
         &self,
         range: R,
     ) -> impl DoubleEndedIterator<Item = Result<Entry, StoreError>> {
-        self.keyspace.range(range).map(read_entry)
+        Entries(self.raw_range(range))
     }
 
     /// The keys in `range`, in key order (reversible); values are not copied out.
@@ -95,82 +243,219 @@ impl Tree {
         &self,
         range: R,
     ) -> impl DoubleEndedIterator<Item = Result<Value, StoreError>> {
-        self.keyspace
-            .range(range)
-            .map(|guard| guard.key().map_err(StoreError::from))
+        Keys(self.raw_range(range))
+    }
+
+    fn raw_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> RawIter {
+        match &self.engine {
+            Engine::Fjall { keyspace, .. } => RawIter::Fjall(keyspace.range(range)),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => RawIter::Sled(Box::new(tree.range(range))),
+        }
     }
 
     /// How many keys the tree holds, by walking all of them (for benchmarks and tools, not
     /// for a request path).
     pub fn count_keys(&self) -> Result<usize, StoreError> {
-        Ok(self.keyspace.len()?)
+        match &self.engine {
+            Engine::Fjall { keyspace, .. } => Ok(keyspace.len()?),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => Ok(tree.len()),
+        }
     }
 
     /// Makes every write so far durable on disk (fsync), not only in the OS.
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.written(self.db.persist(fjall::PersistMode::SyncAll))
+        match &self.engine {
+            Engine::Fjall { db, .. } => self.written(db.persist(fjall::PersistMode::SyncAll)),
+            #[cfg(feature = "sled")]
+            Engine::Sled(tree) => sled_written(tree.flush().map(drop)),
+        }
     }
 }
 
-fn read_entry(guard: fjall::Guard) -> Result<Entry, StoreError> {
-    Ok(guard.into_inner()?)
+/// sled keeps the first IO error of any write, its own or a background one, and answers
+/// every later write with it (its "global error"), so the cause is always in the error.
+#[cfg(feature = "sled")]
+fn sled_written(result: sled::Result<()>) -> Result<(), StoreError> {
+    Ok(result?)
 }
 
-/// A tree in a store of its own, in a temporary directory (kept while the directory lives).
+enum RawIter {
+    Fjall(fjall::Iter),
+    /// Boxed: sled's iterator is ~9× the size of fjall's, which would make every fjall scan
+    /// carry it.
+    #[cfg(feature = "sled")]
+    Sled(Box<sled::Iter>),
+}
+
+/// Entries of a [`RawIter`].
+struct Entries(RawIter);
+
+/// Keys of a [`RawIter`].
+struct Keys(RawIter);
+
+fn fjall_entry(guard: fjall::Guard) -> Result<Entry, StoreError> {
+    let (key, value) = guard.into_inner()?;
+    Ok((key.into(), value.into()))
+}
+
+fn fjall_key(guard: fjall::Guard) -> Result<Value, StoreError> {
+    Ok(guard.key()?.into())
+}
+
+#[cfg(feature = "sled")]
+fn sled_entry(item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<Entry, StoreError> {
+    let (key, value) = item?;
+    Ok((key.into(), value.into()))
+}
+
+#[cfg(feature = "sled")]
+fn sled_key(item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<Value, StoreError> {
+    Ok(item?.0.into())
+}
+
+/// `Iterator` and `DoubleEndedIterator` for a wrapper of [`RawIter`], mapping each engine's
+/// items with the given functions.
+macro_rules! engine_iter {
+    ($wrapper:ident, $item:ty, $fjall:ident, $sled:ident) => {
+        impl Iterator for $wrapper {
+            type Item = Result<$item, StoreError>;
+
+            #[inline]
+            fn next(&mut self) -> Option<Self::Item> {
+                match &mut self.0 {
+                    RawIter::Fjall(iter) => iter.next().map($fjall),
+                    #[cfg(feature = "sled")]
+                    RawIter::Sled(iter) => iter.next().map($sled),
+                }
+            }
+        }
+
+        impl DoubleEndedIterator for $wrapper {
+            #[inline]
+            fn next_back(&mut self) -> Option<Self::Item> {
+                match &mut self.0 {
+                    RawIter::Fjall(iter) => iter.next_back().map($fjall),
+                    #[cfg(feature = "sled")]
+                    RawIter::Sled(iter) => iter.next_back().map($sled),
+                }
+            }
+        }
+    };
+}
+
+engine_iter!(Entries, Entry, fjall_entry, sled_entry);
+engine_iter!(Keys, Value, fjall_key, sled_key);
+
+/// A tree in a store of its own on `engine`, in a temporary directory (kept while the
+/// directory lives).
 #[cfg(test)]
-pub(crate) fn scratch() -> (tempfile::TempDir, Tree) {
+pub(crate) fn scratch_on(engine: super::StoreEngine) -> (tempfile::TempDir, Tree) {
     let dir = tempfile::tempdir().unwrap();
-    let store = super::Store::open(dir.path(), 8 << 20).unwrap();
+    let store =
+        super::Store::open_engine(engine, dir.path(), 8 << 20, super::DEFAULT_MEMTABLE_BYTES)
+            .unwrap();
     let tree = store.domain("c-1", "t").unwrap().tree().clone();
     (dir, tree)
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::store::Batch;
+    use crate::store::{Batch, StoreEngine};
 
     #[test]
     fn the_last_write_of_a_key_in_a_batch_wins() {
-        let (_dir, tree) = super::scratch();
-        tree.insert(b"gone".as_slice(), b"x".as_slice()).unwrap();
-        let mut batch = crate::store::batch::rewrites();
-        batch.insert(b"back".as_slice(), b"1".as_slice());
-        batch.remove(b"back".as_slice());
-        batch.insert(b"back".as_slice(), b"2".as_slice());
-        tree.apply_batch(batch).unwrap();
-        assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(b"2".as_slice()));
-        assert_eq!(tree.get(b"gone").unwrap(), None);
-        assert_eq!(tree.get(b"gone2").unwrap(), None);
-        assert_eq!(tree.get(b"back").unwrap().as_deref(), Some(b"2".as_slice()));
+        for engine in StoreEngine::built() {
+            let (_dir, tree) = super::scratch_on(engine);
+            tree.insert(b"gone".as_slice(), b"x".as_slice()).unwrap();
+            let mut batch = crate::store::batch::rewrites();
+            batch.insert(b"back".as_slice(), b"1".as_slice());
+            batch.remove(b"back".as_slice());
+            batch.insert(b"back".as_slice(), b"2".as_slice());
+            tree.apply_batch(batch).unwrap();
+            assert_eq!(
+                tree.get(b"k").unwrap().as_deref(),
+                Some(b"2".as_slice()),
+                "{engine}"
+            );
+            assert_eq!(tree.get(b"gone").unwrap(), None, "{engine}");
+            assert_eq!(tree.get(b"gone2").unwrap(), None, "{engine}");
+            assert_eq!(
+                tree.get(b"back").unwrap().as_deref(),
+                Some(b"2".as_slice()),
+                "{engine}"
+            );
+            assert!(tree.contains_key(b"k").unwrap());
+            tree.remove(b"k".as_slice()).unwrap();
+            assert!(!tree.contains_key(b"k").unwrap());
+            assert_eq!(tree.count_keys().unwrap(), 1, "{engine}");
+            tree.flush().unwrap();
+        }
     }
 
     #[test]
     fn ranges_and_prefixes_walk_both_ways() {
-        let (_dir, tree) = super::scratch();
-        let mut batch = Batch::default();
-        for key in [b"a1", b"b1", b"b2", b"b3", b"c1"] {
-            batch.insert(key.as_slice(), key.as_slice());
+        for engine in StoreEngine::built() {
+            let (_dir, tree) = super::scratch_on(engine);
+            let mut batch = Batch::default();
+            for key in [b"a1", b"b1", b"b2", b"b3", b"c1"] {
+                batch.insert(key.as_slice(), key.as_slice());
+            }
+            tree.apply_batch(batch).unwrap();
+            let keys =
+                |iter: &mut dyn Iterator<Item = Result<super::Entry, crate::store::StoreError>>| {
+                    iter.map(|e| String::from_utf8(e.unwrap().0.to_vec()).unwrap())
+                        .collect::<Vec<_>>()
+                };
+            assert_eq!(keys(&mut tree.scan_prefix(b"b")), ["b1", "b2", "b3"]);
+            assert_eq!(keys(&mut tree.scan_prefix(b"b").rev()), ["b3", "b2", "b1"]);
+            assert_eq!(
+                keys(&mut tree.range(b"b2".as_slice()..b"c1".as_slice())),
+                ["b2", "b3"],
+                "{engine}"
+            );
+            assert_eq!(
+                keys(&mut tree.range(b"b2".as_slice()..b"c1".as_slice()).rev()),
+                ["b3", "b2"],
+                "{engine}"
+            );
+            let walked: Vec<_> = tree
+                .keys((
+                    std::ops::Bound::Excluded(b"a1".to_vec()),
+                    std::ops::Bound::Unbounded,
+                ))
+                .rev()
+                .map(|k| k.unwrap().to_vec())
+                .collect();
+            assert_eq!(walked, [b"c1", b"b3", b"b2", b"b1"], "{engine}");
+            let before: Vec<_> = tree
+                .keys((
+                    std::ops::Bound::Included(b"b".to_vec()),
+                    std::ops::Bound::Excluded(b"b3".to_vec()),
+                ))
+                .rev()
+                .map(|k| k.unwrap().to_vec())
+                .collect();
+            assert_eq!(before, [b"b2", b"b1"], "{engine}");
         }
-        tree.apply_batch(batch).unwrap();
-        let keys =
-            |iter: &mut dyn Iterator<Item = Result<super::Entry, crate::store::StoreError>>| {
-                iter.map(|e| String::from_utf8(e.unwrap().0.to_vec()).unwrap())
-                    .collect::<Vec<_>>()
-            };
-        assert_eq!(keys(&mut tree.scan_prefix(b"b")), ["b1", "b2", "b3"]);
-        assert_eq!(keys(&mut tree.scan_prefix(b"b").rev()), ["b3", "b2", "b1"]);
-        assert_eq!(
-            keys(&mut tree.range(b"b2".as_slice()..b"c1".as_slice())),
-            ["b2", "b3"]
-        );
-        let walked: Vec<_> = tree
-            .keys((
-                std::ops::Bound::Excluded(b"a1".to_vec()),
-                std::ops::Bound::Unbounded,
-            ))
-            .rev()
-            .map(|k| k.unwrap().to_vec())
-            .collect();
-        assert_eq!(walked, [b"c1", b"b3", b"b2", b"b1"]);
+    }
+
+    #[test]
+    fn a_value_reads_as_its_bytes_and_becomes_a_body_without_a_copy() {
+        for engine in StoreEngine::built() {
+            let (_dir, tree) = super::scratch_on(engine);
+            let record = vec![7u8; 300];
+            tree.insert(b"r".as_slice(), record.clone()).unwrap();
+            let value = tree.get(b"r").unwrap().unwrap();
+            assert_eq!(&*value, record.as_slice(), "{engine}");
+            let at = value.as_ptr();
+            let body = bytes::Bytes::from_owner(value);
+            assert_eq!(
+                body.as_ptr(),
+                at,
+                "{engine}: the body is the engine's bytes"
+            );
+        }
     }
 }

@@ -1,23 +1,29 @@
 //! The supervision tree. Long-lived actors run under an actix `Supervisor` (restart on
-//! stop) on a small shared pool of arbiters — not one OS thread each — and a watchdog
-//! respawns any of them whose mailbox closed because a panic unwound it (actix 0.13 does not
-//! supervise panics). An actor retired on purpose leaves the watchdog. Hubs that own many
+//! stop), on a small shared pool of arbiters when their handlers never block, or on an
+//! arbiter of their own when they do blocking store work (followers, the tracker hub); a
+//! watchdog respawns any of them whose mailbox closed because a panic unwound it (actix 0.13
+//! does not supervise panics). An actor retired on purpose leaves the watchdog. Hubs that own many
 //! short-lived children spawn them on the same pool without a watchdog entry each: the hub
-//! is the one supervised.
+//! is the one supervised. The one retry/backoff policy ([`retry`]) and the one
+//! lock-poisoning rule ([`lock`]) live here too.
 
+pub mod lock;
 mod pool;
+pub mod retry;
 mod signal;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
 
+pub use lock::Recover;
 pub use pool::ArbiterPool;
+pub use retry::{Attempts, Backoff};
 pub use signal::wait_for_signal;
 
 struct Entry {
@@ -44,10 +50,7 @@ impl<A: Actor<Context = Context<A>>> Clone for Supervised<A> {
 
 impl<A: Actor<Context = Context<A>>> Supervised<A> {
     pub fn addr(&self) -> Addr<A> {
-        self.addr
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.addr.lock().recover().clone()
     }
 
     /// The actor is stopping on purpose (its owner has told it to): the watchdog forgets it
@@ -63,6 +66,8 @@ pub struct Supervision {
     entries: Rc<RefCell<BTreeMap<u64, Entry>>>,
     next_id: AtomicU64,
     pool: Arc<ArbiterPool>,
+    /// One-arbiter pools of the actors that run on a thread of their own.
+    own_threads: RefCell<Vec<Arc<ArbiterPool>>>,
     stopping: Arc<AtomicBool>,
 }
 
@@ -78,6 +83,7 @@ impl Supervision {
             entries: Rc::new(RefCell::new(BTreeMap::new())),
             next_id: AtomicU64::new(0),
             pool: Arc::new(ArbiterPool::new(arbiters)),
+            own_threads: RefCell::new(Vec::new()),
             stopping: Arc::new(AtomicBool::new(false)),
         };
         let entries = supervision.entries.clone();
@@ -118,12 +124,34 @@ impl Supervision {
     }
 
     /// Starts `factory()` on a pool arbiter under a `Supervisor`, watched by the watchdog.
+    /// For actors whose handlers never block: the pool's threads are shared.
     pub fn start<A, F>(&self, name: &str, factory: F) -> Supervised<A>
     where
         A: Actor<Context = Context<A>> + actix::Supervised + Send,
         F: Fn() -> A + Send + Sync + Clone + 'static,
     {
-        let pool = self.pool.clone();
+        self.start_in(self.pool.clone(), name, factory)
+    }
+
+    /// Starts `factory()` under a `Supervisor` on an arbiter (thread) of its own, watched by
+    /// the watchdog (a respawn after a panic reuses the thread, or replaces it if it ended).
+    /// For actors that do blocking work in their handlers — a follower's index and commit,
+    /// the tracker hub's resume — so that it stalls nothing else.
+    pub fn start_on_own_thread<A, F>(&self, name: &str, factory: F) -> Supervised<A>
+    where
+        A: Actor<Context = Context<A>> + actix::Supervised + Send,
+        F: Fn() -> A + Send + Sync + Clone + 'static,
+    {
+        let own = Arc::new(ArbiterPool::new(1));
+        self.own_threads.borrow_mut().push(own.clone());
+        self.start_in(own, name, factory)
+    }
+
+    fn start_in<A, F>(&self, pool: Arc<ArbiterPool>, name: &str, factory: F) -> Supervised<A>
+    where
+        A: Actor<Context = Context<A>> + actix::Supervised + Send,
+        F: Fn() -> A + Send + Sync + Clone + 'static,
+    {
         let spawn = move || -> Addr<A> {
             let make = factory.clone();
             actix::Supervisor::start_in_arbiter(&pool.pick(), move |_| make())
@@ -140,9 +168,7 @@ impl Supervision {
             Entry {
                 name: name.to_string(),
                 alive: Box::new(move || probe.addr().connected()),
-                respawn: Box::new(move || {
-                    *target.addr.lock().unwrap_or_else(PoisonError::into_inner) = spawn()
-                }),
+                respawn: Box::new(move || *target.addr.lock().recover() = spawn()),
                 retired: handle.retired.clone(),
             },
         );
@@ -153,6 +179,9 @@ impl Supervision {
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.entries.borrow_mut().clear();
+        for own in self.own_threads.borrow_mut().drain(..) {
+            own.stop();
+        }
         self.pool.stop();
     }
 }

@@ -1,9 +1,11 @@
 //! A fixed set of arbiters (event-loop threads) that actors share, picked round-robin.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use actix::{Arbiter, ArbiterHandle};
+
+use super::Recover;
 
 pub struct ArbiterPool {
     arbiters: Mutex<Vec<Arbiter>>,
@@ -18,13 +20,9 @@ impl ArbiterPool {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arbiter>> {
-        self.arbiters.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The next arbiter in turn; one whose thread has ended is replaced first.
     pub fn pick(&self) -> ArbiterHandle {
-        let mut arbiters = self.lock();
+        let mut arbiters = self.arbiters.lock().recover();
         let count = arbiters.len();
         if count == 0 {
             // Stopped: whatever is started now runs on the caller's arbiter.
@@ -44,7 +42,7 @@ impl ArbiterPool {
     /// Stops every arbiter and waits for its thread to end, so nothing they run (and no
     /// store handle they hold) outlives the call.
     pub fn stop(&self) {
-        let arbiters: Vec<Arbiter> = self.lock().drain(..).collect();
+        let arbiters: Vec<Arbiter> = self.arbiters.lock().recover().drain(..).collect();
         for arbiter in &arbiters {
             arbiter.stop();
         }

@@ -4,11 +4,11 @@
 //! twice (deposit to a rollup and back), and the user may want the funds to end with
 //! someone else.
 
-use super::actor::PlannerSnapshot;
 use super::error::{invalid, RouteError};
 use super::non_empty::NonEmpty;
 use super::plan::chain_ids;
 use super::search::Plan;
+use super::snapshot::PlannerSnapshot;
 use weaver_engine::chain::address;
 
 /// Who signs a step and who receives what it moves.

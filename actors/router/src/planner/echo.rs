@@ -6,10 +6,10 @@ use petgraph::visit::EdgeRef;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::actor::PlannerSnapshot;
 use super::error::{invalid, RouteError};
 use super::graph::Edge;
 use super::operation::{Operation, OperationKind};
+use super::snapshot::PlannerSnapshot;
 
 /// The registry edge `operations[i]` stands for.
 pub fn edge_of(

@@ -13,7 +13,6 @@ use std::collections::HashMap;
 
 use petgraph::graph::NodeIndex;
 
-use super::actor::PlannerSnapshot;
 use super::error::{invalid, RouteError};
 use super::graph::Edge;
 use super::messages::ibc::{self, Hop};
@@ -21,6 +20,7 @@ use super::messages::{address_on, dex};
 use super::non_empty::NonEmpty;
 use super::plan::StepAmounts;
 use super::search::{Plan, Step};
+use super::snapshot::PlannerSnapshot;
 
 /// Most operations a route has: the search looks no further and `/msgs` refuses longer echoes.
 pub const MAX_ROUTE_HOPS: usize = 8;

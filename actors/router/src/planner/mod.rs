@@ -1,10 +1,9 @@
-//! The router: registry, route graph (petgraph), route search, and the planner actor that
-//! owns them and publishes an immutable snapshot handlers plan on. Requests are validated
-//! (`request`), planned (`plan`), and answered by `route`, `op_hook` and `msgs_answer`;
-//! `/msgs` recognises echoed operations (`echo`, `operation`), checks the addresses
-//! (`addresses`) and builds messages per protocol (`messages`).
+//! The router: registry, route graph (petgraph), route search, and the registry snapshot
+//! (`snapshot`: registry, graph and tracking's topology, published whole) that handlers plan
+//! on. Requests are validated (`request`), planned (`plan`), and answered by `route`,
+//! `op_hook` and `msgs_answer`; `/msgs` recognises echoed operations (`echo`, `operation`),
+//! checks the addresses (`addresses`) and builds messages per protocol (`messages`).
 
-pub mod actor;
 pub mod addresses;
 pub mod amount;
 pub mod denom;
@@ -23,6 +22,7 @@ pub mod request;
 pub mod route;
 pub mod search;
 pub mod slippage;
+pub mod snapshot;
 pub mod synthetic;
 
-pub use actor::{PlannerSnapshot, RoutePlanner};
+pub use snapshot::{PlannerSnapshot, RegistrySnapshot, SnapshotHandle};

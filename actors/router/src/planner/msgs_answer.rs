@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::actor::PlannerSnapshot;
 use super::addresses::{parties, Parties};
 use super::amount::{self, Amount};
 use super::echo::edge_of;
@@ -21,6 +20,7 @@ use super::request::{MsgsRequest, SignedOpHook};
 use super::route::NoFees;
 use super::search::{evaluate, Plan, SearchOptions, Step};
 use super::slippage::Slippage;
+use super::snapshot::PlannerSnapshot;
 
 /// The `/msgs` answer; field order is the wire order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -4,7 +4,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::actor::PlannerSnapshot;
 use super::error::{invalid, to_json, RouteError};
 use super::graph::Edge;
 use super::limits::check_route;
@@ -13,6 +12,7 @@ use super::non_empty::NonEmpty;
 use super::plan::plan;
 use super::request::{account, OpHookRequest};
 use super::search::SearchOptions;
+use super::snapshot::PlannerSnapshot;
 
 /// The hook to sign on `chain_id`: the onward IBC transfer (one message).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

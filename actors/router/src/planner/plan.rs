@@ -4,13 +4,13 @@
 use num_bigint::BigUint;
 use petgraph::graph::NodeIndex;
 
-use super::actor::PlannerSnapshot;
 use super::amount::{self, Amount};
 use super::error::{invalid, RouteError};
 use super::graph::Edge;
 use super::non_empty::NonEmpty;
 use super::request::Asset;
 use super::search::{search, Plan, SearchOptions, Step};
+use super::snapshot::PlannerSnapshot;
 
 /// The amount entering and leaving one step; both positive, since a step that would
 /// deliver nothing is refused.

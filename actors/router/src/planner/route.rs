@@ -4,7 +4,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::actor::PlannerSnapshot;
 use super::amount::{self, Amount};
 use super::error::{to_json, RouteError};
 use super::graph::{Edge, Location};
@@ -16,6 +15,7 @@ use super::operation::{
 use super::plan::{chain_ids, plan, Planned, StepAmounts};
 use super::request::RouteRequest;
 use super::search::Step;
+use super::snapshot::PlannerSnapshot;
 
 /// Price impact above which a route carries a `BAD_PRICE_WARNING` (Initia's 5 %).
 const PRICE_WARNING_PERCENT: u64 = 5;

@@ -20,9 +20,26 @@ use super::shared::{now_ns, Abandonment, Tracking, WatchId};
 use super::tracked::{Source, TrackKey, Tracked};
 use weaver_engine::chain::{ChainQuery, ChainSource};
 use weaver_engine::relay::RelayEvent;
+use weaver_engine::system::retry::Backoff;
 
-/// The longest wait between two chain lookups of a tx the chain has not shown.
-const LOOKUP_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// After failed reads or writes of the record: two ticks, doubling, at most 64 ticks (a
+/// store refusing every write must not be asked twice a second by a million trackers).
+fn store_retry(tick: Duration) -> Backoff {
+    Backoff::doubling(tick * 2, tick * 64)
+}
+
+/// Between chain lookups of a tx the chain has not shown: a tick and a half, growing by
+/// half, at most 5 s.
+fn lookup_retry(tick: Duration) -> Backoff {
+    Backoff::growing_by_half(tick * 3 / 2, Duration::from_secs(5))
+}
+
+/// Between looks at the relay log for an included tx: a tick at first, growing by half, at
+/// most 4 s (a chain whose relay log never passes the tx, a follower far behind), so idle
+/// trackers do not poll twice a second each.
+fn relay_wait(tick: Duration) -> Backoff {
+    Backoff::growing_by_half(tick, Duration::from_secs(4))
+}
 
 /// A relay event under one of the tracker's keys, or of its own source tx.
 #[derive(Message)]
@@ -38,6 +55,25 @@ pub struct CatchUp;
 /// result code, codespace, log and height.
 type LookedUp = Option<Result<(u32, String, String, u64), String>>;
 
+/// A tx result's `code` (a `uint32`) as a node's JSON writes it.
+///
+/// Missing or `null` is proto3 JSON's default, 0: success. A number or a quoted integer
+/// (proto3 JSON allows both) in `u32` range is the code. Anything else (2^32 and above,
+/// negative, fractional, other text) is a malformed answer, neither a success nor a failure:
+/// a wrapped or defaulted 0 would record a tx the node did not say succeeded as included,
+/// and a clamped code would record a failure for good (a user told a transfer failed may
+/// send it again). A malformed answer is retried like a failed lookup, so a fixed or other
+/// node, or the relay log, still settles the tx (or it is abandoned when it waits too long).
+fn result_code(code: &serde_json::Value) -> Result<u32, String> {
+    let parsed = match code {
+        serde_json::Value::Null => Some(0),
+        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        serde_json::Value::String(text) => text.parse().ok(),
+        _ => None,
+    };
+    parsed.ok_or_else(|| format!("malformed tx result code {code}"))
+}
+
 pub struct Tracker {
     tracking: Arc<Tracking>,
     /// Shared with the view's entry.
@@ -47,15 +83,13 @@ pub struct Tracker {
     stage: Stage,
     /// The relay keys this tracker is listed under.
     watching: SmallVec<[WatchId; 6]>,
-    lookup_every: Duration,
-    /// How long an included tx waits before it looks at the relay log again: a tick at
-    /// first, growing to [`RELAY_WAIT_MAX`] (a chain whose relay log never passes the tx, a
-    /// follower far behind) so idle trackers do not poll twice a second each.
-    relay_wait: Duration,
+    /// Chain lookups that did not settle the source tx ([`lookup_retry`]).
+    lookups: u8,
+    /// Looks at the relay log that did not link the included tx ([`relay_wait`]).
+    relay_checks: u8,
     /// A read of the record failed and a refresh is scheduled.
     retry_pending: bool,
-    /// Record reads and writes failed in a row: retries back off (a store refusing every
-    /// write must not be asked twice a second by a million trackers).
+    /// Record reads and writes failed in a row ([`store_retry`]).
     failures: u8,
     /// Terminal: the tracker is stopping.
     done: bool,
@@ -81,19 +115,15 @@ impl Stage {
     }
 }
 
-/// The longest wait between two looks at the relay log for an included tx.
-const RELAY_WAIT_MAX: Duration = Duration::from_secs(4);
-
 impl Tracker {
     pub(super) fn new(tracking: Arc<Tracking>, key: Arc<TrackKey>, stage: Stage) -> Self {
-        let lookup_every = tracking.settings.tick;
         Tracker {
             tracking,
             key,
             stage,
             watching: SmallVec::new(),
-            lookup_every,
-            relay_wait: lookup_every,
+            lookups: 0,
+            relay_checks: 0,
             retry_pending: false,
             failures: 0,
             done: false,
@@ -145,9 +175,9 @@ impl Tracker {
         });
     }
 
-    /// A tick after the first failure, doubling with each one after it, up to 64 ticks.
+    /// The wait after the record reads and writes that failed in a row ([`store_retry`]).
     fn retry_wait(&self) -> Duration {
-        self.tracking.settings.tick * (1u32 << self.failures.min(6))
+        store_retry(self.tracking.settings.tick).after(self.failures.into())
     }
 
     /// Lists this tracker under every key its open hops wait on, and off those they no
@@ -270,15 +300,15 @@ impl Tracker {
     }
 
     /// Until the relay log passes the height of an included tx, checks again, less often
-    /// as it keeps waiting ([`Tracker::relay_wait`]).
+    /// as it keeps waiting ([`relay_wait`]).
     fn wait_for_relay_log(&mut self, ctx: &mut Context<Self>) {
         if !matches!(self.stage, Stage::Included { .. }) {
             return;
         }
         self.try_link(ctx);
         if matches!(self.stage, Stage::Included { .. }) && !self.done {
-            let wait = self.relay_wait;
-            self.relay_wait = (wait * 3 / 2).min(RELAY_WAIT_MAX);
+            self.relay_checks = self.relay_checks.saturating_add(1);
+            let wait = relay_wait(self.tracking.settings.tick).after(self.relay_checks.into());
             ctx.run_later(wait, |tracker, ctx| tracker.wait_for_relay_log(ctx));
         }
     }
@@ -306,7 +336,10 @@ impl Tracker {
             let found: LookedUp = match answer {
                 Ok(Ok(body)) => {
                     let response = &body["tx_response"];
-                    let code = response["code"].as_u64().unwrap_or(0) as u32;
+                    let code = match result_code(&response["code"]) {
+                        Ok(code) => code,
+                        Err(reason) => return Some(Err(reason)),
+                    };
                     let codespace = response["codespace"]
                         .as_str()
                         .unwrap_or_default()
@@ -333,8 +366,9 @@ impl Tracker {
     }
 
     fn retry_look_up(&mut self, ctx: &mut Context<Self>) {
-        self.lookup_every = (self.lookup_every * 3 / 2).min(LOOKUP_BACKOFF_MAX);
-        ctx.run_later(self.lookup_every, |tracker, ctx| tracker.look_up(ctx));
+        self.lookups = self.lookups.saturating_add(1);
+        let wait = lookup_retry(self.tracking.settings.tick).after(self.lookups.into());
+        ctx.run_later(wait, |tracker, ctx| tracker.look_up(ctx));
     }
 
     fn looked_up(&mut self, found: LookedUp, ctx: &mut Context<Self>) {
@@ -485,5 +519,44 @@ impl Handler<Crash> for Tracker {
 
     fn handle(&mut self, _: Crash, _: &mut Context<Self>) {
         panic!("tracker crash requested by a test");
+    }
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// The tracker's waits at the default tick (the schedules it had before the policy was
+    /// shared).
+    #[test]
+    fn the_tracker_schedules_at_the_default_tick() {
+        let tick = ms(500);
+        let waits = |backoff: Backoff| (1..=8).map(|n| backoff.after(n)).collect::<Vec<_>>();
+        assert_eq!(
+            waits(store_retry(tick)),
+            [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 32_000, 32_000].map(ms)
+        );
+        let us = |waits: [u64; 8]| waits.map(Duration::from_micros);
+        let lookups = [
+            750_000, 1_125_000, 1_687_500, 2_531_250, 3_796_875, 5_000_000, 5_000_000, 5_000_000,
+        ];
+        assert_eq!(waits(lookup_retry(tick)), us(lookups));
+        let relay = [
+            500_000, 750_000, 1_125_000, 1_687_500, 2_531_250, 3_796_875, 4_000_000, 4_000_000,
+        ];
+        assert_eq!(waits(relay_wait(tick)), us(relay));
+    }
+
+    /// A counter that saturates (`u8`) still asks for the longest wait.
+    #[test]
+    fn a_saturated_count_waits_the_longest() {
+        let tick = ms(20);
+        assert_eq!(store_retry(tick).after(u8::MAX.into()), tick * 64);
+        assert_eq!(lookup_retry(tick).after(u8::MAX.into()), ms(5_000));
+        assert_eq!(relay_wait(tick).after(u8::MAX.into()), ms(4_000));
     }
 }

@@ -15,8 +15,11 @@ use super::actor::Crash;
 use super::hub::{HubDeps, Register, TrackerHub};
 use super::shared::{TrackerSettings, Tracking};
 use super::tests::{data, ev, hash, ok_ack, packet, topology, ALPHA, HUB};
-use super::tracked::{TrackKey, TxState};
+use super::tracked::{Source as TxSource, TrackKey, TxState};
 use super::view::TrackerView;
+use weaver_engine::chain::{
+    BlockBundle, ChainAccess, ChainQuery, LocalChain, QueryAnswer, Source, SourceError,
+};
 use weaver_engine::relay::{RelayBus, RelayEvent, RelayKind};
 use weaver_engine::store::relay::{stage_event, META_SEQUENCE};
 use weaver_engine::store::{keys, RelayStore, Store};
@@ -41,6 +44,11 @@ fn settings() -> TrackerSettings {
 impl Engine {
     /// An engine over `store` as a fresh process would start one (nothing resumed yet).
     fn open(store: Store) -> Self {
+        Self::open_with_sources(store, HashMap::new())
+    }
+
+    /// [`Engine::open`] whose trackers look unseen txs up on `sources`.
+    fn open_with_sources(store: Store, sources: HashMap<String, Arc<ChainAccess>>) -> Self {
         let bus = RelayBus::default();
         let mut relays = HashMap::new();
         let mut sequences = HashMap::new();
@@ -56,7 +64,7 @@ impl Engine {
                 crate::tracker::store::TrackerStore::open(&store).unwrap(),
             ),
             relays.clone(),
-            HashMap::new(),
+            sources,
             settings(),
         );
         Engine {
@@ -345,4 +353,125 @@ fn a_tracker_whose_record_is_gone_stops_and_its_tx_is_forgotten() {
         );
         engine.pool.stop();
     });
+}
+
+/// A node whose every `TxByHash` answer is `tx_response`, counting the lookups.
+struct TxNode {
+    tx_response: serde_json::Value,
+    lookups: std::sync::atomic::AtomicUsize,
+}
+
+impl LocalChain for TxNode {
+    fn latest_height(&self) -> u64 {
+        0
+    }
+
+    fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        Err(SourceError::FutureHeight(height))
+    }
+
+    fn query(&self, query: &ChainQuery, _height: u64) -> QueryAnswer {
+        assert!(matches!(query, ChainQuery::TxByHash { .. }), "{query:?}");
+        self.lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(serde_json::json!({ "tx_response": self.tx_response }))
+    }
+}
+
+/// A result code is a `uint32`: a node answering 2^32 (or a negative, fractional or textual
+/// code) did not say the tx succeeded, so its tracker must not record the tx as included.
+#[test]
+fn a_lookup_answer_whose_code_is_not_a_u32_is_not_a_success() {
+    for code in [
+        serde_json::json!(4_294_967_296u64),
+        serde_json::json!(u64::MAX),
+        serde_json::json!(-1),
+        serde_json::json!(0.5),
+        serde_json::json!("zero"),
+    ] {
+        run(|| async {
+            let dir = tempfile::tempdir().unwrap();
+            let node = Arc::new(TxNode {
+                tx_response: serde_json::json!({
+                    "code": code, "codespace": "", "raw_log": "", "height": "10",
+                }),
+                lookups: Default::default(),
+            });
+            let access = Arc::new(ChainAccess::new(Source::Local(node.clone()), None));
+            let engine = Engine::open_with_sources(
+                Store::open(dir.path(), 8 << 20).unwrap(),
+                HashMap::from([(ALPHA.to_string(), access)]),
+            );
+            let hub = engine.start_hub();
+            hub.send(Register(key())).await.unwrap().unwrap();
+            let source = || {
+                let tracked = engine.tracking.view.tracked(&key()).unwrap().unwrap();
+                tracked.source
+            };
+            // Either the answer was taken (the tx leaves `Unseen`), or it was refused and
+            // asked again.
+            eventually("the lookup answered", || {
+                source() != TxSource::Unseen
+                    || node.lookups.load(std::sync::atomic::Ordering::SeqCst) >= 2
+            })
+            .await;
+            assert_eq!(source(), TxSource::Unseen, "code {code}");
+            assert_eq!(
+                engine.state(&key()),
+                Some(TxState::Submitted),
+                "code {code}"
+            );
+            engine.pool.stop();
+        });
+    }
+}
+
+/// The codes a node may send for a tx: a missing or `null` code is proto3's default (0, a
+/// success); a code in range, as a number or as proto3 JSON's quoted integer, is a failure.
+#[test]
+fn a_lookup_answer_with_a_u32_code_is_read_as_that_code() {
+    for (code, failed) in [
+        (None, None),
+        (Some(serde_json::Value::Null), None),
+        (Some(serde_json::json!(0)), None),
+        (Some(serde_json::json!(5)), Some(5)),
+        (Some(serde_json::json!("7")), Some(7)),
+        (Some(serde_json::json!(u32::MAX)), Some(u32::MAX)),
+    ] {
+        run(|| async {
+            let dir = tempfile::tempdir().unwrap();
+            let mut tx_response = serde_json::json!({
+                "codespace": "sdk", "raw_log": "out of gas", "height": "10",
+            });
+            if let Some(code) = &code {
+                tx_response["code"] = code.clone();
+            }
+            let node = Arc::new(TxNode {
+                tx_response,
+                lookups: Default::default(),
+            });
+            let access = Arc::new(ChainAccess::new(Source::Local(node.clone()), None));
+            let engine = Engine::open_with_sources(
+                Store::open(dir.path(), 8 << 20).unwrap(),
+                HashMap::from([(ALPHA.to_string(), access)]),
+            );
+            let hub = engine.start_hub();
+            hub.send(Register(key())).await.unwrap().unwrap();
+            let source = || {
+                let tracked = engine.tracking.view.tracked(&key()).unwrap().unwrap();
+                tracked.source
+            };
+            eventually("the lookup answered", || source() != TxSource::Unseen).await;
+            let expected = match failed {
+                None => TxSource::Included { height: 10 },
+                Some(code) => TxSource::Failed {
+                    code,
+                    codespace: "sdk".into(),
+                    log: "out of gas".into(),
+                },
+            };
+            assert_eq!(source(), expected, "code {code:?}");
+            engine.pool.stop();
+        });
+    }
 }

@@ -12,7 +12,7 @@ use actix::WeakAddr;
 
 use super::actor::{CatchUp, Relay, Stage, Tracker};
 use super::machine::WatchKey;
-use super::shared::{count_state, now_ns, Tracking};
+use super::shared::{now_ns, Tracking};
 use super::tracked::{TrackKey, Tracked, TxState};
 use super::view::Entry;
 use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
@@ -101,12 +101,10 @@ impl TrackerHub {
         let tracking = self.deps.tracking.clone();
         let loaded = tracking.store().each(|tracked| {
             let state = tracked.state();
-            count_state(state, 1.0);
             let key = Arc::new(tracked.key.clone());
             tracking
                 .view
-                .entries
-                .insert(key.clone(), Entry::new(state, tracked.terminal_ns));
+                .load(key.clone(), Entry::new(state, tracked.terminal_ns));
             if state.is_terminal() {
                 terminal += 1;
             } else {
@@ -191,9 +189,7 @@ impl TrackerHub {
                 tracing::warn!(error = %e, "expired tracker record not removed");
                 continue;
             }
-            if let Some((_, entry)) = self.tracking().view.entries.remove(&*key) {
-                count_state(entry.state, -1.0);
-            }
+            self.tracking().view.remove(&key);
         }
     }
 }

@@ -39,8 +39,9 @@ pub struct TrackerSettings {
     pub max_trackers: usize,
     /// Chain lookups of unseen txs in flight at once (across all trackers).
     pub lookups_in_flight: usize,
-    /// The hub's housekeeping period, and the first retry of a tracker's chain lookup or
-    /// relay-log check (lookups back off from there).
+    /// The hub's housekeeping period, and the unit of a tracker's backoffs: a relay-log
+    /// check waits a tick at first, a chain lookup 1.5 ticks, a store retry 2 ticks, each
+    /// growing from there (`tracker::actor`).
     pub tick: Duration,
 }
 
@@ -112,10 +113,6 @@ fn route_kind(tracked: &Tracked) -> &'static str {
         (false, true, _) => "opinit",
         (false, false, _) => "none",
     }
-}
-
-pub(super) fn count_state(state: TxState, delta: f64) {
-    metrics::gauge!("weaver_trackers", "state" => state.name()).increment(delta);
 }
 
 impl Tracking {
@@ -191,22 +188,13 @@ impl Tracking {
     /// Forgets a tx whose record is gone from the store (its entry would otherwise count
     /// against `max_trackers` with nothing tracking it).
     pub(super) fn forget(&self, key: &TrackKey) {
-        if let Some((_, entry)) = self.view.entries.remove(key) {
-            count_state(entry.state, -1.0);
-        }
+        self.view.remove(key);
     }
 
     /// Publishes a tracked tx already written to the store; its state.
     pub(super) fn publish(&self, key: &Arc<TrackKey>, tracked: &Tracked) -> TxState {
-        let state = tracked.state();
-        let before = self.view.set_state(key, tracked);
-        if before != Some(state) {
-            if let Some(before) = before {
-                count_state(before, -1.0);
-            }
-            count_state(state, 1.0);
-        }
-        state
+        self.view.set_state(key, tracked);
+        tracked.state()
     }
 
     pub(super) fn watch(&self, id: WatchId, tracker: &Addr<Tracker>) {

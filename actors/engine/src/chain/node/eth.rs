@@ -1,7 +1,8 @@
 //! A client for a node's EVM JSON-RPC (minievm, port 8545): JSON-RPC 2.0 over HTTP POST,
 //! with the [`NodeClient`](super::NodeClient)'s timeouts, URL rotation and exponential
-//! backoff. `eth_call`s for many accounts go as one JSON-RPC batch (500 calls a request,
-//! led by `eth_blockNumber` to be sure the node has the height), as rollytics sends them.
+//! backoff ([`NODE_CALL`]). `eth_call`s for many accounts go as one JSON-RPC batch (500
+//! calls a request, led by `eth_blockNumber` to be sure the node has the height), as
+//! rollytics sends them.
 //!
 //! Classification: no answer (connection, timeout, 5xx) is retried, then `Transport`; an
 //! answer that is not JSON-RPC or not the expected shape is refused — logged, counted in
@@ -16,11 +17,12 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use super::{backoff, refused, retried, transport_reason, truncate};
+use super::{refused, retried, transport_reason, truncate};
 use crate::chain::evm_source::{balance_from, balance_of_input, Balance, EvmError};
 use crate::chain::evm_types::{
     quantity, to_quantity, CallAnswer, CallRevert, EvmBlock, Receipt, TxTrace,
 };
+use crate::system::retry::NODE_CALL;
 
 /// How to reach a node's EVM JSON-RPC.
 #[derive(Debug, Clone)]
@@ -160,20 +162,18 @@ impl EthClient {
         timeout: Duration,
         read: impl Fn(Value) -> Result<T, EvmError>,
     ) -> Result<T, EvmError> {
-        let mut last = EvmError::Transport("no attempt made".into());
-        for attempt in 0..self.config.retries.max(1) {
-            if attempt > 0 {
-                tokio::time::sleep(backoff(attempt)).await;
-            }
+        let mut attempts = NODE_CALL.attempts(self.config.retries);
+        loop {
             match self.post(method, body, timeout).await.and_then(&read) {
                 Err(e @ (EvmError::Transport(_) | EvmError::Malformed { .. })) => {
-                    last = e;
                     self.rotate();
+                    if !attempts.retry().await {
+                        return Err(e);
+                    }
                 }
                 outcome => return outcome,
             }
         }
-        Err(last)
     }
 
     /// A JSON-RPC error as an [`EvmError`] (`height`: the height asked, if any).

@@ -1,6 +1,7 @@
 //! A client for a real node: CometBFT RPC (`/status`, `/block`, `/block_results`) plus the
 //! Cosmos REST routes for decoded txs and the proposer's moniker. Several URLs rotate on
-//! failure; every call has a timeout and is retried with exponential backoff.
+//! failure; every call has a timeout and is retried with exponential backoff
+//! ([`NODE_CALL`]).
 //!
 //! Every answer is checked before a block is handed to the follower: the JSON parses, the
 //! header's chain id is the configured one (else [`SourceError::WrongChain`], fatal), the
@@ -26,6 +27,7 @@ use super::proto::TxRaw;
 use super::timefmt::parse_rfc3339;
 use super::types::{BlockBundle, Proposer, TxBundle, TxResult};
 use super::{address, SourceError};
+use crate::system::retry::{Attempts, NODE_CALL};
 use wire::*;
 
 /// How to reach a node.
@@ -90,6 +92,11 @@ impl NodeClient {
         };
     }
 
+    /// The attempts of one call: `retries` of them, with the node backoff between.
+    fn attempts(&self) -> Attempts {
+        NODE_CALL.attempts(self.config.retries)
+    }
+
     /// One GET with retries, URL rotation and backoff. A "future height" answer is returned
     /// at once: it means "not yet", not "broken".
     async fn get_text(&self, api: Api, path: &str) -> Result<(u16, String), SourceError> {
@@ -110,39 +117,35 @@ impl NodeClient {
         request: impl Fn(&str) -> reqwest::RequestBuilder,
         answered: impl Fn(&str) -> bool,
     ) -> Result<(u16, String), SourceError> {
-        let mut last = SourceError::Transport("no attempt made".into());
-        for attempt in 0..self.config.retries.max(1) {
-            if attempt > 0 {
-                tokio::time::sleep(backoff(attempt)).await;
-            }
+        let mut attempts = self.attempts();
+        loop {
             let url = format!("{}{}", self.base(&api), path);
-            let reason = match request(&url).send().await {
+            let (reason, error) = match request(&url).send().await {
                 Ok(response) => {
                     let status = response.status().as_u16();
                     match response.text().await {
                         Ok(body) if status < 500 || answered(&body) => return Ok((status, body)),
-                        Ok(body) => {
-                            last = SourceError::Node(format!(
-                                "{url}: HTTP {status}: {}",
-                                truncate(&body)
-                            ));
-                            "http_5xx"
-                        }
-                        Err(e) => {
-                            last = SourceError::Transport(format!("{url}: {e}"));
-                            transport_reason(&e)
-                        }
+                        Ok(body) => (
+                            "http_5xx",
+                            SourceError::Node(format!("{url}: HTTP {status}: {}", truncate(&body))),
+                        ),
+                        Err(e) => (
+                            transport_reason(&e),
+                            SourceError::Transport(format!("{url}: {e}")),
+                        ),
                     }
                 }
-                Err(e) => {
-                    last = SourceError::Transport(format!("{url}: {e}"));
-                    transport_reason(&e)
-                }
+                Err(e) => (
+                    transport_reason(&e),
+                    SourceError::Transport(format!("{url}: {e}")),
+                ),
             };
-            self.retried(reason, &last);
+            self.retried(reason, &error);
             self.rotate(&api);
+            if !attempts.retry().await {
+                return Err(error);
+            }
         }
-        Err(last)
     }
 
     async fn rpc<T: DeserializeOwned>(
@@ -150,55 +153,49 @@ impl NodeClient {
         path: &str,
         height: Option<u64>,
     ) -> Result<T, SourceError> {
-        let mut last = SourceError::Transport("no attempt made".into());
-        for attempt in 0..self.config.retries.max(1) {
-            if attempt > 0 {
-                // Transport failures are retried inside get_text; these are answers that were
-                // wrong (malformed, or a node error): give the node a moment too.
-                tokio::time::sleep(backoff(attempt)).await;
-            }
+        // Transport failures are retried inside get_text; these attempts are for answers that
+        // were wrong (malformed, or a node error): the node gets the backoff too.
+        let mut attempts = self.attempts();
+        loop {
             let (status, body) = self.get_text(Api::Rpc, path).await?;
-            let envelope: RpcEnvelope<T> = match serde_json::from_str(&body) {
-                Ok(envelope) => envelope,
+            let error = match serde_json::from_str::<RpcEnvelope<T>>(&body) {
                 Err(_) if status >= 500 => {
                     // A proxy's or node's failure page, not chain data.
-                    last = SourceError::Node(format!("{path}: HTTP {status}: {}", truncate(&body)));
-                    self.retried("http_5xx", &last);
-                    self.rotate(&Api::Rpc);
-                    continue;
+                    let error =
+                        SourceError::Node(format!("{path}: HTTP {status}: {}", truncate(&body)));
+                    self.retried("http_5xx", &error);
+                    error
                 }
-                Err(e) => {
-                    last = self.malformed(path, "invalid_json", format!("HTTP {status}: {e}"));
-                    self.rotate(&Api::Rpc);
-                    continue;
-                }
-            };
-            if let Some(error) = envelope.error {
-                let text = if error.data.is_empty() {
-                    error.message
-                } else {
-                    error.data
-                };
-                if let Some(h) = height {
-                    if text.contains("must be less than or equal to the current blockchain height")
-                        || text.contains("could not find results for height")
-                    {
-                        return Err(SourceError::FutureHeight(h));
+                Err(e) => self.malformed(path, "invalid_json", format!("HTTP {status}: {e}")),
+                Ok(RpcEnvelope {
+                    error: Some(error), ..
+                }) => {
+                    let text = if error.data.is_empty() {
+                        error.message
+                    } else {
+                        error.data
+                    };
+                    if let Some(h) = height {
+                        if text
+                            .contains("must be less than or equal to the current blockchain height")
+                            || text.contains("could not find results for height")
+                        {
+                            return Err(SourceError::FutureHeight(h));
+                        }
                     }
+                    SourceError::Node(format!("{path}: {text}"))
                 }
-                last = SourceError::Node(format!("{path}: {text}"));
-                self.rotate(&Api::Rpc);
-                continue;
-            }
-            match envelope.result {
-                Some(result) => return Ok(result),
-                None => {
-                    last = self.malformed(path, "invalid_json", "neither result nor error".into());
-                    self.rotate(&Api::Rpc);
-                }
+                Ok(RpcEnvelope {
+                    result: Some(result),
+                    ..
+                }) => return Ok(result),
+                Ok(_) => self.malformed(path, "invalid_json", "neither result nor error".into()),
+            };
+            self.rotate(&Api::Rpc);
+            if !attempts.retry().await {
+                return Err(error);
             }
         }
-        Err(last)
     }
 
     async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
@@ -259,7 +256,7 @@ impl NodeClient {
     /// One block, checked for consistency; an inconsistent answer is refused (counted,
     /// logged) and fetched again, with backoff and URL rotation, up to `retries` times.
     pub async fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
-        let mut attempt = 0;
+        let mut attempts = self.attempts();
         let mut wrong_chain = WrongChainRetry::new(self.config.rpc.len());
         loop {
             let error = match self.fetch_block(height).await {
@@ -268,11 +265,10 @@ impl NodeClient {
             };
             match wrong_chain.after(error) {
                 Ok(()) => self.rotate(&Api::Rpc),
-                Err(SourceError::Malformed { .. }) if attempt + 1 < self.config.retries.max(1) => {
-                    attempt += 1;
+                Err(SourceError::Malformed { .. }) if attempts.left() => {
                     self.rotate(&Api::Rpc);
                     self.rotate(&Api::Rest);
-                    tokio::time::sleep(backoff(attempt)).await;
+                    attempts.retry().await;
                 }
                 Err(e) => return Err(e),
             }
@@ -538,11 +534,6 @@ impl NodeClient {
             .insert(valoper, (proposer.clone(), Instant::now()));
         proposer
     }
-}
-
-/// Exponential backoff between attempts: 200 ms, 400 ms, … capped at 5 s.
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis((100u64 << attempt.min(6)).min(5_000))
 }
 
 impl NodeClient {

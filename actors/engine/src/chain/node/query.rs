@@ -9,7 +9,7 @@ use base64::engine::general_purpose::URL_SAFE as B64_URL;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::{backoff, form_encode, rest_future_height, truncate, Api, NodeClient};
+use super::{form_encode, rest_future_height, truncate, Api, NodeClient};
 use crate::chain::query::EVM_CALL_SENDER;
 use crate::chain::{ChainQuery, QueryAnswer, QueryRejection, SourceError};
 
@@ -81,13 +81,12 @@ impl NodeClient {
             )));
         }
         let (path, body) = route(query);
-        let mut attempt = 0;
+        let mut attempts = self.attempts();
         loop {
             match self.query_once(&path, body.as_ref(), height).await {
-                Err(SourceError::Malformed { .. }) if attempt + 1 < self.config.retries.max(1) => {
-                    attempt += 1;
+                Err(SourceError::Malformed { .. }) if attempts.left() => {
                     self.rotate(&Api::Rest);
-                    tokio::time::sleep(backoff(attempt)).await;
+                    attempts.retry().await;
                 }
                 outcome => return outcome,
             }

@@ -115,12 +115,14 @@ pub fn abi_string(response: &str) -> Option<String> {
         let text = std::str::from_utf8(&bytes[..end]).ok()?;
         return (!text.contains('\0')).then(|| text.to_string());
     }
+    // Offset and length words come from the contract, so every step is checked: a word with
+    // high bits set, one that does not fit a `usize`, or a sum past `usize::MAX` is not a string.
     let read_word = |at: usize| -> Option<usize> {
-        let word = bytes.get(at..at + 32)?;
+        let word = bytes.get(at..at.checked_add(32)?)?;
         if word[..24].iter().any(|&b| b != 0) {
             return None;
         }
-        Some(u64::from_be_bytes(word[24..].try_into().ok()?) as usize)
+        usize::try_from(u64::from_be_bytes(word[24..].try_into().ok()?)).ok()
     };
     let offset = read_word(0)?;
     let len = read_word(offset)?;
@@ -309,5 +311,33 @@ mod tests {
         assert_eq!(abi_string(&encoded).as_deref(), Some("Punks"));
         assert_eq!(abi_string("0x"), None);
         assert_eq!(abi_string(&format!("0x{:064x}", 1u64 << 40)), None);
+    }
+
+    /// Offset and length words are attacker-controlled (any contract answers `name()`): no
+    /// value may overflow the arithmetic on them; each hostile answer is simply not a string.
+    #[test]
+    fn hostile_offsets_and_lengths_are_not_strings() {
+        let text = hex::encode("Punks");
+        let hostile = [
+            // Offset word at the top of the u64 range: `offset + 32` overflows.
+            format!("0x{:064x}{:064x}{text:0<64}", u64::MAX, 5),
+            format!("0x{:064x}{:064x}{text:0<64}", u64::MAX - 31, 5),
+            format!("0x{:064x}{:064x}{text:0<64}", u64::MAX - 16, 5),
+            // A 256-bit offset word with high bits set.
+            format!("0x{}{:064x}{text:0<64}", "ff".repeat(32), 5),
+            format!("0x1{:063x}{:064x}{text:0<64}", 32, 5),
+            // Length word at the top of the u64 range: `start + len` overflows.
+            format!("0x{:064x}{:064x}{text:0<64}", 32, u64::MAX),
+            format!("0x{:064x}{:064x}{text:0<64}", 32, u64::MAX - 63),
+            format!("0x{:064x}{}{text:0<64}", 32, "ff".repeat(32)),
+            // Length running past the end, offset pointing past the end or inside the last word.
+            format!("0x{:064x}{:064x}{text:0<64}", 32, 33),
+            format!("0x{:064x}{:064x}{text:0<64}", 96, 5),
+            format!("0x{:064x}{:064x}{text:0<64}", 65, 5),
+        ];
+        for answer in &hostile {
+            let decoded = std::panic::catch_unwind(|| abi_string(answer));
+            assert_eq!(decoded.ok(), Some(None), "{answer}");
+        }
     }
 }

@@ -9,6 +9,7 @@ mod evm;
 mod move_vm;
 mod origin;
 mod state;
+#[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
 mod wasm;
 
@@ -17,8 +18,9 @@ use std::sync::Arc;
 use super::{DomainIndexer, IndexError};
 use crate::chain::decode::{decode_tx, tx_hash};
 use crate::chain::types::{BlockBundle, Event, TxBundle};
+use crate::chain::ChainQuery;
 use crate::chain::Vm;
-use crate::chain::{Answers, ChainQuery};
+use crate::indexers::BlockInput;
 use crate::store::nft::NameIndex;
 use crate::store::{DomainTree, NftStore, StoreError};
 use state::BlockState;
@@ -135,18 +137,10 @@ impl DomainIndexer for NftIndexer {
 
     fn index(
         &mut self,
-        bundle: &BlockBundle,
+        block: BlockInput<'_>,
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
-        self.index_answered(bundle, &Answers::default(), batch)
-    }
-
-    fn index_answered(
-        &mut self,
-        bundle: &BlockBundle,
-        answers: &Answers,
-        batch: &mut crate::store::Batch,
-    ) -> Result<(), IndexError> {
+        let (bundle, answers) = (block.bundle, block.answers);
         let tree = self.store.domain().tree().clone();
         let mut state = BlockState::new(&tree, bundle.height, bundle.time_ns)?;
         for (index, tx) in successful(bundle) {

@@ -1,6 +1,7 @@
-//! Synthetic Move NFT blocks of any size, for benchmarks and pagination tests: collections
-//! created by one creator and tokens minted straight to an owner, indexed through the real
-//! [`NftIndexer`] (token ids come from the events; the resource reads answer "not found").
+//! Synthetic Move NFT blocks of any size, for benchmarks and pagination tests (feature
+//! `testing`): collections created by one creator and tokens minted straight to an owner,
+//! indexed through the real [`NftIndexer`] (token ids come from the events; the resource
+//! reads answer "not found").
 
 use serde_json::json;
 

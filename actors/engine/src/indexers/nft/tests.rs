@@ -1,6 +1,7 @@
 //! The NFT domain on hand-written events of each VM: lifecycles, ownership, counts, token
 //! history, metadata that comes from chain queries, and origin names.
 
+use crate::chain::Answers;
 use serde_json::json;
 
 use super::*;

@@ -8,6 +8,7 @@ use memchr::memmem::Finder;
 
 use super::records::normalise_name;
 use crate::store::{Order, PageRequest};
+use crate::system::Recover;
 
 struct Entry {
     number: u64,
@@ -36,10 +37,7 @@ impl NameIndex {
             name: normalise_name(name),
             origin_name: normalise_name(origin_name),
         };
-        let mut entries = self
-            .entries
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut entries = self.entries.write().recover();
         match entries.binary_search_by_key(&number, |e| e.number) {
             Ok(at) => entries[at] = entry,
             Err(at) => entries.insert(at, entry),
@@ -55,9 +53,7 @@ impl NameIndex {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
-        self.entries
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.entries.read().recover()
     }
 
     /// Collections whose normalised name or origin name contains the normalised `query`,

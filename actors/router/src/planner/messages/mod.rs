@@ -7,9 +7,9 @@ pub mod opinit;
 
 use serde::{Deserialize, Serialize};
 
-use super::actor::PlannerSnapshot;
 use super::amount::Amount;
 use super::error::{to_json_string, RouteError};
+use super::snapshot::PlannerSnapshot;
 use weaver_engine::chain::address;
 
 /// A message to sign: its type URL and its JSON body as a string.

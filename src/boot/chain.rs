@@ -1,0 +1,400 @@
+//! Starting one chain: open its domains' stores, check its indexers open, start its
+//! followers (the chain's, and one per domain that has its own), and bind its indexer
+//! listener.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::web;
+use weaver_devnet::{Devnet, Vm};
+use weaver_engine::chain::ChainAccess;
+use weaver_engine::follower::{
+    ChainFollower, FollowerSettings, Ingestion, OpenDomains, RestartRequest,
+};
+use weaver_engine::indexers::{
+    BlocksIndexer, Domain, DomainIndexer, DomainSet, EvmTxsIndexer, IndexError, InternalTxsIndexer,
+    NftIndexer, RelayIndexer, RichListIndexer,
+};
+use weaver_engine::relay::decode::RelayContext;
+use weaver_engine::relay::RelayBus;
+use weaver_engine::store::{
+    BlocksStore, DomainTree, HotLimits, NftStore, RelayStore, RichListStore, Store,
+};
+use weaver_engine::system::Supervision;
+
+use super::listeners::bind_server;
+use super::sources::{evm_source_for, source_for};
+use crate::config::{ChainConfig, Config, SourceConfig};
+use crate::domains::{DomainPlugin, Extensions};
+use crate::http;
+
+/// What every chain's start shares.
+pub(super) struct Shared<'a> {
+    pub config: &'a Config,
+    pub store: &'a Store,
+    pub extensions: &'a Extensions,
+    pub supervision: &'a Supervision,
+    pub bus: &'a RelayBus,
+    pub restart: &'a RestartRequest,
+    /// The devnet chain of each devnet chain id (the network's).
+    pub devnets: &'a dyn Fn(&ChainConfig) -> Option<Arc<Devnet>>,
+}
+
+/// One chain, started.
+pub(super) struct StartedChain {
+    pub ingestion: Ingestion,
+    /// Its relay log, when it keeps the relay domain (read by transfer tracking).
+    pub relay: Option<RelayStore>,
+    pub source: Arc<ChainAccess>,
+    pub status: http::status::ChainStatus,
+    /// Its indexer listener and the address bound, when it serves one.
+    pub listener: Option<(actix_web::dev::Server, SocketAddr)>,
+}
+
+/// Starts `chain`: stores, followers, listener.
+pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Result<StartedChain> {
+    let stores = ChainStores::open(shared, chain)?;
+    let domains = Arc::new(ChainDomains {
+        chain: chain.clone(),
+        stores: stores.clone(),
+        relay_context: RelayContext {
+            l2_bridge_id: shared.config.l2_bridge_id(&chain.chain_id),
+        },
+        bus: shared.bus.clone(),
+    });
+    // Opened once here so a store that cannot serve this config stops the boot with a
+    // clear error instead of a follower restarting forever.
+    domains
+        .open()
+        .map_err(|e| anyhow::anyhow!("chain {}: {e}", chain.chain_id))?;
+    let source = Arc::new(ChainAccess::new(
+        source_for(chain, (shared.devnets)(chain))?,
+        evm_source_for(chain, (shared.devnets)(chain))?,
+    ));
+    let ingestion = start_followers(shared, chain, &stores, domains, &source);
+    let status = chain_status(chain, &ingestion, &stores);
+    let listener = bind_indexer_listener(shared, chain, &stores, &source, &ingestion)?;
+    Ok(StartedChain {
+        ingestion,
+        relay: stores.relay,
+        source,
+        status,
+        listener,
+    })
+}
+
+/// The stores of one chain's domains, opened once at boot; every (re)start of a follower
+/// opens indexers over them.
+#[derive(Clone)]
+struct ChainStores {
+    blocks: Option<BlocksStore>,
+    relay: Option<RelayStore>,
+    nft: Option<NftStore>,
+    rich_list: Option<RichListStore>,
+    evm_txs: Option<BlocksStore>,
+    internal_txs: Option<BlocksStore>,
+    plugins: Vec<(Arc<dyn DomainPlugin>, DomainTree)>,
+}
+
+impl ChainStores {
+    fn open(shared: &Shared, chain: &ChainConfig) -> anyhow::Result<ChainStores> {
+        let (config, store) = (shared.config, shared.store);
+        let id = chain.chain_id.as_str();
+        let kept = |domain| chain.indexes(domain);
+        let blocks = kept(Domain::Blocks)
+            .then(|| {
+                store.blocks(
+                    id,
+                    HotLimits {
+                        blocks: config.hot_tier_blocks,
+                        bytes: (config.hot_tier_max_mb as usize) << 20,
+                    },
+                )
+            })
+            .transpose()?;
+        let relay = kept(Domain::Relay).then(|| store.relay(id)).transpose()?;
+        if let Some(relay) = &relay {
+            shared.bus.register(relay.clone())?;
+        }
+        let mut plugins = Vec::new();
+        for plugin in shared.extensions.domains.iter() {
+            if plugin.applies_to(chain) {
+                plugins.push((plugin.clone(), store.domain(id, plugin.name())?));
+            }
+        }
+        Ok(ChainStores {
+            blocks,
+            relay,
+            nft: kept(Domain::Nft)
+                .then(|| store.nft(id, &chain.bech32_prefix))
+                .transpose()?,
+            rich_list: kept(Domain::RichList)
+                .then(|| store.rich_list(id))
+                .transpose()?,
+            evm_txs: kept(Domain::EvmTxs)
+                .then(|| store.evm_txs(id))
+                .transpose()?,
+            internal_txs: kept(Domain::EvmInternalTxs)
+                .then(|| store.evm_internal_txs(id))
+                .transpose()?,
+            plugins,
+        })
+    }
+
+    /// Each kept domain's tree, by tree name (the descriptors say which tree a domain uses).
+    fn trees(&self) -> BTreeMap<String, DomainTree> {
+        [
+            self.blocks.as_ref().map(|s| s.domain()),
+            self.relay.as_ref().map(|s| s.domain()),
+            self.nft.as_ref().map(|s| s.domain()),
+            self.rich_list.as_ref().map(|s| s.domain()),
+            self.evm_txs.as_ref().map(|s| s.domain()),
+            self.internal_txs.as_ref().map(|s| s.domain()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|tree| (tree.domain().to_string(), tree.clone()))
+        .collect()
+    }
+}
+
+/// The domains on the chain's own follower, opened at each (re)start of it.
+struct ChainDomains {
+    chain: ChainConfig,
+    stores: ChainStores,
+    relay_context: RelayContext,
+    bus: RelayBus,
+}
+
+impl ChainDomains {
+    fn open(&self) -> Result<DomainSet, IndexError> {
+        let stores = &self.stores;
+        let mut indexers: Vec<Box<dyn DomainIndexer>> = Vec::new();
+        if let Some(blocks) = &stores.blocks {
+            indexers.push(Box::new(BlocksIndexer::open(
+                blocks.clone(),
+                &self.chain.bech32_prefix,
+                self.chain.indexes(Domain::Txs),
+            )?));
+        }
+        if let Some(relay) = &stores.relay {
+            indexers.push(Box::new(RelayIndexer::open(
+                relay.clone(),
+                self.relay_context,
+                Some(self.bus.clone()),
+            )?));
+        }
+        if let Some(nft) = &stores.nft {
+            indexers.push(Box::new(NftIndexer::new(nft.clone(), self.chain.vm)));
+        }
+        if let Some(rich_list) = &stores.rich_list {
+            indexers.push(Box::new(RichListIndexer::new(rich_list.clone())));
+        }
+        for (plugin, tree) in &stores.plugins {
+            indexers.push(plugin.open(&self.chain, tree.clone())?);
+        }
+        DomainSet::open(&self.chain.chain_id, indexers)
+    }
+}
+
+/// Opens a domain that runs on a follower of its own over its store.
+type OpenIndexer = fn(BlocksStore) -> Result<Box<dyn DomainIndexer>, IndexError>;
+
+/// Starts the chain's follower and one per domain that has its own (the EVM domains read
+/// the chain's EVM JSON-RPC: a slow or missing JSON-RPC, or no `debug_` namespace, holds up
+/// nothing else); the chain's ingestion, which the status page and `/status` read.
+fn start_followers(
+    shared: &Shared,
+    chain: &ChainConfig,
+    stores: &ChainStores,
+    domains: Arc<ChainDomains>,
+    source: &Arc<ChainAccess>,
+) -> Ingestion {
+    let settings = FollowerSettings {
+        in_flight: chain.follower.in_flight,
+        batch_blocks: chain.follower.batch_blocks,
+        poll_interval: Duration::from_millis(chain.follower.poll_interval_ms),
+        start_height: chain.follower.start_height,
+        ..Default::default()
+    };
+    let own_followers: [(Domain, Option<BlocksStore>, OpenIndexer); 2] = [
+        (Domain::EvmTxs, stores.evm_txs.clone(), |store| {
+            Ok(Box::new(EvmTxsIndexer::open(store)?))
+        }),
+        (
+            Domain::EvmInternalTxs,
+            stores.internal_txs.clone(),
+            |store| Ok(Box::new(InternalTxsIndexer::open(store)?)),
+        ),
+    ];
+    for (domain, store, open) in own_followers {
+        let Some(store) = store else { continue };
+        let role = domain
+            .descriptor()
+            .own_follower
+            .expect("the EVM domains have followers of their own");
+        let chain_id = chain.chain_id.clone();
+        let open_set: OpenDomains =
+            Arc::new(move || DomainSet::open(&chain_id, vec![open(store.clone())?]));
+        let source = source.clone();
+        let settings = FollowerSettings {
+            role,
+            ..settings.clone()
+        };
+        let chain_id = chain.chain_id.clone();
+        shared.supervision.start_on_own_thread(
+            &format!("chain_follower/{chain_id}/{role}"),
+            move || {
+                ChainFollower::new(
+                    source.clone(),
+                    &chain_id,
+                    open_set.clone(),
+                    settings.clone(),
+                )
+            },
+        );
+    }
+    let chain_id = chain.chain_id.clone();
+    let ingestion = Ingestion::new(
+        &chain_id,
+        Some(
+            shared
+                .config
+                .data_dir
+                .join(format!(".write-probe-{chain_id}")),
+        ),
+        shared.restart.clone(),
+    );
+    let open_domains: OpenDomains = Arc::new(move || domains.open());
+    let follower_ingestion = ingestion.clone();
+    let source = source.clone();
+    shared
+        .supervision
+        .start_on_own_thread(&format!("chain_follower/{chain_id}"), move || {
+            ChainFollower::new(
+                source.clone(),
+                &chain_id,
+                open_domains.clone(),
+                settings.clone(),
+            )
+            .with_ingestion(follower_ingestion.clone())
+        });
+    ingestion
+}
+
+/// What the status page shows of `chain`: each configured domain (in config order, `txs`
+/// beside `blocks` in the same tree), then the plug-ins' domains. Whether a domain runs on
+/// the chain's follower comes from its descriptor.
+fn chain_status(
+    chain: &ChainConfig,
+    ingestion: &Ingestion,
+    stores: &ChainStores,
+) -> http::status::ChainStatus {
+    let source = match &chain.source {
+        SourceConfig::Devnet(_) => "devnet",
+        SourceConfig::Node(_) => "node",
+    };
+    let mut status = http::status::ChainStatus::new(
+        &chain.chain_id,
+        chain.vm.as_str(),
+        source,
+        ingestion.clone(),
+    );
+    let trees = stores.trees();
+    for domain in &chain.domains {
+        let descriptor = domain.descriptor();
+        if let Some(tree) = trees.get(descriptor.tree) {
+            let main = descriptor.own_follower.is_none();
+            status = status.domain(descriptor.name, tree.clone(), main);
+        }
+    }
+    for (plugin, tree) in &stores.plugins {
+        status = status.domain(plugin.name(), tree.clone(), true);
+    }
+    status
+}
+
+/// Binds the chain's indexer listener: the block and tx routes, each kept domain's routes,
+/// the plug-ins' routes and the OpenAPI document of what it keeps. `None` when the chain has
+/// no listener (the config check makes every served domain need `blocks` and `listen`).
+fn bind_indexer_listener(
+    shared: &Shared,
+    chain: &ChainConfig,
+    stores: &ChainStores,
+    source: &Arc<ChainAccess>,
+    ingestion: &Ingestion,
+) -> anyhow::Result<Option<(actix_web::dev::Server, SocketAddr)>> {
+    let config = shared.config;
+    let (Some(listen), Some(blocks)) = (chain.listen, stores.blocks.clone()) else {
+        tracing::info!(chain_id = %chain.chain_id, domains = ?chain.domains, "followed without a listener");
+        return Ok(None);
+    };
+    let nft_api = stores.nft.clone().map(|nfts| {
+        web::Data::new(http::nft::NftApi {
+            nfts,
+            blocks: blocks.clone(),
+            vm: chain.vm,
+        })
+    });
+    let rich_list_api = stores
+        .rich_list
+        .clone()
+        .map(|store| web::Data::new(http::richlist::RichListApi::new(store, source.clone())));
+    let no_rich_list = web::Data::new(http::richlist::NoRichList::for_vm(chain.vm));
+    let evm_api = web::Data::new(http::evm::EvmApi {
+        txs: stores.evm_txs.clone(),
+        internal_txs: stores.internal_txs.clone(),
+        why_not: match chain.vm {
+            Vm::Evm => "this EVM list is not kept for this chain (add \"evm_txs\" or \"evm_internal_txs\" to its domains)",
+            Vm::Move | Vm::Wasm => "evm routes are not available on this chain",
+        },
+    });
+    let api = web::Data::new(
+        http::indexer::ChainApi::new(blocks, ingestion.clone())
+            .with_rich_list(stores.rich_list.clone())
+            .with_internal_txs(stores.internal_txs.clone()),
+    );
+    let docs = web::Data::new(http::openapi::ApiDocs::new(
+        &http::openapi::indexer_document(&chain.domains),
+    ));
+    let plugins = Arc::new(stores.plugins.clone());
+    let limits = http::ListenerLimits::new("indexer", &config.limits);
+    let app_limits = limits.clone();
+    let cors = config.cors.clone();
+    let (server, bound) = bind_server("indexer", listen, config.http_workers, limits, move || {
+        let plugins = plugins.clone();
+        let nft_api = nft_api.clone();
+        let rich_list_api = rich_list_api.clone();
+        let no_rich_list = no_rich_list.clone();
+        let evm_api = evm_api.clone();
+        let docs = docs.clone();
+        http::app("indexer", app_limits.clone(), &cors, move |cfg| {
+            http::indexer::routes(cfg);
+            http::openapi::routes(cfg, docs);
+            cfg.app_data(evm_api);
+            http::evm::routes(cfg);
+            if let Some(nft_api) = nft_api {
+                cfg.app_data(nft_api);
+                http::nft::routes(cfg);
+            }
+            match rich_list_api {
+                Some(api) => {
+                    cfg.app_data(api);
+                    http::richlist::routes(cfg);
+                }
+                None => {
+                    cfg.app_data(no_rich_list);
+                    http::richlist::unavailable_routes(cfg);
+                }
+            }
+            for (plugin, tree) in plugins.iter() {
+                plugin.routes(tree.clone(), cfg);
+            }
+        })
+        .app_data(api.clone())
+    })?;
+    tracing::info!(chain_id = %chain.chain_id, vm = chain.vm.as_str(), listen = %bound, "indexer API listening");
+    Ok(Some((server, bound)))
+}

@@ -1,0 +1,164 @@
+//! Starting the router: the published registry snapshot, transfer tracking over every
+//! followed chain's relay log, the registry reload on SIGHUP, and the router listener.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::web;
+use weaver_engine::chain::ChainAccess;
+use weaver_engine::relay::RelayBus;
+use weaver_engine::store::{RelayStore, Store};
+use weaver_engine::system::Supervision;
+use weaver_router::planner::SnapshotHandle;
+use weaver_router::tracker::TrackerView;
+
+use super::listeners::bind_server;
+use crate::config::Config;
+use crate::http;
+
+/// The router, started.
+pub(super) struct StartedRouter {
+    pub server: actix_web::dev::Server,
+    pub bound: SocketAddr,
+    /// What the status page reads of tracking.
+    pub tracker_view: Arc<TrackerView>,
+}
+
+/// Publishes the registry snapshot, starts tracking and binds the router listener;
+/// `config_path`, when given, is re-read on SIGHUP to replace the registry.
+pub(super) fn start_router(
+    config: &Config,
+    config_path: Option<PathBuf>,
+    store: &Store,
+    supervision: &Supervision,
+    relay_stores: HashMap<String, RelayStore>,
+    chain_sources: HashMap<String, Arc<ChainAccess>>,
+    bus: &RelayBus,
+) -> anyhow::Result<StartedRouter> {
+    // One snapshot of everything derived from the registry: the handlers plan on it and
+    // tracking reads its topology, so a reload replaces both at once.
+    let registry = SnapshotHandle::new(config.router.registry())?;
+    let tracking = web::Data::new(start_tracking(
+        config,
+        registry.clone(),
+        store,
+        supervision,
+        relay_stores,
+        chain_sources,
+        bus,
+    )?);
+    let tracker_view = tracking.view.clone();
+    if let Some(path) = config_path {
+        spawn_registry_reload(path, registry.clone());
+    }
+    let snapshot = web::Data::new(registry);
+    let limits = http::ListenerLimits::new("router", &config.limits);
+    let app_limits = limits.clone();
+    let cors = config.cors.clone();
+    let docs = web::Data::new(http::openapi::ApiDocs::new(
+        &http::openapi::router_document(),
+    ));
+    let (server, bound) = bind_server(
+        "router",
+        config.router.listen,
+        config.http_workers,
+        limits,
+        move || {
+            let docs = docs.clone();
+            http::app("router", app_limits.clone(), &cors, |cfg| {
+                http::router::routes(cfg);
+                http::tracking::routes(cfg);
+                http::openapi::routes(cfg, docs);
+            })
+            .app_data(snapshot.clone())
+            .app_data(tracking.clone())
+        },
+    )?;
+    tracing::info!(listen = %bound, "router API listening");
+    Ok(StartedRouter {
+        server,
+        bound,
+        tracker_view,
+    })
+}
+
+/// The `TrackerHub` over every followed chain's relay log and source, and what the tracking
+/// routes share.
+fn start_tracking(
+    config: &Config,
+    registry: SnapshotHandle,
+    store: &Store,
+    supervision: &Supervision,
+    relay_stores: HashMap<String, RelayStore>,
+    sources: HashMap<String, Arc<ChainAccess>>,
+    bus: &RelayBus,
+) -> anyhow::Result<http::tracking::TrackingApi> {
+    use weaver_router::tracker::{HubDeps, TrackerHub, TrackerSettings, TrackerView, Tracking};
+    let settings = &config.tracker;
+    let view = TrackerView::new(
+        registry,
+        weaver_router::tracker::store::TrackerStore::open(store)?,
+    );
+    let deps = HubDeps {
+        tracking: Tracking::new(
+            view.clone(),
+            relay_stores,
+            sources,
+            TrackerSettings {
+                abandon_unseen: Duration::from_secs(settings.abandon_unseen_secs),
+                abandon_stalled: Duration::from_secs(settings.abandon_stalled_secs),
+                retention: Duration::from_secs(settings.retention_secs),
+                max_trackers: settings.max_trackers,
+                ..Default::default()
+            },
+        ),
+        bus: bus.clone(),
+        pool: supervision.pool().clone(),
+    };
+    // On a thread of its own: its resume reads every stored record.
+    let hub = supervision.start_on_own_thread("tracker_hub", move || TrackerHub::new(deps.clone()));
+    Ok(http::tracking::TrackingApi {
+        view,
+        hub,
+        streams: http::tracking::StreamLimits::new(
+            settings.max_streams,
+            settings.max_streams_per_ip,
+            Duration::from_secs(settings.max_stream_secs),
+        ),
+    })
+}
+
+/// On SIGHUP, re-reads the config file and replaces the registry snapshot with its router
+/// registry's — routes and tracking in one swap — if it is valid (the current one stays
+/// otherwise).
+fn spawn_registry_reload(path: PathBuf, registry: SnapshotHandle) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        // Registered now, before the listeners are announced, so an early SIGHUP never takes
+        // the default action (terminating the process).
+        let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP: registry reload disabled");
+            return;
+        };
+        actix::spawn(async move {
+            while hangups.recv().await.is_some() {
+                let outcome = match Config::load(&path) {
+                    Ok(config) => registry
+                        .replace(config.router.registry())
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match outcome {
+                    Ok(()) => tracing::info!(config = %path.display(), "router registry reloaded"),
+                    Err(e) => {
+                        tracing::error!(config = %path.display(), error = %e, "router registry reload failed; keeping the current one")
+                    }
+                }
+            }
+        });
+    }
+}
