@@ -9,7 +9,8 @@ per phase. Bounded: COUNT registrations per phase, and the catch-up phase stops 
 after TIMEOUT seconds.
 
     usage: benches/register_during_catchup.py [COUNT] [HISTORY]
-    (builds with `cargo build --release` first; loopback only)
+    (builds with `cargo build --release` first, unless BENCH_BIN names a binary to run, e.g. one
+    kept from another commit for a before/after pair; loopback only)
 """
 
 import http.client
@@ -84,7 +85,10 @@ def report(name, latencies):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    binary = os.environ.get("BENCH_BIN")
+    if binary is None:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        binary = os.path.join(TARGET, "release/weaver")
     work = tempfile.mkdtemp()
     env = dict(
         os.environ,
@@ -94,14 +98,16 @@ def main():
         WEAVER_METRICS__LISTEN="127.0.0.1:0",
     )
     daemon = subprocess.Popen(
-        [os.path.join(TARGET, "release/weaver"), "--data-dir", work], cwd=ROOT, env=env
+        [binary, "--data-dir", work], cwd=ROOT, env=env
     )
     try:
         listeners = os.path.join(work, "listeners.json")
         for _ in range(600):
-            if os.path.exists(listeners):
+            if os.path.exists(listeners) or daemon.poll() is not None:
                 break
             time.sleep(0.1)
+        if daemon.poll() is not None:
+            raise SystemExit(f"the daemon exited ({daemon.returncode})")
         bound = json.load(open(listeners))
         router, metrics = bound["router"], bound["metrics"]
         chain_id = sorted(bound["chains"])[0]

@@ -6,10 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::HttpServer;
+use std::any::Any;
+
+use actix_service::IntoServiceFactory;
+use actix_service::ServiceFactoryExt;
+use actix_web::rt::net::TcpStream;
 use serde::Serialize;
 
 use crate::http;
+use crate::http::wire_errors::JsonErrorIo;
 
 /// Addresses the listeners actually bound (port 0 picks a free port), written to
 /// `<data_dir>/listeners.json` so scripts and tests can find them.
@@ -22,6 +27,11 @@ pub struct Listeners {
 
 /// Binds one listener with its `[limits]`: the head timeout, the connection cap (actix's is
 /// per worker), and per-IP connection tickets taken as each connection opens.
+///
+/// Built from actix-server and actix-http's HTTP/1 service (what actix-web's `HttpServer`
+/// does, with the same settings) so that each connection goes through
+/// [`http::wire_errors::JsonErrorIo`]: the bodiless 400/408/431 actix-http writes itself get
+/// the JSON error body (`HttpServer` fixes the stream type, leaving no place for it).
 pub(super) fn bind_server<F, T, B>(
     name: &'static str,
     addr: SocketAddr,
@@ -42,17 +52,62 @@ where
 {
     let max_connections = limits.max_connections_per_worker(workers);
     let header_timeout = Duration::from_millis(limits.config.header_timeout_ms);
-    let server = HttpServer::new(factory)
+    let cannot = |e: std::io::Error| anyhow::anyhow!("cannot listen on {addr} ({name}): {e}");
+    let listener = listen(addr).map_err(cannot)?;
+    let bound = listener.local_addr().map_err(cannot)?;
+    let builder = actix_server::Server::build();
+    let shutdown = builder.graceful_shutdown_signal();
+    let server = builder
         .workers(workers)
         .disable_signals()
         .shutdown_timeout(5)
-        .max_connections(max_connections)
-        .client_request_timeout(header_timeout)
-        .on_connect(move |connection, data| limits.on_connect(connection, data))
-        .bind(addr)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} ({name}): {e}"))?;
-    let bound = server.addrs().first().copied().unwrap_or(addr);
-    Ok((server.run(), bound))
+        .max_concurrent_connections(max_connections)
+        .listen(format!("weaver-{name}-{bound}"), listener, move || {
+            let limits = limits.clone();
+            let shutdown = shutdown.clone();
+            let app = factory()
+                .into_factory()
+                .map_err(|e: actix_web::Error| e.error_response());
+            let service = actix_http::HttpService::build()
+                .graceful_shutdown_signal(move || {
+                    let shutdown = shutdown.clone();
+                    async move { shutdown.notified().await }
+                })
+                .client_request_timeout(header_timeout)
+                .local_addr(bound)
+                .on_connect_ext(move |io: &JsonErrorIo<TcpStream>, data| {
+                    limits.on_connect(io.get_ref() as &dyn Any, data)
+                })
+                // The app config only feeds URL generation and `ConnectionInfo`'s fallback
+                // host, neither of which weaver uses.
+                .h1(actix_service::map_config(app, |()| {
+                    actix_web::dev::AppConfig::default()
+                }));
+            actix_service::fn_service(|io: TcpStream| {
+                let peer = io.peer_addr().ok();
+                std::future::ready(Ok::<_, actix_http::error::DispatchError>((
+                    JsonErrorIo::new(io),
+                    peer,
+                )))
+            })
+            .and_then(service)
+        })
+        .map_err(cannot)?
+        .run();
+    Ok((server, bound))
+}
+
+/// A listening socket on `addr`, as actix-web binds one (address reuse, a backlog of 1,024).
+fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    Ok(socket.into())
 }
 
 pub fn listeners_path(data_dir: &Path) -> PathBuf {

@@ -4,6 +4,11 @@
 //! Every listener answers CORS preflights and adds the CORS headers of `[cors]` ([`cors`]).
 //! The indexer and router listeners describe themselves at `/swagger/doc.json` (OpenAPI 3.1,
 //! generated from the handlers) with Swagger UI at `/swagger/` ([`openapi`]).
+//!
+//! Malformed request heads get JSON too: actix-http answers a head it cannot parse itself,
+//! before any service runs, with an empty body (a 400, a 431 for one too large, a 408 for one
+//! too slow), so every connection goes through [`wire_errors::JsonErrorIo`], which gives those
+//! answers the error body (`tests/integration/malformed_heads.rs`).
 
 pub mod answer_cache;
 pub mod cors;
@@ -20,6 +25,7 @@ pub mod richlist;
 pub mod router;
 pub mod status;
 pub mod tracking;
+pub mod wire_errors;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -32,20 +32,10 @@ fn chain_info(id: &str, prefix: &str) -> ChainInfo {
     }
 }
 
+/// A transfer of 1000 uinit from a-1 to b-1 (the router and node set by each test).
 fn args() -> SendArgs {
-    SendArgs {
-        from: 0,
-        key: KeyChoice::Eth,
-        amount: "1000".into(),
-        denom: "uinit".into(),
-        source: "a-1".into(),
-        dest: "b-1".into(),
-        dest_denom: None,
-        router: "http://127.0.0.1:1".into(),
-        node_rest: vec![],
-        devnet_file: None,
-        timeout_secs: 20,
-    }
+    SendArgs::from_flags("--amount 1000 --denom uinit --source a-1 --dest b-1 --timeout-secs 20")
+        .unwrap()
 }
 
 /// A fake Cosmos REST node for two chains, a-1 (L1 gas prices) and b-1 (opchild min gas

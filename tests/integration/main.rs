@@ -6,6 +6,7 @@ mod api;
 mod cli;
 mod cors;
 mod crash;
+mod crate_graph;
 mod devnet_network;
 mod devnet_send;
 mod domains;

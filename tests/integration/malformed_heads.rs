@@ -35,7 +35,6 @@ fn exchange(addr: &str, request: &[u8]) -> String {
 }
 
 #[test]
-#[ignore = "actix-http writes these answers with an empty body; no hook (src/http/mod.rs)"]
 fn malformed_request_heads_get_a_json_error_body() {
     let d = Daemon::start(&config_with(&devnet_chain(CHAIN, "move", "")));
     let many_headers: String = (0..200).map(|i| format!("X-H{i}: v\r\n")).collect();
@@ -94,4 +93,25 @@ fn malformed_request_heads_get_a_json_error_body() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A head slower than `header_timeout_ms` is cut by actix-http with a 408 of its own: JSON too.
+#[test]
+fn a_slow_head_gets_a_json_408() {
+    let d = Daemon::start(&format!(
+        "{}\n[limits]\nheader_timeout_ms = 500\n",
+        config_with(&devnet_chain(CHAIN, "move", ""))
+    ));
+    let addr = d.listeners["router"].as_str().unwrap().to_string();
+    // Half a head, then nothing.
+    let raw = exchange(&addr, b"GET /status HTTP/1.1\r\nHost: x\r\n");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an answer");
+    assert!(head.starts_with("HTTP/1.1 408 "), "{raw:?}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{raw:?}"
+    );
+    let body: serde_json::Value = serde_json::from_str(body).expect("a JSON body");
+    assert_eq!(body["code"], 4, "{body}");
 }

@@ -91,6 +91,20 @@ pub struct SendArgs {
     pub timeout_secs: u64,
 }
 
+impl SendArgs {
+    /// The arguments `weaver devnet send` would take from `flags` (space-separated, as typed
+    /// after `send`), with the command's own defaults for the rest.
+    pub fn from_flags(flags: &str) -> Result<SendArgs, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Send {
+            #[command(flatten)]
+            args: SendArgs,
+        }
+        let words = std::iter::once("send").chain(flags.split_whitespace());
+        Ok(<Send as clap::Parser>::try_parse_from(words)?.args)
+    }
+}
+
 fn parse_node_rest(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((chain, url)) if !chain.is_empty() && url.starts_with("http") => {
@@ -1056,19 +1070,21 @@ mod tests {
     }
 
     fn args() -> SendArgs {
-        SendArgs {
-            from: 0,
-            key: KeyChoice::Eth,
-            amount: "1000".into(),
-            denom: "uinit".into(),
-            source: "a-1".into(),
-            dest: "b-1".into(),
-            dest_denom: None,
-            router: "http://127.0.0.1:1".into(),
-            node_rest: vec![],
-            devnet_file: None,
-            timeout_secs: 20,
-        }
+        let flags = "--amount 1000 --denom uinit --source a-1 --dest b-1";
+        SendArgs::from_flags(&format!(
+            "{flags} --router http://127.0.0.1:1 --timeout-secs 20"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn flags_take_the_command_defaults() {
+        let args =
+            SendArgs::from_flags("--amount 5 --denom uinit --source a-1 --dest b-1").unwrap();
+        assert_eq!((args.from, args.key), (0, KeyChoice::Eth));
+        assert_eq!(args.router, "http://127.0.0.1:8090");
+        assert_eq!(args.timeout_secs, 120);
+        assert!(SendArgs::from_flags("--amount 5").is_err());
     }
 
     fn devnet_file(rest: &[(&str, &str)]) -> DevnetFile {

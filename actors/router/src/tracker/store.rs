@@ -1,7 +1,8 @@
 //! The tracker tree (`tracker`): one record per registered tx, written on every transition,
 //! so a restart resumes every transfer where it was.
 //!
-//! `t` chain-id-len chain-id tx-hash(32) → the tracked tx as JSON.
+//! `t` chain-id-len(1) chain-id tx-hash(64: upper-case hex, as ASCII) → the tracked tx as
+//! JSON (`actors/engine/src/store/SCHEMA.md`, `tracker`).
 
 use crate::tracker::{TrackKey, Tracked};
 use weaver_engine::store::{corrupt, Store, StoreError, Tree};
