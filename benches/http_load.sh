@@ -3,11 +3,13 @@
 # page of 100 txs. Bounded: each run lasts DURATION seconds; the daemon is stopped at the end.
 # The daemon is pinned to CPU 0 and wrk to CPU 1 (2-core machine) so they do not compete.
 #   usage: benches/http_load.sh [DURATION_SECONDS]   (needs `wrk`: apt-get install wrk)
+#   BENCH_BIN=path runs that binary instead of building this tree (a before/after pair).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-8}"
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-cargo build --release --quiet
+bin="${BENCH_BIN:-./target/release/weaver}"
+[ -n "${BENCH_BIN:-}" ] || cargo build --release --quiet
 work="$(mktemp -d)"
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 now_ms=$(( $(date +%s) * 1000 ))
@@ -30,7 +32,7 @@ kind = "devnet"
 block_interval_ms = 600000
 txs_per_block = 8
 TOML
-WEAVER_LOG=warn taskset -c 0 ./target/release/weaver --config "$work/weaver.toml" --data-dir "$work/data" &
+WEAVER_LOG=warn taskset -c 0 "$bin" --config "$work/weaver.toml" --data-dir "$work/data" &
 pid=$!
 for _ in $(seq 1 600); do [ -f "$work/data/listeners.json" ] && break; sleep 0.1; done
 base="http://$(python3 -c "import json,sys; print(json.load(open('$work/data/listeners.json'))['chains']['minimove-1'])")"

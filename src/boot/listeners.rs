@@ -74,6 +74,8 @@ where
                     async move { shutdown.notified().await }
                 })
                 .client_request_timeout(header_timeout)
+                // HttpServer's default (actix-http's own is none).
+                .client_disconnect_timeout(Duration::from_secs(1))
                 .local_addr(bound)
                 .on_connect_ext(move |io: &JsonErrorIo<TcpStream>, data| {
                     limits.on_connect(io.get_ref() as &dyn Any, data)
