@@ -31,6 +31,12 @@ pub trait DomainPlugin: Send + Sync + 'static {
 
     /// Routes served on the chain's listener, reading `tree` (never past its watermark).
     fn routes(&self, _tree: DomainTree, _cfg: &mut web::ServiceConfig) {}
+
+    /// The OpenAPI description of [`DomainPlugin::routes`], merged into the chain's document
+    /// (`/swagger/doc.json`, with the error answers every operation may give).
+    fn openapi(&self) -> Option<utoipa::openapi::OpenApi> {
+        None
+    }
 }
 
 /// What a program embedding weaver adds to the configured daemon.

@@ -357,7 +357,13 @@ fn bind_indexer_listener(
             .with_internal_txs(stores.internal_txs.clone()),
     );
     let docs = web::Data::new(http::openapi::ApiDocs::new(
-        &http::openapi::indexer_document(&chain.domains),
+        &http::openapi::indexer_document(
+            &chain.domains,
+            stores
+                .plugins
+                .iter()
+                .filter_map(|(plugin, _)| plugin.openapi()),
+        ),
     ));
     let plugins = Arc::new(stores.plugins.clone());
     let limits = http::ListenerLimits::new("indexer", &config.limits);

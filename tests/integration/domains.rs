@@ -89,6 +89,22 @@ impl DomainPlugin for MsgTypeCountsPlugin {
         Ok(Box::new(MsgTypeCounts { tree }))
     }
 
+    fn openapi(&self) -> Option<utoipa::openapi::OpenApi> {
+        let get = utoipa::openapi::path::OperationBuilder::new()
+            .summary(Some("Txs per message type, as of the domain's height"))
+            .response("200", utoipa::openapi::Response::new("The counts"));
+        let item =
+            utoipa::openapi::path::PathItem::new(utoipa::openapi::path::HttpMethod::Get, get);
+        Some(
+            utoipa::openapi::OpenApiBuilder::new()
+                .paths(
+                    utoipa::openapi::path::PathsBuilder::new()
+                        .path("/test/v1/msg_type_counts", item),
+                )
+                .build(),
+        )
+    }
+
     fn routes(&self, tree: DomainTree, cfg: &mut web::ServiceConfig) {
         // Data scoped to the resource: another plug-in's tree is another `DomainTree`.
         cfg.service(
@@ -217,6 +233,22 @@ fn a_plugged_in_domain_is_fed_served_and_resumed() {
         ));
         assert_eq!(page["pagination"]["total"], count.to_string(), "{msg_type}");
     }
+    // The plug-in's paths are in the chain's OpenAPI document, with the common error answers.
+    let doc = daemon.get("/swagger/doc.json");
+    let documented = &doc["paths"]["/test/v1/msg_type_counts"]["get"];
+    assert!(
+        documented["responses"]["200"].is_object(),
+        "not documented: {}",
+        doc["paths"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    assert!(documented["responses"]["400"].is_object(), "{documented}");
+    assert!(doc["paths"]["/indexer/tx/v1/txs"].is_object());
     drop(daemon);
 
     // Restarted on the same data: it resumes at its watermark and counts nothing twice.

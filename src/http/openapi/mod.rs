@@ -95,8 +95,9 @@ struct IndexerDoc;
 struct RouterDoc;
 
 /// The document of an indexer listener of a chain keeping `kept`: the paths every chain
-/// has, and those of each kept domain (its descriptor's `path_prefixes`).
-pub fn indexer_document(kept: &[Domain]) -> Document {
+/// has, those of each kept domain (its descriptor's `path_prefixes`), and the plug-ins'
+/// documents (`DomainPlugin::openapi`).
+pub fn indexer_document(kept: &[Domain], plugins: impl IntoIterator<Item = Document>) -> Document {
     let mut document = IndexerDoc::openapi();
     document.paths.paths.retain(|path, _| {
         DESCRIPTORS
@@ -108,6 +109,9 @@ pub fn indexer_document(kept: &[Domain]) -> Document {
                     .any(|prefix| path.starts_with(prefix))
             })
     });
+    for plugin in plugins {
+        document.merge(plugin);
+    }
     finish(document)
 }
 
@@ -259,7 +263,7 @@ mod tests {
 
     fn all_paths() -> serde_json::Value {
         let every: Vec<Domain> = Domain::all().collect();
-        serde_json::to_value(indexer_document(&every)).unwrap()
+        serde_json::to_value(indexer_document(&every, [])).unwrap()
     }
 
     #[test]
@@ -289,7 +293,7 @@ mod tests {
         let all = paths(&full);
         for descriptor in DESCRIPTORS.iter() {
             let kept: Vec<Domain> = Domain::all().filter(|d| *d != descriptor.domain).collect();
-            let without = paths(&serde_json::to_value(indexer_document(&kept)).unwrap());
+            let without = paths(&serde_json::to_value(indexer_document(&kept, [])).unwrap());
             let dropped: Vec<&String> = all.iter().filter(|p| !without.contains(p)).collect();
             let own = |p: &String| descriptor.path_prefixes.iter().any(|x| p.starts_with(x));
             assert!(
@@ -324,7 +328,8 @@ mod tests {
         assert_eq!(count(&full, "/indexer/tx/v1/evm-internal-txs"), 4);
         assert_eq!(count(&full, "/indexer/nft/"), 7);
         assert_eq!(count(&full, "/indexer/richlist/"), 1);
-        let bare = serde_json::to_value(indexer_document(&[Domain::Blocks, Domain::Txs])).unwrap();
+        let bare =
+            serde_json::to_value(indexer_document(&[Domain::Blocks, Domain::Txs], [])).unwrap();
         for prefix in ["/indexer/tx/v1/evm", "/indexer/nft/", "/indexer/richlist/"] {
             assert_eq!(count(&bare, prefix), 0, "{prefix}");
         }
