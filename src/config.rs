@@ -525,7 +525,7 @@ pub struct ChainConfig {
     #[serde(default)]
     pub listen: Option<SocketAddr>,
     /// What to keep as written (absent: the defaults of the chain's VM, see
-    /// `default_domains`); resolved into `domains` when the config is loaded.
+    /// `Domain::defaults`); resolved into `domains` when the config is loaded.
     #[serde(default, rename = "domains", skip_serializing_if = "Option::is_none")]
     domains_written: Option<Vec<Domain>>,
     #[serde(skip)]
@@ -632,10 +632,6 @@ fn default_prefix() -> String {
 }
 /// Everything a chain can keep: the rich list only exists on EVM chains, and EVM txs and
 /// internal txs where the chain's EVM JSON-RPC is known (the devnet serves one).
-pub fn default_domains(vm: Vm, source: &SourceConfig) -> Vec<Domain> {
-    Domain::defaults(vm, source.has_json_rpc())
-}
-
 impl SourceConfig {
     /// Whether the chain's EVM JSON-RPC can be reached (a devnet chain serves its own).
     pub fn has_json_rpc(&self) -> bool {
@@ -712,7 +708,7 @@ impl Config {
             chain.domains = chain
                 .domains_written
                 .clone()
-                .unwrap_or_else(|| default_domains(chain.vm, &chain.source));
+                .unwrap_or_else(|| Domain::defaults(chain.vm, chain.source.has_json_rpc()));
         }
         config.validate()?;
         Ok(config)

@@ -96,7 +96,7 @@ fn start_tracking(
     sources: HashMap<String, Arc<ChainAccess>>,
     bus: &RelayBus,
 ) -> anyhow::Result<http::tracking::TrackingApi> {
-    use weaver_router::tracker::{HubDeps, TrackerHub, TrackerSettings, TrackerView, Tracking};
+    use weaver_router::tracker::{HubDeps, TrackerHub, TrackerSettings, Tracking};
     let settings = &config.tracker;
     let view = TrackerView::new(
         registry,

@@ -110,28 +110,32 @@ fn message_of(status: u16) -> Option<&'static str> {
     }
 }
 
+/// The header of a bodiless answer, with the line end that follows it (the head ends in a
+/// blank line, so there always is one).
+const NO_BODY: &[u8] = b"\r\ncontent-length: 0\r\n";
+
 /// `answer` with its JSON error body, if it is a whole bodiless answer of actix-http's own.
+/// Every write of every answer comes here: anything but a 4xx head is turned away at its
+/// first bytes.
 fn with_json_body(answer: &[u8]) -> Option<Vec<u8>> {
-    let rest = answer.strip_prefix(b"HTTP/1.1 ")?;
-    let status: u16 = std::str::from_utf8(rest.get(..3)?).ok()?.parse().ok()?;
-    let message = message_of(status)?;
-    // The head and nothing after it.
-    let head = answer.strip_suffix(b"\r\n\r\n")?;
-    if memchr::memmem::find(head, b"\r\n\r\n").is_some() {
+    if !answer.starts_with(b"HTTP/1.1 4") {
         return None;
     }
-    let length = memchr::memmem::find(head, b"\r\ncontent-length: 0\r\n").or_else(|| {
-        head.ends_with(b"\r\ncontent-length: 0")
-            .then(|| head.len() - 19)
-    })?;
+    let status: u16 = std::str::from_utf8(answer.get(9..12)?).ok()?.parse().ok()?;
+    let message = message_of(status)?;
+    // The head and nothing after it.
+    let head_len = memchr::memmem::find(answer, b"\r\n\r\n")? + 2;
+    if head_len + 2 != answer.len() {
+        return None;
+    }
+    let at = memchr::memmem::find(answer, NO_BODY)?;
     let status = StatusCode::from_u16(status).ok()?;
     let body = ApiError::new(status, message).body();
     let mut out = Vec::with_capacity(answer.len() + body.len() + 48);
-    out.extend_from_slice(&head[..length]);
+    out.extend_from_slice(&answer[..at]);
     out.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
     out.extend_from_slice(body.len().to_string().as_bytes());
-    out.extend_from_slice(&head[length + 19..]);
-    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(&answer[at + NO_BODY.len() - 2..]);
     out.extend_from_slice(&body);
     Some(out)
 }

@@ -186,19 +186,16 @@ impl ChainSource for ChainAccess {
             if recent.iter().any(|b| b.height == height) {
                 None
             } else {
-                let evicted = if recent.len() == RECENT_BLOCKS {
-                    recent.pop_front()
-                } else {
-                    None
-                };
+                let evicted = (recent.len() == RECENT_BLOCKS)
+                    .then(|| recent.pop_front())
+                    .flatten();
                 recent.push_back(bundle.clone());
                 evicted
             }
         };
-        // The last holder of a block frees it (thousands of small allocations) on the
-        // blocking pool, as the follower does, and never under the lock.
-        if let Some(Ok(evicted)) = evicted.map(Arc::try_unwrap) {
-            tokio::task::spawn_blocking(move || drop(evicted));
+        // Never under the lock.
+        if let Some(evicted) = evicted {
+            super::types::release(evicted);
         }
         Ok(bundle)
     }

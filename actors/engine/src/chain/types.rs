@@ -89,6 +89,15 @@ pub struct BlockBundle {
     pub finalize_events: Vec<Event>,
 }
 
+/// Lets go of a shared block; if this was its last holder, frees it (thousands of small
+/// allocations: a tenth of the follower thread's time during a catch-up) on the blocking
+/// pool instead of the caller's thread. Call inside a tokio runtime.
+pub fn release(bundle: std::sync::Arc<BlockBundle>) {
+    if let Ok(bundle) = std::sync::Arc::try_unwrap(bundle) {
+        tokio::task::spawn_blocking(move || drop(bundle));
+    }
+}
+
 impl BlockBundle {
     /// A block of `chain_id` at `height` whose txs (one per inner list, all successful)
     /// carry only `events`: synthetic blocks for tests and benchmarks. Each tx's raw bytes

@@ -202,12 +202,9 @@ impl<S: ChainSource + 'static> Follower<S> {
             indexed += 1;
             self.progress
                 .indexed(bundle.height, bundle.txs.len() as u64, self.tip);
-            // Freeing a block (thousands of small strings) took a tenth of this thread's time
-            // during a catch-up; the blocking pool that built it frees it. Only the last
-            // holder frees it: the source's cache of recent blocks may still share it.
-            if let Ok(bundle) = Arc::try_unwrap(bundle) {
-                tokio::task::spawn_blocking(move || drop(bundle));
-            }
+            // Off this thread, and only by the last holder: the source's cache of recent
+            // blocks may still share it.
+            crate::chain::types::release(bundle);
         }
         if indexed == 0 {
             // The node reported a tip it cannot serve yet: wait a poll interval, don't spin.

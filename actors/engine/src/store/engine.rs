@@ -5,7 +5,6 @@
 
 use std::fmt;
 use std::path::Path;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -70,17 +69,6 @@ impl fmt::Display for StoreEngine {
     }
 }
 
-impl FromStr for StoreEngine {
-    type Err = String;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|e| e.as_str() == name)
-            .ok_or_else(|| format!("{name:?} is not a store engine (\"fjall\" or \"sled\")"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::StoreEngine;
@@ -88,11 +76,9 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for engine in StoreEngine::ALL {
-            assert_eq!(engine.as_str().parse::<StoreEngine>(), Ok(engine));
             let json = serde_json::to_string(&engine).unwrap();
             assert_eq!(json, format!("\"{engine}\""));
         }
-        assert!("rocksdb".parse::<StoreEngine>().is_err());
         assert_eq!(StoreEngine::default(), StoreEngine::Fjall);
         assert!(StoreEngine::Fjall.is_built());
         assert_eq!(StoreEngine::Sled.is_built(), cfg!(feature = "sled"));

@@ -13,7 +13,7 @@ use actix::WeakAddr;
 use super::actor::{CatchUp, Relay, Stage, Tracker};
 use super::machine::WatchKey;
 use super::shared::{now_ns, Tracking};
-use super::tracked::{TrackKey, Tracked, TxState};
+use super::tracked::{TrackKey, Tracked};
 use super::view::Entry;
 use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
 use weaver_engine::system::ArbiterPool;
@@ -227,9 +227,6 @@ impl Actor for TrackerHub {
                 }
             }
         } else {
-            for state in TxState::ALL {
-                metrics::gauge!("weaver_trackers", "state" => state.name()).set(0.0);
-            }
             self.resume();
         }
         ctx.run_interval(self.tracking().settings.tick, |hub, _| {

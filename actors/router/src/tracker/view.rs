@@ -72,6 +72,10 @@ impl TrackerView {
     /// A view reading the registry from `registry` (the published snapshot; tests may pass
     /// an `Arc<Topology>`, feature `testing`).
     pub fn new(registry: impl Into<SnapshotHandle>, store: TrackerStore) -> Arc<Self> {
+        // Every state's gauge exists from the start, at its count.
+        for state in TxState::ALL {
+            metrics::gauge!("weaver_trackers", "state" => state.name()).set(0.0);
+        }
         Arc::new(TrackerView {
             entries: DashMap::new(),
             store,
@@ -110,12 +114,12 @@ impl TrackerView {
         std::array::from_fn(|i| self.counts[i].load(Ordering::Relaxed).max(0) as u64)
     }
 
-    /// Moves the count of `state` (and its gauge) by `delta`.
+    /// Moves the count of `state` by `delta`, and its gauge to the count.
     fn count(&self, state: TxState, delta: i64) {
         if let Some(i) = TxState::ALL.iter().position(|s| *s == state) {
-            self.counts[i].fetch_add(delta, Ordering::Relaxed);
+            let now = self.counts[i].fetch_add(delta, Ordering::Relaxed) + delta;
+            metrics::gauge!("weaver_trackers", "state" => state.name()).set(now as f64);
         }
-        metrics::gauge!("weaver_trackers", "state" => state.name()).increment(delta as f64);
     }
 
     /// Adds an entry loaded from the store (the hub's resume), counted.
