@@ -44,7 +44,7 @@ pub(super) struct Shared<'a> {
 
 /// One chain, started.
 pub(super) struct StartedChain {
-    pub ingestion: Ingestion,
+    pub ingestion: ChainIngestion,
     /// Its relay log, when it keeps the relay domain (read by transfer tracking).
     pub relay: Option<RelayStore>,
     pub source: Arc<ChainAccess>,
@@ -202,16 +202,35 @@ impl ChainDomains {
 /// Opens a domain that runs on a follower of its own over its store.
 type OpenIndexer = fn(BlocksStore) -> Result<Box<dyn DomainIndexer>, IndexError>;
 
+/// The ingestion states of a chain's followers, which the status page and `/status` read.
+#[derive(Clone)]
+pub struct ChainIngestion {
+    /// The chain's main follower.
+    pub main: Ingestion,
+    /// The followers of one domain each, by domain.
+    pub own: Vec<(Domain, Ingestion)>,
+}
+
+impl ChainIngestion {
+    fn of(&self, domain: Domain) -> Option<Ingestion> {
+        self.own
+            .iter()
+            .find(|(d, _)| *d == domain)
+            .map(|(_, i)| i.clone())
+    }
+}
+
 /// Starts the chain's follower and one per domain that has its own (the EVM domains read
 /// the chain's EVM JSON-RPC: a slow or missing JSON-RPC, or no `debug_` namespace, holds up
-/// nothing else); the chain's ingestion, which the status page and `/status` read.
+/// nothing else); the states of them all.
 fn start_followers(
     shared: &Shared,
     chain: &ChainConfig,
     stores: &ChainStores,
     domains: Arc<ChainDomains>,
     source: &Arc<ChainAccess>,
-) -> Ingestion {
+) -> ChainIngestion {
+    let mut own = Vec::new();
     let settings = FollowerSettings {
         in_flight: chain.follower.in_flight,
         batch_blocks: chain.follower.batch_blocks,
@@ -244,6 +263,8 @@ fn start_followers(
             ..settings.clone()
         };
         let chain_id = chain.chain_id.clone();
+        let ingestion = Ingestion::of_own_follower(&chain_id, role);
+        own.push((domain, ingestion.clone()));
         shared.supervision.start_on_own_thread(
             &format!("chain_follower/{chain_id}/{role}"),
             move || {
@@ -253,6 +274,7 @@ fn start_followers(
                     open_set.clone(),
                     settings.clone(),
                 )
+                .with_ingestion(ingestion.clone())
             },
         );
     }
@@ -281,7 +303,10 @@ fn start_followers(
             )
             .with_ingestion(follower_ingestion.clone())
         });
-    ingestion
+    ChainIngestion {
+        main: ingestion,
+        own,
+    }
 }
 
 /// What the status page shows of `chain`: each configured domain (in config order, `txs`
@@ -289,7 +314,7 @@ fn start_followers(
 /// the chain's follower comes from its descriptor.
 fn chain_status(
     chain: &ChainConfig,
-    ingestion: &Ingestion,
+    ingestion: &ChainIngestion,
     stores: &ChainStores,
 ) -> http::status::ChainStatus {
     let source = match &chain.source {
@@ -300,18 +325,17 @@ fn chain_status(
         &chain.chain_id,
         chain.vm.as_str(),
         source,
-        ingestion.clone(),
+        ingestion.main.clone(),
     );
     let trees = stores.trees();
     for domain in &chain.domains {
         let descriptor = domain.descriptor();
         if let Some(tree) = trees.get(descriptor.tree) {
-            let main = descriptor.own_follower.is_none();
-            status = status.domain(descriptor.name, tree.clone(), main);
+            status = status.domain(descriptor.name, tree.clone(), ingestion.of(*domain));
         }
     }
     for (plugin, tree) in &stores.plugins {
-        status = status.domain(plugin.name(), tree.clone(), true);
+        status = status.domain(plugin.name(), tree.clone(), None);
     }
     status
 }
@@ -324,7 +348,7 @@ fn bind_indexer_listener(
     chain: &ChainConfig,
     stores: &ChainStores,
     source: &Arc<ChainAccess>,
-    ingestion: &Ingestion,
+    ingestion: &ChainIngestion,
 ) -> anyhow::Result<Option<(actix_web::dev::Server, SocketAddr)>> {
     let config = shared.config;
     let (Some(listen), Some(blocks)) = (chain.listen, stores.blocks.clone()) else {
@@ -352,7 +376,14 @@ fn bind_indexer_listener(
         },
     });
     let api = web::Data::new(
-        http::indexer::ChainApi::new(blocks, ingestion.clone())
+        http::indexer::ChainApi::new(blocks, ingestion.main.clone())
+            .with_own_followers(
+                ingestion
+                    .own
+                    .iter()
+                    .map(|(domain, i)| (domain.descriptor().name, i.clone()))
+                    .collect(),
+            )
             .with_rich_list(stores.rich_list.clone())
             .with_internal_txs(stores.internal_txs.clone()),
     );

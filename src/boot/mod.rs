@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::web;
-use weaver_engine::follower::{Ingestion, IngestionState, RestartRequest};
+use weaver_engine::follower::{Hold, Ingestion, RestartRequest};
 use weaver_engine::relay::RelayBus;
 use weaver_engine::store::Store;
 use weaver_engine::system::Supervision;
@@ -202,7 +202,10 @@ fn start_chains(
     for chain in &shared.config.chains {
         let one = chain::start_chain(shared, chain)?;
         let id = chain.chain_id.clone();
-        started.ingestions.push(one.ingestion);
+        started.ingestions.push(one.ingestion.main);
+        started
+            .ingestions
+            .extend(one.ingestion.own.into_iter().map(|(_, i)| i));
         if let Some(relay) = one.relay {
             started.relay_stores.insert(id.clone(), relay);
         }
@@ -307,10 +310,7 @@ fn flush(
         Ok(_) => tracing::info!("store flushed; bye"),
         Err(e)
             if !restarting
-                && (ingestions
-                    .iter()
-                    .any(|i| i.state() == IngestionState::Stalled)
-                    || e.is_io()) =>
+                && (ingestions.iter().any(|i| i.hold() == Some(Hold::Store)) || e.is_io()) =>
         {
             // A full or failing disk: what was durable stays durable (every block is one
             // atomic batch); the rest is fetched again at the next start. A clean stop.

@@ -72,14 +72,14 @@ pub(super) fn source_for(
                 devnet.ok_or_else(|| anyhow::anyhow!("{}: not a devnet chain", chain.chain_id))?;
             Source::Local(Arc::new(DevnetSource::new(devnet, d.faults.clone())))
         }
-        SourceConfig::Node(n) => Source::Node(NodeClient::new(NodeConfig {
+        SourceConfig::Node(n) => Source::Node(Box::new(NodeClient::new(NodeConfig {
             rpc: n.rpc.clone(),
             rest: n.rest.clone(),
             timeout: Duration::from_millis(n.timeout_ms),
             retries: n.retries,
             bech32_prefix: chain.bech32_prefix.clone(),
             chain_id: chain.chain_id.clone(),
-        })?),
+        })?)),
     })
 }
 

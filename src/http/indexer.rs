@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use weaver_engine::chain::address::parse_account;
-use weaver_engine::follower::{Ingestion, IngestionStatus};
+use weaver_engine::follower::{Ingestion, IngestionState, IngestionStatus};
 use weaver_engine::store::{BlocksStore, Page, Total, TxFilter};
 
 use super::answer_cache::AnswerCache;
@@ -26,6 +26,8 @@ pub struct ChainApi {
     pub internal_txs: Option<BlocksStore>,
     /// The follower's state (running, stalled, stopped), shared with it.
     pub ingestion: Ingestion,
+    /// The states of the followers of one domain each (the EVM domains), by domain name.
+    pub own_followers: Vec<(&'static str, Ingestion)>,
     /// The last height `/status` read, served if the store cannot be read (a failing disk).
     last_height: AtomicU64,
 }
@@ -37,8 +39,32 @@ impl ChainApi {
             rich_list: None,
             internal_txs: None,
             ingestion,
+            own_followers: Vec::new(),
             last_height: AtomicU64::new(0),
         }
+    }
+
+    pub fn with_own_followers(mut self, own_followers: Vec<(&'static str, Ingestion)>) -> Self {
+        self.own_followers = own_followers;
+        self
+    }
+
+    /// What `/status` says of ingestion: the main follower's state unless it runs and a
+    /// domain's own follower is held, whose state it then is, its reason naming the domain.
+    fn ingestion(&self) -> IngestionStatus {
+        let main = self.ingestion.status();
+        if main.state != IngestionState::Running {
+            return main;
+        }
+        self.own_followers
+            .iter()
+            .map(|(domain, ingestion)| (domain, ingestion.status()))
+            .find(|(_, status)| status.state != IngestionState::Running)
+            .map(|(domain, status)| IngestionStatus {
+                reason: status.reason.map(|reason| format!("{domain}: {reason}")),
+                ..status
+            })
+            .unwrap_or(main)
     }
 
     pub fn with_internal_txs(mut self, internal_txs: Option<BlocksStore>) -> Self {
@@ -148,7 +174,7 @@ pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
             Some(rich_list) => rich_list.watermark().unwrap_or(0),
             None => 0,
         },
-        ingestion: api.ingestion.status(),
+        ingestion: api.ingestion(),
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
 }

@@ -21,7 +21,7 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use weaver_devnet::now_ns;
 use weaver_engine::chain::timefmt::rfc3339_seconds;
-use weaver_engine::follower::{Ingestion, IngestionStatus};
+use weaver_engine::follower::{Ingestion, IngestionState, IngestionStatus};
 use weaver_engine::store::DomainTree;
 use weaver_engine::system::Recover;
 use weaver_router::tracker::{TrackerView, TxState};
@@ -52,8 +52,9 @@ pub struct ChainStatus {
 struct DomainStatus {
     name: String,
     tree: DomainTree,
-    /// Indexed by the chain's main follower (whose ingestion state caps the height claimed).
-    main: bool,
+    /// The state of the follower of its own that indexes it; `None`: the chain's main
+    /// follower does (whose ingestion state caps the height claimed).
+    own_follower: Option<Ingestion>,
     /// (when, watermark), oldest first, spanning at most [`RATE_WINDOW`].
     samples: Mutex<VecDeque<(Instant, u64)>>,
 }
@@ -76,13 +77,14 @@ impl ChainStatus {
         }
     }
 
-    /// A domain of the chain named `name`, whose watermark lives in `tree`; `main`: indexed
-    /// by the chain's main follower rather than a follower of its own.
-    pub fn domain(mut self, name: &str, tree: DomainTree, main: bool) -> Self {
+    /// A domain of the chain named `name`, whose watermark lives in `tree`; `own_follower`:
+    /// the state of the follower of its own that indexes it (`None`: the chain's main
+    /// follower does).
+    pub fn domain(mut self, name: &str, tree: DomainTree, own_follower: Option<Ingestion>) -> Self {
         self.domains.push(DomainStatus {
             name: name.to_string(),
             tree,
-            main,
+            own_follower,
             samples: Mutex::new(VecDeque::new()),
         });
         self
@@ -124,6 +126,10 @@ pub struct DomainSnapshot {
     /// Why the height could not be read now (the last sampled one is shown instead).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The state of the follower of its own that indexes this domain (the EVM domains);
+    /// absent for the domains of the chain's main follower (the chain's `ingestion`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingestion: Option<IngestionStatus>,
 }
 
 #[derive(Debug, Serialize)]
@@ -203,7 +209,9 @@ fn chain_snapshot(chain: &ChainStatus) -> ChainSnapshot {
         .map(|domain| {
             let samples = domain.samples.lock().recover();
             let (height, error) = match domain.tree.watermark() {
-                Ok(height) if domain.main => (Some(chain.ingestion.reported_height(height)), None),
+                Ok(height) if domain.own_follower.is_none() => {
+                    (Some(chain.ingestion.reported_height(height)), None)
+                }
                 Ok(height) => (Some(height), None),
                 Err(e) => (samples.back().map(|(_, h)| *h), Some(e.to_string())),
             };
@@ -213,6 +221,7 @@ fn chain_snapshot(chain: &ChainStatus) -> ChainSnapshot {
                 lag: None,
                 blocks_per_second: rate(&samples),
                 error,
+                ingestion: domain.own_follower.as_ref().map(Ingestion::status),
             }
         })
         .collect();
@@ -354,6 +363,17 @@ generated {generated} · refreshes every {refresh} s</p>\n",
             if let Some(error) = &domain.error {
                 let _ = write!(html, "<br><span class=\"error\">{}</span>", escape(error));
             }
+            if let Some(held) = domain
+                .ingestion
+                .as_ref()
+                .filter(|i| i.state != IngestionState::Running)
+            {
+                let state = held.state.as_str();
+                let _ = write!(html, "<br><span class=\"state {state}\">{state}</span>");
+                if let Some(reason) = &held.reason {
+                    let _ = write!(html, "<br><span class=\"reason\">{}</span>", escape(reason));
+                }
+            }
             let _ = writeln!(
                 html,
                 "</td><td class=\"num\">{height}</td><td class=\"num\">{tip}</td>\
@@ -432,8 +452,8 @@ mod tests {
             "devnet",
             Ingestion::detached("<evil>&\"chain'"),
         )
-        .domain("blocks", tree.clone(), true)
-        .domain("txs", tree.clone(), true);
+        .domain("blocks", tree.clone(), None)
+        .domain("txs", tree.clone(), None);
         let view = TrackerView::new(
             SnapshotHandle::new(Default::default()).unwrap(),
             weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),

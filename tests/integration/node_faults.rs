@@ -309,3 +309,102 @@ fn a_node_of_another_chain_stops_only_that_chains_follower() {
     let (_, _, exit) = daemon.stop();
     assert!(exit.success(), "{exit}");
 }
+
+/// Waits (bounded) until `/status` of the chain says `state`; returns that status.
+fn wait_ingestion(daemon: &Daemon, state: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let status = daemon.status(CHAIN);
+        if status["ingestion"]["state"] == state {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ingestion never became {state}: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A chain-state lookup the node cannot answer (a gateway without the route: 501, no
+/// gateway error body) holds the chain; from the first failed step on, `/status` says so —
+/// stalled, the lookup and the status code, since when, the height it waits at — and so
+/// does `weaver_ingestion_stalled`. Once the node answers again, the chain runs.
+#[test]
+fn a_lookup_the_node_cannot_answer_shows_the_chain_stalled() {
+    let genesis = genesis_ms_for_history(60, 200);
+    let args = node_args(genesis, "lookup_501@1xheld");
+    let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let daemon = Daemon::start(&config_with(&node_chain(&node)));
+    let status = wait_ingestion(&daemon, "stalled");
+    let ingestion = &status["ingestion"];
+    let reason = ingestion["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("/minievm/evm/v1/call") && reason.contains("501"),
+        "{status}"
+    );
+    assert!(
+        ingestion["since"].as_str().unwrap().ends_with('Z'),
+        "{status}"
+    );
+    let height = status["height"].as_u64().unwrap();
+    assert_eq!(ingestion["height"], height + 1, "{status}");
+    assert!(node_faults(&node)[0]["fired"].as_u64().unwrap() >= 1);
+    let metrics = daemon.metrics();
+    assert_eq!(
+        metric_value(&metrics, "weaver_ingestion_stalled", &[("chain_id", CHAIN)]),
+        1.0,
+        "{metrics}"
+    );
+    // Held where it is while the node cannot answer.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(daemon.height(CHAIN), height);
+    assert_eq!(
+        daemon.status(CHAIN)["ingestion"]["since"],
+        ingestion["since"]
+    );
+
+    clear_fault(&node, "lookup_501");
+    let status = wait_ingestion(&daemon, "running");
+    assert!(status["ingestion"]["reason"].is_null(), "{status}");
+    assert!(status["ingestion"]["since"].is_null(), "{status}");
+    daemon.wait_height(CHAIN, height + 5);
+    assert_eq!(
+        metric_value(
+            &daemon.metrics(),
+            "weaver_ingestion_stalled",
+            &[("chain_id", CHAIN)]
+        ),
+        0.0
+    );
+}
+
+/// A proposer lookup the node cannot answer is asked once and then remembered with a
+/// backoff — not once per block (nor once per block in flight, retried). The blocks keep
+/// the operator address without a moniker, and nothing holds the chain.
+#[test]
+fn a_failed_proposer_lookup_is_remembered() {
+    let genesis = genesis_ms_for_history(60, 200);
+    let args = node_args(genesis, "validator_501@1xheld");
+    let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let daemon = Daemon::start(&config_with(&node_chain(&node)));
+    daemon.wait_height(CHAIN, 120);
+    let fired = node_faults(&node)[0]["fired"].as_u64().unwrap();
+    assert!(
+        (1..=2).contains(&fired),
+        "the validator was asked {fired} times over 120 blocks"
+    );
+    let block = daemon.ok(&format!(
+        "{}/indexer/block/v1/blocks/100",
+        daemon.chain_url(CHAIN)
+    ));
+    assert!(
+        block["block"]["proposer"]["operator_address"]
+            .as_str()
+            .unwrap()
+            .starts_with("initvaloper1"),
+        "{block}"
+    );
+    assert_eq!(block["block"]["proposer"]["moniker"], "", "{block}");
+    assert_eq!(daemon.status(CHAIN)["ingestion"]["state"], "running");
+}

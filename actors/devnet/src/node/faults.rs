@@ -24,6 +24,8 @@
 //! | `txs_mismatch` | `/block_results` | one tx result more than the block has txs |
 //! | `rest_height` | `/cosmos/tx/v1beta1/txs/block/{h}` | the txs of another height |
 //! | `tip_backwards` | `/status` (once block `height` was asked for) | a latest height half the highest block asked for (and "not yet" above it on `/block`, `/block_results`) |
+//! | `lookup_501` | the chain-state lookups (`POST /minievm/evm/v1/call`, Move resources, Wasm contract info and smart queries) at a height (`x-cosmos-block-height`) | HTTP 501 with a plain-text body, as a gateway without the route answers |
+//! | `validator_501` | `/opinit/opchild/v1/validator/{valoper}` (once block `height` was asked for) | HTTP 501 with a plain-text body |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -42,6 +44,8 @@ pub enum FaultKind {
     TxsMismatch,
     RestHeight,
     TipBackwards,
+    Lookup501,
+    Validator501,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,10 +54,14 @@ pub enum Route {
     Block,
     BlockResults,
     RestTxs,
+    /// A chain-state lookup (the height is the one it reads at).
+    Lookup,
+    /// The proposer's validator (the height is the highest block asked for).
+    Validator,
 }
 
 impl FaultKind {
-    const ALL: [(&'static str, FaultKind); 9] = [
+    const ALL: [(&'static str, FaultKind); 11] = [
         ("5xx", FaultKind::Http5xx),
         ("timeout", FaultKind::Timeout),
         ("truncated", FaultKind::Truncated),
@@ -63,6 +71,8 @@ impl FaultKind {
         ("txs_mismatch", FaultKind::TxsMismatch),
         ("rest_height", FaultKind::RestHeight),
         ("tip_backwards", FaultKind::TipBackwards),
+        ("lookup_501", FaultKind::Lookup501),
+        ("validator_501", FaultKind::Validator501),
     ];
 
     pub fn name(self) -> &'static str {
@@ -90,6 +100,8 @@ impl FaultKind {
             FaultKind::TxsMismatch => Route::BlockResults,
             FaultKind::RestHeight => Route::RestTxs,
             FaultKind::TipBackwards => Route::Status,
+            FaultKind::Lookup501 => Route::Lookup,
+            FaultKind::Validator501 => Route::Validator,
             _ => Route::Block,
         }
     }

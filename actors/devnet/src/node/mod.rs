@@ -322,6 +322,38 @@ async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse
     rpc_answer(&node, &id, method, &params).await
 }
 
+/// What a gateway without a route answers: 501, no gateway error body (the `*_501` faults).
+fn not_implemented() -> HttpResponse {
+    HttpResponse::NotImplemented()
+        .content_type("text/plain")
+        .body("Not Implemented")
+}
+
+/// Injects a due `lookup_501` fault into a chain-state lookup (reads at the height in its
+/// `x-cosmos-block-height` header, the latest without one).
+async fn lookup_faults(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    let path = req.path();
+    let lookup = path == "/minievm/evm/v1/call"
+        || path.starts_with("/initia/move/v1/accounts/")
+        || path.starts_with("/cosmwasm/wasm/v1/contract/");
+    if lookup {
+        if let Some(node) = req.app_data::<web::Data<DevnetNode>>() {
+            let height = req
+                .headers()
+                .get("x-cosmos-block-height")
+                .and_then(|h| h.to_str().ok()?.parse().ok())
+                .unwrap_or(u64::MAX);
+            if node.faults.take(Route::Lookup, height) == Some(FaultKind::Lookup501) {
+                return Ok(req.into_response(not_implemented()));
+            }
+        }
+    }
+    Ok(next.call(req).await?.map_into_boxed_body())
+}
+
 fn rest_error(status: actix_web::http::StatusCode, code: i32, message: &str) -> HttpResponse {
     HttpResponse::build(status).json(render::rest_error(code, message))
 }
@@ -376,6 +408,13 @@ fn rest_pool_failure(error: BlockingError) -> HttpResponse {
 }
 
 async fn rest_validator(node: web::Data<DevnetNode>, valoper: web::Path<String>) -> HttpResponse {
+    if node
+        .faults
+        .take(Route::Validator, node.faults.highest_asked())
+        == Some(FaultKind::Validator501)
+    {
+        return not_implemented();
+    }
     let block = match tip_block(&node).await {
         Ok(block) => block,
         Err(e) => return rest_pool_failure(e),
@@ -507,6 +546,7 @@ pub fn bind(
     let rest_server = HttpServer::new(move || {
         actix_web::App::new()
             .app_data(node.clone())
+            .wrap(actix_web::middleware::from_fn(lookup_faults))
             .route(
                 "/cosmos/tx/v1beta1/txs/block/{height}",
                 web::get().to(rest_block_txs),

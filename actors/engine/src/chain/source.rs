@@ -62,7 +62,8 @@ pub trait LocalChain: Send + Sync + 'static {
 /// Every source weaver can follow.
 pub enum Source {
     Local(Arc<dyn LocalChain>),
-    Node(NodeClient),
+    // Boxed: a node client is far larger than a local chain handle.
+    Node(Box<NodeClient>),
 }
 
 impl ChainSource for Source {

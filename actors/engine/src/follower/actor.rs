@@ -11,7 +11,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::FutureExt;
 
-use super::{FollowError, Follower, FollowerSettings, Ingestion, IngestionState, Progress};
+use super::{FollowError, Follower, FollowerSettings, Hold, Ingestion, Progress};
 use crate::chain::ChainSource;
 use crate::indexers::{DomainSet, IndexError};
 use crate::system::retry::FOLLOWER_RESTART;
@@ -81,11 +81,29 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
         FOLLOWER_RESTART.after(self.failures)
     }
 
+    /// A failed step or open: the chain shows as stalled (with why, since when and where)
+    /// from this first failure on, and the follower restarts after a backoff.
     fn fail(&mut self, ctx: &mut Context<Self>, reason: &'static str, detail: String) {
         self.failures = self.failures.saturating_add(1);
         self.last_failure = reason;
-        tracing::error!(chain_id = %self.chain_id(), follower = self.settings.role, reason, failures = self.failures, next_attempt_in = ?self.backoff(), "follower failed: {detail}");
+        let next_attempt_in = self.backoff();
+        tracing::error!(chain_id = %self.chain_id(), follower = self.settings.role, reason, failures = self.failures, ?next_attempt_in, "follower failed: {detail}");
+        self.ingestion.held(
+            Hold::Retrying,
+            format!(
+                "{detail} (failed {} time{} in a row; next attempt in {}s)",
+                self.failures,
+                if self.failures == 1 { "" } else { "s" },
+                next_attempt_in.as_secs_f64().ceil()
+            ),
+        );
         ctx.stop();
+    }
+
+    /// Whether nothing is to run: retired, stopped for good, or stalled on the store (which
+    /// only a process restart reopens).
+    fn halted(&self) -> bool {
+        self.retired || matches!(self.ingestion.hold(), Some(Hold::Store | Hold::Stopped))
     }
 
     /// Handles a failed step or open: a wrong chain stops the follower for good, a store
@@ -96,7 +114,7 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
             metrics::counter!("weaver_follower_stopped_total", "chain_id" => self.chain_id())
                 .increment(1);
             tracing::error!(chain_id = %self.chain_id(), "follower stopped: {reason}; fix the node URLs, the node or the chain id and restart weaver");
-            self.ingestion.set(IngestionState::Stopped, Some(reason));
+            self.ingestion.held(Hold::Stopped, reason);
             // Idle from now on: the Supervisor's restart finds it retired.
             self.retired = true;
             self.follower = None;
@@ -115,7 +133,7 @@ impl<S: ChainSource + 'static> ChainFollower<S> {
         metrics::counter!("weaver_store_write_errors_total", "chain_id" => self.chain_id())
             .increment(1);
         tracing::error!(chain_id = %self.chain_id(), "ingestion stalled: {reason}; reads keep being served from what is committed; weaver exits with an error for its supervisor to restart it once the disk accepts writes again");
-        self.ingestion.set(IngestionState::Stalled, Some(reason));
+        self.ingestion.held(Hold::Store, reason);
         self.follower = None;
         ctx.run_interval(PROBE_EVERY, |actor, ctx| {
             match actor.ingestion.probe() {
@@ -139,7 +157,7 @@ impl<S: ChainSource + 'static> Actor for ChainFollower<S> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        if self.retired || self.ingestion.state() != IngestionState::Running {
+        if self.halted() {
             return;
         }
         // Opening happens in a message, after the backoff: a failure to open must not
@@ -178,7 +196,7 @@ impl<S: ChainSource + 'static> Handler<Open> for ChainFollower<S> {
 impl<S: ChainSource + 'static> Supervised for ChainFollower<S> {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         self.follower = None;
-        if self.retired || self.ingestion.state() != IngestionState::Running {
+        if self.halted() {
             return;
         }
         metrics::counter!("weaver_actor_restarts_total", "actor" => "chain_follower", "chain_id" => self.chain_id(), "follower" => self.settings.role, "reason" => self.last_failure)
@@ -210,6 +228,7 @@ impl<S: ChainSource + 'static> Handler<Step> for ChainFollower<S> {
                     Ok((follower, Ok(progress))) => {
                         actor.follower = Some(follower);
                         actor.failures = 0;
+                        actor.ingestion.resumed();
                         let pause = match progress {
                             Progress::Indexed { .. } => Duration::ZERO,
                             Progress::CaughtUp { .. } => actor.settings.poll_interval,

@@ -1,8 +1,11 @@
 //! The ingestion state of one chain, shared between its follower (the only writer) and the
-//! HTTP handlers (readers): `running`, `stalled` (a store write failed; reads keep being
-//! served) or `stopped` (a fatal source error such as a wrong chain id; nothing more is
-//! indexed until the config is fixed and weaver restarted). Handlers read it directly,
-//! never through a mailbox.
+//! HTTP handlers (readers): `running`, `stalled` (something holds the chain: a store write
+//! failed, or the node refuses or fails what a block needs — a block, a chain-state lookup;
+//! reads keep being served) or `stopped` (a fatal source error such as a wrong chain id;
+//! nothing more is indexed until the config is fixed and weaver restarted). A stall shows
+//! from the first failed step on, with the reason, since when and the height it waits at;
+//! the first step that indexes again clears it. Handlers read it directly, never through a
+//! mailbox.
 //!
 //! The store poisons itself after a failed write (every later write returns an error until
 //! the database is reopened), so a stalled chain does not resume in-process: its follower
@@ -44,6 +47,34 @@ pub struct IngestionStatus {
     /// Why ingestion is stalled or stopped; `null` while running.
     #[schema(required = true)]
     pub reason: Option<String>,
+    /// Since when (RFC3339, UTC) it has been stalled or stopped; `null` while running.
+    #[schema(required = true)]
+    pub since: Option<String>,
+    /// The height it waits at (the next one to index); `null` while running.
+    #[schema(required = true)]
+    pub height: Option<u64>,
+}
+
+impl IngestionStatus {
+    fn running() -> Self {
+        IngestionStatus {
+            state: IngestionState::Running,
+            reason: None,
+            since: None,
+            height: None,
+        }
+    }
+}
+
+/// What holds a chain that is not running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// A store write failed: the store refuses writes until reopened (see the module).
+    Store,
+    /// A step failed (the node, a lookup, malformed data): the follower retries it.
+    Retrying,
+    /// A permanent error: nothing more is indexed until weaver is restarted.
+    Stopped,
 }
 
 /// Shared by every chain of the process: a stalled follower that finds the disk writable
@@ -92,9 +123,11 @@ pub struct Ingestion {
     committed: Arc<RwLock<Arc<std::sync::atomic::AtomicU64>>>,
     /// The node's latest height as the follower last learned it (0 until it has asked).
     tip: Arc<std::sync::atomic::AtomicU64>,
-    /// Whether the state is the chain's (`weaver_ingestion_stalled`); a follower of one
-    /// domain (internal txs) reports through its domain's watermark instead.
-    reports: bool,
+    /// What holds the chain, when something does (`None`: running).
+    hold: Arc<RwLock<Option<Hold>>>,
+    /// The `weaver_ingestion_stalled` labels this state reports under (`None`: not
+    /// reported): the chain's, or a follower of one domain's (`follower` label).
+    gauge: Option<Arc<[(&'static str, String)]>>,
 }
 
 /// Free space the data directory must have before a stalled chain asks for the restart
@@ -107,34 +140,40 @@ pub const PROBE_BYTES: usize = 1 << 20;
 
 impl Ingestion {
     pub fn new(chain_id: &str, probe: Option<PathBuf>, restart: RestartRequest) -> Self {
-        metrics::gauge!("weaver_ingestion_stalled", "chain_id" => chain_id.to_string()).set(0.0);
         Ingestion {
             probe: probe.map(Arc::new),
             restart,
-            ..Self::unreported(chain_id)
+            ..Self::detached(chain_id)
         }
+        .reported(vec![("chain_id", chain_id.to_string())])
     }
 
-    fn unreported(chain_id: &str) -> Self {
+    /// The state of a follower of one domain of `chain_id` (`role`: the domain it serves),
+    /// reported under `weaver_ingestion_stalled{chain_id, follower}`.
+    pub fn of_own_follower(chain_id: &str, role: &'static str) -> Self {
+        Self::detached(chain_id).reported(vec![
+            ("chain_id", chain_id.to_string()),
+            ("follower", role.to_string()),
+        ])
+    }
+
+    fn reported(mut self, labels: Vec<(&'static str, String)>) -> Self {
+        metrics::gauge!("weaver_ingestion_stalled", &labels).set(0.0);
+        self.gauge = Some(labels.into());
+        self
+    }
+
+    /// A handle with no probe, a private restart request and no metric (tests, embedders).
+    pub fn detached(chain_id: &str) -> Self {
         Ingestion {
             chain_id: chain_id.into(),
-            status: Arc::new(RwLock::new(IngestionStatus {
-                state: IngestionState::Running,
-                reason: None,
-            })),
+            status: Arc::new(RwLock::new(IngestionStatus::running())),
             probe: None,
             restart: RestartRequest::default(),
             committed: Arc::new(RwLock::new(Arc::default())),
             tip: Arc::default(),
-            reports: true,
-        }
-    }
-
-    /// A handle with no probe and a private restart request (tests, embedders).
-    pub fn detached(chain_id: &str) -> Self {
-        Ingestion {
-            reports: false,
-            ..Self::unreported(chain_id)
+            hold: Arc::default(),
+            gauge: None,
         }
     }
 
@@ -184,17 +223,53 @@ impl Ingestion {
         self.status().state
     }
 
-    pub(crate) fn set(&self, state: IngestionState, reason: Option<String>) {
-        let stalled = if state == IngestionState::Running {
-            0.0
-        } else {
-            1.0
+    /// What holds the chain, if anything.
+    pub fn hold(&self) -> Option<Hold> {
+        *self.hold.read().recover()
+    }
+
+    /// Something holds the chain (`reason`: what, for an operator). `since` is kept while
+    /// the same kind of hold goes on, so it says when the chain stopped advancing.
+    pub(crate) fn held(&self, hold: Hold, reason: String) {
+        let state = match hold {
+            Hold::Stopped => IngestionState::Stopped,
+            Hold::Store | Hold::Retrying => IngestionState::Stalled,
         };
-        if self.reports {
-            metrics::gauge!("weaver_ingestion_stalled", "chain_id" => self.chain_id.to_string())
-                .set(stalled);
+        let height = self
+            .committed
+            .read()
+            .recover()
+            .load(std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        self.publish(1.0);
+        let mut status = self.status.write().recover();
+        let since = match (&status.since, status.state == state) {
+            (Some(since), true) => since.clone(),
+            _ => crate::chain::timefmt::rfc3339_seconds(crate::chain::clock::now_ns()),
+        };
+        *status = IngestionStatus {
+            state,
+            reason: Some(reason),
+            since: Some(since),
+            height: Some(height),
+        };
+        *self.hold.write().recover() = Some(hold);
+    }
+
+    /// The chain advances again (a step after failed ones indexed or found the tip).
+    pub(crate) fn resumed(&self) {
+        if self.hold().is_none() {
+            return;
         }
-        *self.status.write().recover() = IngestionStatus { state, reason };
+        self.publish(0.0);
+        *self.status.write().recover() = IngestionStatus::running();
+        *self.hold.write().recover() = None;
+    }
+
+    fn publish(&self, stalled: f64) {
+        if let Some(labels) = &self.gauge {
+            metrics::gauge!("weaver_ingestion_stalled", labels.as_ref()).set(stalled);
+        }
     }
 
     /// Writes (and removes) the probe file; `Ok(true)` when the disk accepts writes.
@@ -236,21 +311,48 @@ mod tests {
 
     /// `/status` reads the state of every chain: a thread that panicked while holding a
     /// chain's lock must not take the handler (and every later `/status`) down with it.
+    /// A stall keeps its start while it goes on, and says where the chain waits.
+    #[test]
+    fn a_stall_keeps_its_start_and_names_the_height_it_waits_at() {
+        let ingestion = Ingestion::detached("minievm-1");
+        let committed = Arc::new(std::sync::atomic::AtomicU64::new(41));
+        ingestion.track(committed);
+        ingestion.held(Hold::Retrying, "first".into());
+        let first = ingestion.status();
+        assert_eq!(first.height, Some(42));
+        *ingestion.status.write().unwrap() = IngestionStatus {
+            since: Some("2020-01-01T00:00:00Z".into()),
+            ..first
+        };
+        ingestion.held(Hold::Retrying, "second".into());
+        let second = ingestion.status();
+        assert_eq!(second.reason.as_deref(), Some("second"));
+        assert_eq!(second.since.as_deref(), Some("2020-01-01T00:00:00Z"));
+        // Another kind of hold starts anew.
+        ingestion.held(Hold::Stopped, "wrong chain".into());
+        assert_ne!(
+            ingestion.status().since.as_deref(),
+            Some("2020-01-01T00:00:00Z")
+        );
+        assert_eq!(ingestion.state(), IngestionState::Stopped);
+    }
+
     #[test]
     fn a_poisoned_lock_still_reads_and_writes_the_state() {
         let ingestion = Ingestion::detached("weaver-l1-1");
-        ingestion.set(IngestionState::Stalled, Some("disk full".into()));
+        ingestion.held(Hold::Store, "disk full".into());
         poison(&ingestion.status);
+        poison(&ingestion.hold);
+        let status = ingestion.status();
         assert_eq!(
-            ingestion.status(),
-            IngestionStatus {
-                state: IngestionState::Stalled,
-                reason: Some("disk full".into()),
-            }
+            (status.state, status.reason.as_deref(), status.height),
+            (IngestionState::Stalled, Some("disk full"), Some(1))
         );
-        assert_eq!(ingestion.state(), IngestionState::Stalled);
-        ingestion.set(IngestionState::Running, None);
-        assert_eq!(ingestion.state(), IngestionState::Running);
+        assert!(status.since.is_some());
+        assert_eq!(ingestion.hold(), Some(Hold::Store));
+        ingestion.resumed();
+        assert_eq!(ingestion.status(), IngestionStatus::running());
+        assert_eq!(ingestion.hold(), None);
 
         let restart = RestartRequest::default();
         poison(&restart.inner.reason);

@@ -15,7 +15,9 @@ use futures_util::StreamExt;
 #[cfg(any(test, feature = "testing"))]
 pub use actor::InjectPanic;
 pub use actor::{ChainFollower, OpenDomains, Retire};
-pub use ingestion::{Ingestion, IngestionState, IngestionStatus, RestartRequest, PROBE_BYTES};
+pub use ingestion::{
+    Hold, Ingestion, IngestionState, IngestionStatus, RestartRequest, PROBE_BYTES,
+};
 
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainSource, SourceError};

@@ -49,7 +49,9 @@ pub struct NodeClient {
     http: reqwest::Client,
     rpc_cursor: AtomicUsize,
     rest_cursor: AtomicUsize,
-    monikers: DashMap<String, (Proposer, Instant)>,
+    monikers: DashMap<String, KnownProposer>,
+    /// Held while a proposer is looked up (see [`NodeClient::proposer`]).
+    proposer_lookup: tokio::sync::Mutex<()>,
 }
 
 enum Api {
@@ -58,8 +60,10 @@ enum Api {
 }
 
 const REST_PAGE: usize = 100;
-/// How long a proposer's moniker (or a failed lookup) is reused.
+/// How long a proposer's moniker is reused (and the longest a failed lookup is).
 const MONIKER_TTL: Duration = Duration::from_secs(600);
+/// How long the first failed proposer lookup is reused; doubled with each further failure.
+const MONIKER_RETRY: Duration = Duration::from_secs(15);
 
 impl NodeClient {
     pub fn new(config: NodeConfig) -> Result<Self, SourceError> {
@@ -74,6 +78,7 @@ impl NodeClient {
             rpc_cursor: AtomicUsize::new(0),
             rest_cursor: AtomicUsize::new(0),
             monikers: DashMap::new(),
+            proposer_lookup: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -103,8 +108,14 @@ impl NodeClient {
         // RPC nodes answer 500 with a JSON-RPC error ("height not yet available"): the
         // caller reads it.
         let rpc = matches!(api, Api::Rpc);
-        self.send_text(api, path, |url| self.http.get(url), |_| rpc)
-            .await
+        self.send_text(
+            api,
+            path,
+            self.attempts(),
+            |url| self.http.get(url),
+            |_| rpc,
+        )
+        .await
     }
 
     /// One request (`request` builds it for a base URL + path) with retries, URL rotation
@@ -114,10 +125,10 @@ impl NodeClient {
         &self,
         api: Api,
         path: &str,
+        mut attempts: Attempts,
         request: impl Fn(&str) -> reqwest::RequestBuilder,
         answered: impl Fn(&str) -> bool,
     ) -> Result<(u16, String), SourceError> {
-        let mut attempts = self.attempts();
         loop {
             let url = format!("{}{}", self.base(&api), path);
             let (reason, error) = match request(&url).send().await {
@@ -199,7 +210,24 @@ impl NodeClient {
     }
 
     async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
-        let (status, body) = self.get_text(Api::Rest, path).await?;
+        self.rest_with(path, self.attempts()).await
+    }
+
+    /// [`Self::rest`] with `attempts` for transport failures and 5xx answers.
+    async fn rest_with<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        attempts: Attempts,
+    ) -> Result<T, SourceError> {
+        let (status, body) = self
+            .send_text(
+                Api::Rest,
+                path,
+                attempts,
+                |url| self.http.get(url),
+                |_| false,
+            )
+            .await?;
         if status >= 400 && rest_future_height(&body) {
             // The REST node lags the RPC node: "not yet", not a failure.
             return Err(SourceError::FutureHeight(0));
@@ -493,8 +521,12 @@ impl NodeClient {
             .collect()
     }
 
-    /// The proposer's moniker from opchild, cached (failures too, so a node without the
-    /// route does not cost every block a round of retries); a failed lookup is not fatal.
+    /// The proposer's moniker from opchild. A found moniker is reused for [`MONIKER_TTL`]; a
+    /// failed lookup (any status, a timeout) is not fatal — the block keeps the operator
+    /// address and an empty moniker — and is remembered per validator: the next one waits
+    /// [`MONIKER_RETRY`], doubling with each failure up to [`MONIKER_TTL`]. One lookup at a
+    /// time, one attempt each: the blocks fetched concurrently while catching up share its
+    /// answer instead of each asking (and retrying) a node that cannot answer.
     async fn proposer(&self, consensus_address: &[u8]) -> Proposer {
         let Some(valoper) = address::try_to_bech32(
             &format!("{}valoper", self.config.bech32_prefix),
@@ -505,35 +537,75 @@ impl NodeClient {
                 operator_address: hex::encode_upper(consensus_address),
             };
         };
-        if let Some(hit) = self.monikers.get(&valoper) {
-            if hit.1.elapsed() < MONIKER_TTL {
-                return hit.0.clone();
-            }
+        if let Some(known) = self.known_proposer(&valoper) {
+            return known;
         }
-        let proposer = match self
-            .rest::<RestValidator>(&format!("/opinit/opchild/v1/validator/{valoper}"))
-            .await
-        {
-            Ok(found) => Proposer {
-                moniker: found.validator.moniker,
-                operator_address: if found.validator.operator_address.is_empty() {
-                    valoper.clone()
-                } else {
-                    found.validator.operator_address
+        let _one_at_a_time = self.proposer_lookup.lock().await;
+        // Another block's lookup may have answered while this one waited.
+        if let Some(known) = self.known_proposer(&valoper) {
+            return known;
+        }
+        let found = self
+            .rest_with::<RestValidator>(
+                &format!("/opinit/opchild/v1/validator/{valoper}"),
+                NODE_CALL.attempts(1),
+            )
+            .await;
+        let failures = self.monikers.get(&valoper).map_or(0, |m| m.failures);
+        let entry = match found {
+            Ok(found) => KnownProposer {
+                proposer: Proposer {
+                    moniker: found.validator.moniker,
+                    operator_address: if found.validator.operator_address.is_empty() {
+                        valoper.clone()
+                    } else {
+                        found.validator.operator_address
+                    },
                 },
+                until: Instant::now() + MONIKER_TTL,
+                failures: 0,
             },
             Err(e) => {
-                tracing::debug!(%valoper, error = %e, "proposer lookup failed");
-                Proposer {
-                    moniker: String::new(),
-                    operator_address: valoper.clone(),
+                let failures = failures.saturating_add(1);
+                let wait = MONIKER_RETRY
+                    .saturating_mul(1 << (failures - 1).min(16))
+                    .min(MONIKER_TTL);
+                tracing::warn!(chain_id = %self.config.chain_id, %valoper, error = %e, failures, next_lookup_in = ?wait, "proposer lookup failed; the blocks keep the operator address without a moniker");
+                KnownProposer {
+                    // A moniker found before stays: stale is better than none.
+                    proposer: self
+                        .monikers
+                        .get(&valoper)
+                        .map(|m| m.proposer.clone())
+                        .unwrap_or_else(|| Proposer {
+                            moniker: String::new(),
+                            operator_address: valoper.clone(),
+                        }),
+                    until: Instant::now() + wait,
+                    failures,
                 }
             }
         };
-        self.monikers
-            .insert(valoper, (proposer.clone(), Instant::now()));
+        let proposer = entry.proposer.clone();
+        self.monikers.insert(valoper, entry);
         proposer
     }
+
+    /// The proposer `valoper` as last looked up, while that answer is still to be reused.
+    fn known_proposer(&self, valoper: &str) -> Option<Proposer> {
+        self.monikers
+            .get(valoper)
+            .filter(|m| Instant::now() < m.until)
+            .map(|m| m.proposer.clone())
+    }
+}
+
+/// A proposer lookup's outcome, reused until `until`.
+struct KnownProposer {
+    proposer: Proposer,
+    until: Instant,
+    /// Failed lookups in a row (0 after a found one).
+    failures: u32,
 }
 
 impl NodeClient {

@@ -112,7 +112,7 @@ impl NodeClient {
             .header("x-cosmos-block-height", &header)
         };
         let (status, text) = self
-            .send_text(Api::Rest, path, request, |text| {
+            .send_text(Api::Rest, path, self.attempts(), request, |text| {
                 gateway_error(text).is_some()
             })
             .await?;
