@@ -7,6 +7,7 @@ pub mod disk;
 pub mod domains;
 pub mod http;
 pub mod memory;
+pub mod node_tools;
 pub mod registry_import;
 
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));

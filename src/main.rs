@@ -53,6 +53,20 @@ enum Command {
         #[command(subcommand)]
         command: DevnetCommand,
     },
+    /// Record what a node answers, and replay a recording as a node.
+    Node {
+        #[command(subcommand)]
+        command: NodeCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum NodeCommand {
+    /// Record what a node answers for a height range: weaver indexes the range through a
+    /// recording proxy, so the recording holds every answer indexing it needs.
+    Record(Box<weaver::node_tools::RecordArgs>),
+    /// Serve a recording as a node (CometBFT RPC, Cosmos REST, EVM JSON-RPC) on loopback.
+    Replay(Box<weaver::node_tools::ReplayArgs>),
 }
 
 #[derive(Subcommand)]
@@ -285,6 +299,24 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("weaver devnet serve: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Node {
+            command: NodeCommand::Record(args),
+        }) => match actix::System::new().block_on(weaver::node_tools::record(args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weaver node record: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Node {
+            command: NodeCommand::Replay(args),
+        }) => match actix::System::new().block_on(weaver::node_tools::replay(args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weaver node replay: {e:#}");
                 ExitCode::FAILURE
             }
         },

@@ -1,6 +1,6 @@
 //! The crate graph is the architecture (ARCHITECTURE.md, "Crates"): the engine depends on no
 //! other weaver crate, the router only on the engine, the devnet on the engine and the router,
-//! and only the front (`weaver`) on the devnet. Cargo enforces whatever the manifests say; this
+//! the replay node on none, and only the front (`weaver`) on the devnet and the replay node. Cargo enforces whatever the manifests say; this
 //! holds the manifests to the drawing, so an edge added by mistake fails here, naming it.
 
 use std::collections::BTreeMap;
@@ -53,8 +53,14 @@ fn the_crate_graph_is_the_drawn_one() {
     let expected: BTreeMap<String, Vec<String>> = [
         (
             "weaver",
-            vec!["weaver-devnet", "weaver-engine", "weaver-router"],
+            vec![
+                "weaver-devnet",
+                "weaver-engine",
+                "weaver-replay",
+                "weaver-router",
+            ],
         ),
+        ("weaver-replay", vec![]),
         ("weaver-devnet", vec!["weaver-engine", "weaver-router"]),
         ("weaver-engine", vec![]),
         ("weaver-router", vec!["weaver-engine"]),

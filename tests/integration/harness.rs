@@ -335,12 +335,20 @@ pub struct DevnetNode {
 
 impl DevnetNode {
     pub fn start(args: &[&str]) -> DevnetNode {
+        Self::spawn(&["devnet", "serve"], args)
+    }
+
+    /// `weaver node replay DIR`: a recording served as a node, on the same kind of listeners.
+    pub fn replay(recording: &Path) -> DevnetNode {
+        Self::spawn(&["node", "replay"], &[recording.to_str().unwrap()])
+    }
+
+    fn spawn(command: &[&str], args: &[&str]) -> DevnetNode {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("node.json");
         let mut child = Command::new(BIN)
+            .args(command)
             .args([
-                "devnet",
-                "serve",
                 "--rpc-listen",
                 "127.0.0.1:0",
                 "--rest-listen",
@@ -356,7 +364,7 @@ impl DevnetNode {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let listeners = wait_for_file(&file, &mut child, "weaver devnet serve");
+        let listeners = wait_for_file(&file, &mut child, &format!("weaver {}", command.join(" ")));
         DevnetNode {
             child,
             rpc: format!("http://{}", listeners["rpc"].as_str().unwrap()),
