@@ -693,13 +693,14 @@ impl Config {
         let mut config: Config = figment
             .merge(
                 // Not config keys: `WEAVER_CONFIG`, `WEAVER_LOG`, `WEAVER_LOG_FORMAT`, and the test suite's
-                // `WEAVER_REQUIRE_OPS_TOOLS` (which CI exports, so every daemon a test boots
-                // inherits it).
+                // `WEAVER_REQUIRE_OPS_TOOLS` and `WEAVER_REALCHAIN_DIR` (which CI exports, so
+                // every daemon a test boots inherits them).
                 Env::prefixed("WEAVER_").split("__").ignore(&[
                     "config",
                     "log",
                     "log_format",
                     "require_ops_tools",
+                    "realchain_dir",
                 ]),
             )
             .extract()

@@ -172,9 +172,12 @@ fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("WEAVER_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,actix_server=warn"));
+    // stderr, as documented (docs/configuration.md): stdout is for what a command prints
+    // (`check-config`, `registry import`), and a service manager keeps both apart.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .with_writer(std::io::stderr);
     // Set before the config is read, so a config error is logged in the chosen format too.
     match std::env::var("WEAVER_LOG_FORMAT").as_deref() {
         Ok("json") => builder.json().init(),

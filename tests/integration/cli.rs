@@ -79,3 +79,33 @@ fn registry_import_reproduces_the_committed_configs() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Logs go to stderr, as documented: stdout is for what a command prints. (`node record`
+/// logs while it works; it is given a node that is not there, so it fails at once.)
+#[test]
+fn logs_go_to_stderr() {
+    let out = Command::new(BIN)
+        .args([
+            "node",
+            "record",
+            "--vm",
+            "move",
+            "--rpc",
+            "http://127.0.0.1:9",
+        ])
+        .args(["--rest", "http://127.0.0.1:9", "--from", "1", "--to", "2"])
+        .args(["--out", "/nonexistent/weaver-logs-test"])
+        .env("WEAVER_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(stdout, "", "logs on stdout");
+    assert!(
+        stderr.contains("the node did not answer"),
+        "no log lines on stderr: {stderr}"
+    );
+}

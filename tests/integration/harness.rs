@@ -565,3 +565,11 @@ pub fn outside_tool(names: &[&str], package: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// `text` cut to 300 characters, for failure messages.
+pub fn truncated(text: &str) -> String {
+    match text.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}

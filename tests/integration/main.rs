@@ -28,6 +28,7 @@ mod node_source;
 mod openapi;
 mod ops;
 mod properties;
+mod realchain;
 mod replay;
 mod router;
 mod router_input;

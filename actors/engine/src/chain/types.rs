@@ -6,17 +6,24 @@ use serde::{Deserialize, Serialize};
 /// One ABCI event attribute, exactly as CometBFT 0.38 renders it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attribute {
+    // Real nodes send a missing or `null` key or value (Sei's finalize-block events): empty.
+    #[serde(default, deserialize_with = "crate::chain::wire::null_as_default")]
     pub key: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chain::wire::null_as_default")]
     pub value: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::chain::wire::null_as_default")]
     pub index: bool,
 }
 
 /// One ABCI event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
-    #[serde(rename = "type")]
+    // dYdX's finalize-block events have no `type`: an event of no type, not a broken block.
+    #[serde(
+        rename = "type",
+        default,
+        deserialize_with = "crate::chain::wire::null_as_default"
+    )]
     pub kind: String,
     #[serde(default, deserialize_with = "crate::chain::wire::null_as_default")]
     pub attributes: Vec<Attribute>,
@@ -125,5 +132,32 @@ impl BlockBundle {
                 .collect(),
             finalize_events: vec![],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shapes real nodes send (dYdX: finalize-block events without `type`, empty keys; Sei: a
+    /// `null` attribute value, no `index`): each reads as an event, never as a broken block.
+    #[test]
+    fn events_without_type_and_null_values_read() {
+        let events: Vec<Event> = serde_json::from_str(
+            r#"[{"attributes":[{"key":"","value":"\n0/dydxprotocol.clob.MsgProposedOperationsResponse","index":false}]},
+                {"type":"coin_spent","attributes":[{"key":"c3BlbmRlcg==","value":null}]},
+                {"type":null,"attributes":null}]"#,
+        )
+        .unwrap();
+        assert_eq!(events[0].kind, "");
+        assert!(events[0].attributes[0]
+            .value
+            .ends_with("MsgProposedOperationsResponse"));
+        assert_eq!(events[1].attributes[0].value, "");
+        assert!(!events[1].attributes[0].index);
+        assert_eq!(
+            (events[2].kind.as_str(), events[2].attributes.len()),
+            ("", 0)
+        );
     }
 }

@@ -570,7 +570,12 @@ impl NodeClient {
                 let wait = MONIKER_RETRY
                     .saturating_mul(1 << (failures - 1).min(16))
                     .min(MONIKER_TTL);
-                tracing::warn!(chain_id = %self.config.chain_id, %valoper, error = %e, failures, next_lookup_in = ?wait, "proposer lookup failed; the blocks keep the operator address without a moniker");
+                // Loud once; a node that never serves it (a chain without opchild) stays quiet.
+                if failures == 1 {
+                    tracing::warn!(chain_id = %self.config.chain_id, %valoper, error = %e, next_lookup_in = ?wait, "proposer lookup failed; the blocks keep the operator address without a moniker");
+                } else {
+                    tracing::debug!(chain_id = %self.config.chain_id, %valoper, error = %e, failures, next_lookup_in = ?wait, "proposer lookup failed again");
+                }
                 KnownProposer {
                     // A moniker found before stays: stale is better than none.
                     proposer: self

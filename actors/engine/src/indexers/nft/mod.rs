@@ -122,7 +122,7 @@ impl DomainIndexer for NftIndexer {
         for (_, tx) in successful(bundle) {
             for event in &tx.result.events {
                 let found = match self.vm {
-                    Vm::Move => move_vm::lookups(event, &mut queries),
+                    Vm::Move => move_vm::lookups(&self.store, event, &mut queries),
                     Vm::Evm => evm::lookups(&self.store, event, &mut queries),
                     Vm::Wasm => wasm::lookups(&self.store, event, &mut queries),
                 };

@@ -3,6 +3,11 @@
 //! the token object, whose `0x1::nft::Nft` resource gives its id and uri; the token first
 //! belongs to the collection's creator, then follows `object::TransferEvent`s; uri changes
 //! come as `nft::MutationEvent`; `BurnEvent` deletes it.
+//!
+//! A mint into a collection created before the index began (a chain followed from a
+//! `start_height`, as the real-chain tests do) reads the collection's `0x1::collection::Collection`
+//! resource instead: its name and creator, as the chain holds them after that block; the
+//! collection is then recorded as first seen at that block.
 
 use serde_json::Value;
 
@@ -11,6 +16,7 @@ use super::{malformed, EventError, TxContext};
 use crate::chain::address::parse_hex_address;
 use crate::chain::types::Event;
 use crate::chain::{Answers, ChainQuery};
+use crate::store::NftStore;
 
 const CREATE_COLLECTION: &str = "0x1::collection::CreateCollectionEvent";
 /// Emitted for every collection by newer stdlibs (untracked-supply collections emit only
@@ -21,6 +27,7 @@ const BURN: &str = "0x1::collection::BurnEvent";
 const TRANSFER: &str = "0x1::object::TransferEvent";
 const MUTATION: &str = "0x1::nft::MutationEvent";
 pub const NFT_STRUCT: &str = "0x1::nft::Nft";
+const COLLECTION_STRUCT: &str = "0x1::collection::Collection";
 
 fn data(event: &Event) -> Result<Value, EventError> {
     serde_json::from_str(event.attr("data").unwrap_or_default())
@@ -59,11 +66,40 @@ fn resource_query(nft: &str) -> ChainQuery {
     }
 }
 
-pub(super) fn lookups(event: &Event, queries: &mut Vec<ChainQuery>) -> Result<(), EventError> {
+fn collection_query(collection: &str) -> ChainQuery {
+    ChainQuery::MoveResource {
+        address: collection.to_string(),
+        struct_tag: COLLECTION_STRUCT.to_string(),
+    }
+}
+
+pub(super) fn lookups(
+    store: &NftStore,
+    event: &Event,
+    queries: &mut Vec<ChainQuery>,
+) -> Result<(), EventError> {
     if event.kind == "move" && event.attr("type_tag") == Some(MINT) {
-        queries.push(resource_query(text(&data(event)?, "nft")?));
+        let data = data(event)?;
+        queries.push(resource_query(text(&data, "nft")?));
+        let collection = text(&data, "collection")?;
+        // Unknown here: created before the index began, or in this very block (then the
+        // answer goes unused).
+        if store.collection(&object(&data, "collection")?)?.is_none() {
+            queries.push(collection_query(collection));
+        }
     }
     Ok(())
+}
+
+/// The name and creator the chain holds for `collection` (its `Collection` resource).
+fn held_collection(answers: &Answers, collection: &str) -> Option<(String, Vec<u8>)> {
+    let answer = answers.get(&collection_query(collection))?.as_ref().ok()?;
+    let inner: Value = serde_json::from_str(answer["resource"]["move_resource"].as_str()?).ok()?;
+    let data = &inner["data"];
+    Some((
+        data["name"].as_str()?.to_string(),
+        parse_hex_address(data["creator"].as_str()?)?,
+    ))
 }
 
 /// The token id and uri the `Nft` resource held, if the chain answered with one.
@@ -104,8 +140,23 @@ pub(super) fn apply(
             let collection = object(&data, "collection")?;
             let nft_text = text(&data, "nft")?;
             let nft = object(&data, "nft")?;
-            let Some(creator) = state.collection(&collection)?.map(|c| c.creator.clone()) else {
-                return Err(malformed("mint into a collection this index does not hold"));
+            let creator = match state.collection(&collection)?.map(|c| c.creator.clone()) {
+                Some(creator) => creator,
+                None => {
+                    let collection_text = text(&data, "collection")?;
+                    let Some((name, creator)) = held_collection(answers, collection_text) else {
+                        return Err(malformed(
+                            "mint into a collection this index does not hold, and the chain did not say what it is",
+                        ));
+                    };
+                    state.create_collection(
+                        &collection,
+                        &name,
+                        &creator,
+                        (state.height, state.time_ns),
+                    )?;
+                    creator
+                }
             };
             // The resource is read after the block: a token burned in the same block has
             // none, and its id comes from the event (`index` on old stdlibs).

@@ -106,6 +106,54 @@ fn resource(token_id: &str, uri: &str) -> crate::chain::QueryAnswer {
     Ok(json!({"resource": {"move_resource": inner.to_string()}}))
 }
 
+/// A mint into a collection created before the index began (a chain followed from a
+/// `start_height`): the collection comes from its `Collection` resource, and the token is
+/// indexed; without the chain's answer the mint is skipped (counted), never guessed.
+#[test]
+fn move_mint_into_a_collection_created_before_the_index_reads_it_from_the_chain() {
+    let mint = |height| {
+        block(
+            height,
+            vec![vec![move_event(
+                "0x1::collection::MintEvent",
+                json!({"collection": "0xc0", "nft": "0xff01", "token_id": "1"}),
+            )]],
+        )
+    };
+    let creator = "0xc4ea70";
+    let mut h = Harness::new(Vm::Move);
+    h.apply(mint(7), |q| match q {
+        ChainQuery::MoveResource { struct_tag, .. } if struct_tag == "0x1::collection::Collection" => {
+            let inner = json!({"type": "0x1::collection::Collection", "data": {"creator": creator, "description": "", "name": "Favorite food", "uri": "", "nfts": {"handle": "0x1", "length": "5"}}});
+            Ok(json!({"resource": {"move_resource": inner.to_string()}}))
+        }
+        ChainQuery::MoveResource { .. } => resource("1", "ipfs://one"),
+        _ => unreachable!(),
+    });
+    let creator_bytes = crate::chain::address::parse_hex_address(creator).unwrap();
+    let tokens = h.of_owner(&creator_bytes);
+    assert_eq!(tokens.len(), 1);
+    assert_eq!(tokens[0]["collection_name"], "Favorite food");
+    let collection = hex::decode(format!("{:0>64}", "c0")).unwrap();
+    let record = h.store.collection(&collection).unwrap().unwrap();
+    assert_eq!((record.count, record.height), (1, 7));
+
+    let mut h = Harness::new(Vm::Move);
+    h.apply(mint(7), |q| match q {
+        ChainQuery::MoveResource { struct_tag, .. }
+            if struct_tag == "0x1::collection::Collection" =>
+        {
+            Err(crate::chain::QueryRejection {
+                code: 5,
+                message: "not found".into(),
+            })
+        }
+        _ => resource("1", "ipfs://one"),
+    });
+    assert!(h.of_owner(&creator_bytes).is_empty());
+    assert!(h.store.collection(&collection).unwrap().is_none());
+}
+
 #[test]
 fn move_lifecycle_moves_ownership_and_counts_exactly() {
     let mut h = Harness::new(Vm::Move);
