@@ -2,6 +2,7 @@
 //! (against the embedded devnet or against `weaver devnet serve`) and talk HTTP to it.
 
 mod answer_cache;
+mod anvil;
 mod api;
 mod cli;
 mod cors;
