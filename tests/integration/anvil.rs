@@ -580,7 +580,10 @@ fn eth_client_reads_receipts_traces_and_balances_from_anvil() {
             chain_id: CHAIN.into(),
         })
         .unwrap();
-        let access = ChainAccess::new(Source::Node(node), Some(Evm::Node(client.clone())));
+        let access = ChainAccess::new(
+            Source::Node(Box::new(node)),
+            Some(Evm::Node(client.clone())),
+        );
         let store_dir = tempfile::tempdir().unwrap();
         let store = Store::open(store_dir.path(), 8 << 20).unwrap();
         let (evm_txs, internal, rich) = (
