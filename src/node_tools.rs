@@ -91,14 +91,19 @@ pub async fn record(args: &RecordArgs) -> anyhow::Result<()> {
         "--vm {:?}: evm, move or wasm",
         args.vm
     );
-    if args.out.join("recording.json").exists() {
-        anyhow::bail!("{} already holds a recording", args.out.display());
+    // Checked before any indexing work: a directory of our own to write into, empty.
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("--out {}: cannot create it", args.out.display()))?;
+    if std::fs::read_dir(&args.out)?.next().is_some() {
+        anyhow::bail!("--out {}: not empty", args.out.display());
     }
+    let node_timeout = Duration::from_millis(args.node_timeout_ms.max(1));
     let upstream = Upstream {
         rpc: args.rpc.clone(),
         rest: args.rest.clone(),
         json_rpc: args.json_rpc.clone(),
-        timeout: Duration::from_millis(args.node_timeout_ms.max(1)),
+        timeout: node_timeout,
+        tip_cap: Some(args.to),
     };
     let (servers, bound, captured) = capture::bind(upstream, Listen::default())?;
     for server in servers {
@@ -108,41 +113,63 @@ pub async fn record(args: &RecordArgs) -> anyhow::Result<()> {
     let chain_id = chain_id_of(&proxy(bound.rpc)).await?;
     tracing::info!(%chain_id, from = args.from, to = args.to, "recording: indexing the range through the recording proxy");
     let scratch = tempdir()?;
+    let outcome = record_through(args, &chain_id, &scratch, bound, node_timeout, &captured).await;
+    let _ = std::fs::remove_dir_all(&scratch);
+    outcome
+}
+
+/// Runs the recording weaver in `scratch` until the range is indexed, then writes what the
+/// proxy captured.
+async fn record_through(
+    args: &RecordArgs,
+    chain_id: &str,
+    scratch: &Path,
+    bound: serve::Bound,
+    node_timeout: Duration,
+    captured: &capture::Captured,
+) -> anyhow::Result<()> {
+    let proxy = |addr: SocketAddr| format!("http://{addr}");
     let config = scratch.join("record.toml");
     std::fs::write(
         &config,
         record_config(
             args,
-            &chain_id,
+            chain_id,
             &scratch.join("data"),
-            &proxy(bound.rpc),
-            &proxy(bound.rest),
-            bound.json_rpc.map(proxy),
+            &Proxied {
+                rpc: proxy(bound.rpc),
+                rest: proxy(bound.rest),
+                json_rpc: bound.json_rpc.map(proxy),
+                // Longer than the proxy's own wait on the node: an answer the proxy records
+                // is one the recording weaver still reads.
+                timeout_ms: node_timeout.as_millis() as u64 + 5_000,
+            },
         ),
     )?;
+    let log = std::env::var("WEAVER_LOG").unwrap_or_else(|_| "warn".into());
     let mut child = Command::new(std::env::current_exe()?)
         .arg("--config")
         .arg(&config)
-        .env(
-            "WEAVER_LOG",
-            std::env::var("WEAVER_LOG").unwrap_or_else(|_| "warn".into()),
-        )
+        .env("WEAVER_LOG", log)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
         .context("cannot start weaver to index the range")?;
-    let indexed = wait_indexed(args, &chain_id, &scratch.join("data"), &mut child).await;
+    let indexed = wait_indexed(args, chain_id, &scratch.join("data"), &mut child).await;
     let _ = child.kill();
     let _ = child.wait();
-    let outcome = indexed.and_then(|()| {
+    indexed.and_then(|()| {
         let mut recording = captured.snapshot();
         recording.trim(args.from, args.to);
         recording.compact();
+        // Every height whole: its block, its results, and one REST tx per raw tx.
         if let Some(missing) = (args.from..=args.to).find(|h| {
-            recording
-                .blocks
-                .get(h)
-                .is_none_or(|b| b.block.is_null() || b.block_results.is_null())
+            recording.blocks.get(h).is_none_or(|b| {
+                let raw_txs = b.block["block"]["data"]["txs"]
+                    .as_array()
+                    .map_or(0, Vec::len);
+                b.block.is_null() || b.block_results.is_null() || b.txs.len() != raw_txs
+            })
         }) {
             anyhow::bail!("height {missing} was indexed but not recorded whole");
         }
@@ -155,9 +182,15 @@ pub async fn record(args: &RecordArgs) -> anyhow::Result<()> {
             "recorded"
         );
         Ok(())
-    });
-    let _ = std::fs::remove_dir_all(&scratch);
-    outcome
+    })
+}
+
+/// The recording weaver's view of its node: the proxy.
+struct Proxied {
+    rpc: String,
+    rest: String,
+    json_rpc: Option<String>,
+    timeout_ms: u64,
 }
 
 async fn chain_id_of(rpc: &str) -> anyhow::Result<String> {
@@ -176,14 +209,7 @@ async fn chain_id_of(rpc: &str) -> anyhow::Result<String> {
 }
 
 /// The config of the weaver that indexes the range: one chain, the proxy as its node.
-fn record_config(
-    args: &RecordArgs,
-    chain_id: &str,
-    data_dir: &Path,
-    rpc: &str,
-    rest: &str,
-    json_rpc: Option<String>,
-) -> String {
+fn record_config(args: &RecordArgs, chain_id: &str, data_dir: &Path, node: &Proxied) -> String {
     let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
     let list = |items: &[String]| {
         items
@@ -204,12 +230,13 @@ fn record_config(
         text.push_str(&format!("domains = [{}]\n", list(&args.domains)));
     }
     text.push_str(&format!(
-        "[chains.source]\nkind = \"node\"\nrpc = [{}]\nrest = [{}]\n",
-        quoted(rpc),
-        quoted(rest)
+        "[chains.source]\nkind = \"node\"\nrpc = [{}]\nrest = [{}]\ntimeout_ms = {}\n",
+        quoted(&node.rpc),
+        quoted(&node.rest),
+        node.timeout_ms
     ));
-    if let Some(json_rpc) = json_rpc {
-        text.push_str(&format!("json_rpc = [{}]\n", quoted(&json_rpc)));
+    if let Some(json_rpc) = &node.json_rpc {
+        text.push_str(&format!("json_rpc = [{}]\n", quoted(json_rpc)));
     }
     text.push_str(&format!(
         "[chains.follower]\nstart_height = {}\n",
@@ -227,6 +254,7 @@ async fn wait_indexed(
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(args.timeout_secs);
     let mut logged = Instant::now();
+    let mut held = false;
     let listeners = data_dir.join("listeners.json");
     let http = reqwest::Client::new();
     loop {
@@ -274,9 +302,11 @@ async fn wait_indexed(
         if lowest >= args.to {
             return Ok(());
         }
-        if chain["ingestion"]["state"] != "running" {
+        let now_held = chain["ingestion"]["state"] != "running";
+        if now_held && !held {
             tracing::warn!(ingestion = %chain["ingestion"], "recording: indexing is held");
         }
+        held = now_held;
         if logged.elapsed() >= Duration::from_secs(5) {
             logged = Instant::now();
             tracing::info!(indexed = lowest, to = args.to, "recording");

@@ -49,22 +49,18 @@ impl ChainApi {
         self
     }
 
-    /// What `/status` says of ingestion: the main follower's state unless it runs and a
-    /// domain's own follower is held, whose state it then is, its reason naming the domain.
-    fn ingestion(&self) -> IngestionStatus {
-        let main = self.ingestion.status();
-        if main.state != IngestionState::Running {
-            return main;
-        }
+    /// The domains whose own follower (the EVM domains) is held, with why: `/status`'s
+    /// `held_domains`.
+    fn held_domains(&self) -> Vec<HeldDomain> {
         self.own_followers
             .iter()
             .map(|(domain, ingestion)| (domain, ingestion.status()))
-            .find(|(_, status)| status.state != IngestionState::Running)
-            .map(|(domain, status)| IngestionStatus {
-                reason: status.reason.map(|reason| format!("{domain}: {reason}")),
-                ..status
+            .filter(|(_, status)| status.state != IngestionState::Running)
+            .map(|(domain, ingestion)| HeldDomain {
+                domain: domain.to_string(),
+                ingestion,
             })
-            .unwrap_or(main)
+            .collect()
     }
 
     pub fn with_internal_txs(mut self, internal_txs: Option<BlocksStore>) -> Self {
@@ -142,6 +138,17 @@ pub struct Status<'a> {
     rich_list_height: u64,
     /// weaver's addition after the spec's fields: is the chain being indexed, and if not, why.
     ingestion: IngestionStatus,
+    /// weaver's addition: the domains with a follower of their own (the EVM domains) that
+    /// are stalled or stopped while the chain goes on; omitted when none is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    held_domains: Vec<HeldDomain>,
+}
+
+/// A domain held while its chain goes on.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct HeldDomain {
+    domain: String,
+    ingestion: IngestionStatus,
 }
 
 #[utoipa::path(get, path = "/status", tag = "Status",
@@ -174,7 +181,8 @@ pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
             Some(rich_list) => rich_list.watermark().unwrap_or(0),
             None => 0,
         },
-        ingestion: api.ingestion(),
+        ingestion: api.ingestion.status(),
+        held_domains: api.held_domains(),
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
 }

@@ -352,9 +352,25 @@ fn a_node_without_debug_stops_only_the_internal_txs() {
     assert_eq!(stopped(), 1.0);
     let metrics = daemon.metrics();
     assert_eq!(
-        metric_value(&metrics, "weaver_ingestion_stalled", &[("chain_id", CHAIN)]),
+        metric_value(
+            &metrics,
+            "weaver_ingestion_stalled",
+            &[("chain_id", CHAIN), ("follower", "chain")]
+        ),
         0.0
     );
+    // The held domain is visible, beside the chain: its own series, and `/status`.
+    assert_eq!(
+        metric_value(
+            &metrics,
+            "weaver_ingestion_stalled",
+            &[("chain_id", CHAIN), ("follower", "internal_txs")]
+        ),
+        1.0
+    );
+    let held = &daemon.ok(&format!("{base}/status"))["held_domains"];
+    assert_eq!(held[0]["domain"], "evm_internal_txs", "{held}");
+    assert_eq!(held[0]["ingestion"]["state"], "stopped", "{held}");
     assert!(
         metric_value(
             &metrics,

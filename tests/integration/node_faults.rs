@@ -389,9 +389,11 @@ fn a_failed_proposer_lookup_is_remembered() {
     let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let daemon = Daemon::start(&config_with(&node_chain(&node)));
     daemon.wait_height(CHAIN, 120);
+    // Asked once, then again after 15 s and 30 s more if reaching 120 blocks took that long
+    // (a loaded machine); asked for every block in flight, retried, it was 64.
     let fired = node_faults(&node)[0]["fired"].as_u64().unwrap();
     assert!(
-        (1..=2).contains(&fired),
+        (1..=3).contains(&fired),
         "the validator was asked {fired} times over 120 blocks"
     );
     let block = daemon.ok(&format!(

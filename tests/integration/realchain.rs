@@ -488,6 +488,11 @@ fn every_replayable_real_tx_indexes_as_the_chain_answered_it() {
                 );
                 break;
             }
+            assert_eq!(
+                status["ingestion"]["state"], "running",
+                "{}: {status}",
+                tx.name
+            );
             assert!(
                 Instant::now() < deadline,
                 "{}: not indexed: {status}",

@@ -25,6 +25,10 @@ pub struct Upstream {
     pub json_rpc: Option<String>,
     /// Per request.
     pub timeout: Duration,
+    /// The highest height the asker may see: `/status` and `eth_blockNumber` report no tip
+    /// above it, and `/block` and `/block_results` above it answer CometBFT's "not yet" (so a
+    /// recording weaver stops at the range's end, as it would at a live node's tip).
+    pub tip_cap: Option<u64>,
 }
 
 /// What has been recorded so far; shared with the proxy's workers.
@@ -49,6 +53,10 @@ struct Proxy {
     upstream: Upstream,
     http: reqwest::Client,
     captured: Captured,
+    /// Where the page a node's `next_key` asks for starts, per height: a page asked by key
+    /// lands at its offset, so overlapping or retried walks of a block never shrink or
+    /// double its txs.
+    key_offsets: Mutex<HashMap<(u64, String), usize>>,
 }
 
 /// Binds the proxy's listeners (`json_rpc` only when the upstream has one).
@@ -67,6 +75,7 @@ pub fn bind(
         upstream,
         http,
         captured: captured.clone(),
+        key_offsets: Mutex::new(HashMap::new()),
     });
     let data = proxy.clone();
     let rpc = HttpServer::new(move || {
@@ -186,16 +195,33 @@ fn query_param(req: &HttpRequest, name: &str) -> Option<String> {
 }
 
 async fn rpc(proxy: web::Data<Proxy>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
-    let answer = match forward(&proxy, &proxy.upstream.rpc, &req, body).await {
+    let height = query_param(&req, "height").and_then(|h| h.parse::<u64>().ok());
+    if let (Some(cap), Some(h), "/block" | "/block_results") =
+        (proxy.upstream.tip_cap, height, req.path())
+    {
+        if h > cap {
+            return crate::serve::not_yet(h, cap, req.path() == "/block_results");
+        }
+    }
+    let mut answer = match forward(&proxy, &proxy.upstream.rpc, &req, body).await {
         Ok(answer) => answer,
         Err(response) => return response,
     };
-    let result = serde_json::from_slice::<Value>(&answer.body)
-        .ok()
+    let mut envelope = serde_json::from_slice::<Value>(&answer.body).ok();
+    if let (Some(cap), "/status", Some(envelope)) =
+        (proxy.upstream.tip_cap, req.path(), envelope.as_mut())
+    {
+        let latest = &mut envelope["result"]["sync_info"]["latest_block_height"];
+        let tip = latest.as_str().and_then(|t| t.parse::<u64>().ok());
+        if tip.is_some_and(|tip| tip > cap) {
+            *latest = Value::String(cap.to_string());
+            answer.body = serde_json::to_vec(envelope).unwrap_or_default().into();
+        }
+    }
+    let result = envelope
         .and_then(|mut v| v.get_mut("result").map(Value::take))
         .filter(|r| !r.is_null());
     if let Some(result) = result {
-        let height = query_param(&req, "height").and_then(|h| h.parse::<u64>().ok());
         let mut recording = proxy.captured.lock();
         match (req.path(), height) {
             ("/status", _) => {
@@ -234,16 +260,34 @@ async fn rest(proxy: web::Data<Proxy>, req: HttpRequest, body: web::Bytes) -> Ht
             let Ok(page) = serde_json::from_slice::<Value>(&answer.body) else {
                 return answer.response();
             };
+            let mut key_offsets = proxy.key_offsets.lock().unwrap_or_else(|e| e.into_inner());
+            let offset = match query_param(&req, "pagination.key") {
+                Some(key) => key_offsets.get(&(height, key)).copied(),
+                None => Some(
+                    query_param(&req, "pagination.offset")
+                        .and_then(|o| o.parse::<usize>().ok())
+                        .unwrap_or(0),
+                ),
+            };
             let block = recording.blocks.entry(height).or_default();
-            // Pages asked by offset land at their offset (a retried walk starts over);
-            // pages asked by the node's opaque key follow the ones before them.
-            if let Some(offset) =
-                query_param(&req, "pagination.offset").and_then(|o| o.parse::<usize>().ok())
-            {
-                block.txs.truncate(offset);
-            }
-            if let Some(txs) = page["txs"].as_array() {
-                block.txs.extend(txs.iter().cloned());
+            let txs = page["txs"].as_array().cloned().unwrap_or_default();
+            // A page lands at its offset: overwritten or extended, never shrunk, so walks of
+            // one block that overlap (the chain's follower and an EVM domain's) or retry
+            // agree. A key the proxy never handed out cannot be placed: not recorded.
+            if let Some(offset) = offset.filter(|o| *o <= block.txs.len()) {
+                let next = offset + txs.len();
+                for (i, tx) in txs.into_iter().enumerate() {
+                    match block.txs.get_mut(offset + i) {
+                        Some(slot) => *slot = tx,
+                        None => block.txs.push(tx),
+                    }
+                }
+                if let Some(key) = page["pagination"]["next_key"]
+                    .as_str()
+                    .filter(|k| !k.is_empty())
+                {
+                    key_offsets.insert((height, key.to_string()), next);
+                }
             }
             if !page["block_id"].is_null() {
                 block.rest_block_id = page["block_id"].clone();
@@ -271,17 +315,22 @@ async fn json_rpc(proxy: web::Data<Proxy>, req: HttpRequest, body: web::Bytes) -
         return HttpResponse::NotFound().finish();
     };
     let request = serde_json::from_slice::<Value>(&body).ok();
-    let answer = match forward(&proxy, &base, &req, body).await {
+    let mut answer = match forward(&proxy, &base, &req, body).await {
         Ok(answer) => answer,
         Err(response) => return response,
     };
-    let (Some(request), Ok(response), 200) = (
+    let (Some(request), Ok(mut response), 200) = (
         request,
         serde_json::from_slice::<Value>(&answer.body),
         answer.status,
     ) else {
         return answer.response();
     };
+    if let Some(cap) = proxy.upstream.tip_cap {
+        if cap_block_numbers(&request, &mut response, cap) {
+            answer.body = serde_json::to_vec(&response).unwrap_or_default().into();
+        }
+    }
     let calls: Vec<Value> = match request {
         Value::Array(calls) => calls,
         call => vec![call],
@@ -309,4 +358,36 @@ async fn json_rpc(proxy: web::Data<Proxy>, req: HttpRequest, body: web::Bytes) -
         });
     }
     answer.response()
+}
+
+/// Caps the `eth_blockNumber` answers of a call or batch at `cap`; whether any changed.
+fn cap_block_numbers(request: &Value, response: &mut Value, cap: u64) -> bool {
+    let asked: Vec<String> = match request {
+        Value::Array(calls) => calls.iter(),
+        call => std::slice::from_ref(call).iter(),
+    }
+    .filter(|c| c["method"] == "eth_blockNumber")
+    .map(|c| c["id"].to_string())
+    .collect();
+    if asked.is_empty() {
+        return false;
+    }
+    let mut changed = false;
+    let responses: Vec<&mut Value> = match response {
+        Value::Array(responses) => responses.iter_mut().collect(),
+        response => vec![response],
+    };
+    for response in responses {
+        if !asked.contains(&response["id"].to_string()) {
+            continue;
+        }
+        let tip = response["result"]
+            .as_str()
+            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+        if tip.is_some_and(|tip| tip > cap) {
+            response["result"] = Value::String(format!("{cap:#x}"));
+            changed = true;
+        }
+    }
+    changed
 }

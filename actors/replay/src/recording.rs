@@ -177,29 +177,52 @@ impl Recording {
         self.blocks.keys().next().copied().unwrap_or(0)
     }
 
-    /// Keeps only the heights `from..=to` (and sets the range).
+    /// Keeps only the heights `from..=to` (and sets the range); REST answers asked at a
+    /// height above `to` go too.
     pub fn trim(&mut self, from: u64, to: u64) {
         self.blocks.retain(|h, _| (from..=to).contains(h));
+        self.rest.retain(|e| {
+            e.height
+                .as_deref()
+                .and_then(|h| h.parse::<u64>().ok())
+                .is_none_or(|h| h <= to)
+        });
         self.meta.from = from;
         self.meta.to = to;
     }
 
-    /// One answer per request (the last recorded), and no `eth_blockNumber` (the replay
-    /// node answers its own tip): what a recording keeps of a capture.
+    /// One answer per request — the last successful one recorded, else the last one (a
+    /// late error must not replace an answer the indexing used) — and no `eth_blockNumber`
+    /// (the replay node answers its own tip): what a recording keeps of a capture.
     pub fn compact(&mut self) {
-        fn last_per_key<T, K: std::hash::Hash + Eq>(items: &mut Vec<T>, key: impl Fn(&T) -> K) {
-            let mut seen = std::collections::HashSet::new();
-            let mut kept: Vec<T> = std::mem::take(items)
-                .into_iter()
-                .rev()
-                .filter(|item| seen.insert(key(item)))
-                .collect();
-            kept.reverse();
-            *items = kept;
+        fn keep<T, K: std::hash::Hash + Eq>(
+            items: &mut Vec<T>,
+            key: impl Fn(&T) -> K,
+            succeeded: impl Fn(&T) -> bool,
+        ) {
+            let mut chosen: HashMap<K, (usize, bool)> = HashMap::new();
+            for (i, item) in items.iter().enumerate() {
+                let ok = succeeded(item);
+                let entry = chosen.entry(key(item)).or_insert((i, ok));
+                if ok || !entry.1 {
+                    *entry = (i, ok);
+                }
+            }
+            let kept: std::collections::HashSet<usize> =
+                chosen.into_values().map(|(i, _)| i).collect();
+            let mut index = 0;
+            items.retain(|_| {
+                index += 1;
+                kept.contains(&(index - 1))
+            });
         }
-        last_per_key(&mut self.rest, RestExchange::key);
+        keep(&mut self.rest, RestExchange::key, |e| e.status < 400);
         self.json_rpc.retain(|e| e.method != "eth_blockNumber");
-        last_per_key(&mut self.json_rpc, |e| rpc_key(&e.method, &e.params));
+        keep(
+            &mut self.json_rpc,
+            |e| rpc_key(&e.method, &e.params),
+            |e| e.response.get("error").is_none(),
+        );
     }
 
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
@@ -339,6 +362,33 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         recording.write(dir.path()).unwrap();
         assert_eq!(Recording::read(dir.path()).unwrap(), recording);
+    }
+
+    /// A late failure does not replace an answer that succeeded; a failure alone is kept.
+    #[test]
+    fn compaction_keeps_the_last_success_per_request() {
+        let mut recording = Recording::new("c");
+        let answer = |path: &str, status: u16| RestExchange {
+            method: "GET".into(),
+            path: path.into(),
+            height: Some("5".into()),
+            body: None,
+            status,
+            answer: status.to_string(),
+        };
+        recording.rest = vec![
+            answer("/a", 200),
+            answer("/a", 503),
+            answer("/b", 404),
+            answer("/b", 400),
+        ];
+        recording.compact();
+        let kept: Vec<(&str, u16)> = recording
+            .rest
+            .iter()
+            .map(|e| (e.path.as_str(), e.status))
+            .collect();
+        assert_eq!(kept, [("/a", 200), ("/b", 400)]);
     }
 
     #[test]

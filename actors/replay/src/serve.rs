@@ -179,41 +179,47 @@ fn query_height(req: &HttpRequest) -> Option<u64> {
         .and_then(|(_, v)| v.trim_matches('"').parse().ok())
 }
 
-/// The recorded height asked for, or the error text a node gives for it.
+/// CometBFT's answer for a height above the tip (`/block_results`: its own wording).
+pub(crate) fn not_yet(height: u64, tip: u64, results: bool) -> HttpResponse {
+    rpc_error(if results {
+        format!("could not find results for height #{height}")
+    } else {
+        format!("height {height} must be less than or equal to the current blockchain height {tip}")
+    })
+}
+
+/// The recorded height asked for, or the error a node gives for it: "not yet" above the
+/// tip, a pruned node's below it (or in a gap).
+#[allow(clippy::result_large_err)] // an answer either way, built once per request
 fn recorded<'a>(
     replay: &'a Replay,
     req: &HttpRequest,
     results: bool,
-) -> Result<&'a crate::RecordedBlock, String> {
+) -> Result<&'a crate::RecordedBlock, HttpResponse> {
     let recording = &replay.recording;
     let tip = recording.tip();
     let height = query_height(req).unwrap_or(tip);
-    if let Some(block) = recording.blocks.get(&height) {
-        return Ok(block);
-    }
-    Err(if height > tip && results {
-        format!("could not find results for height #{height}")
-    } else if height > tip {
-        format!("height {height} must be less than or equal to the current blockchain height {tip}")
-    } else {
-        format!(
+    match recording.blocks.get(&height) {
+        Some(block) => Ok(block),
+        None if height > tip => Err(not_yet(height, tip, results)),
+        None => Err(rpc_error(format!(
             "height {height} is not available, lowest height is {} (not in the recording)",
             recording.earliest()
-        )
-    })
+        ))),
+    }
 }
 
 async fn block(replay: web::Data<Replay>, req: HttpRequest) -> HttpResponse {
     match recorded(&replay, &req, false) {
         Ok(block) => rpc_result(block.block.clone()),
-        Err(text) => rpc_error(text),
+        Err(answer) => answer,
     }
 }
 
 async fn block_results(replay: web::Data<Replay>, req: HttpRequest) -> HttpResponse {
     match recorded(&replay, &req, true) {
         Ok(block) => rpc_result(block.block_results.clone()),
-        Err(text) => rpc_error(text),
+        Err(answer) => answer,
     }
 }
 

@@ -228,7 +228,15 @@ impl<S: ChainSource + 'static> Handler<Step> for ChainFollower<S> {
                     Ok((follower, Ok(progress))) => {
                         actor.follower = Some(follower);
                         actor.failures = 0;
-                        actor.ingestion.resumed();
+                        // Indexing again, or at the tip: no longer held. (Caught up below the
+                        // tip — the REST node behind the RPC node — is waiting, not resumed.)
+                        let advancing = match progress {
+                            Progress::Indexed { .. } => true,
+                            Progress::CaughtUp { height } => height >= actor.ingestion.tip(),
+                        };
+                        if advancing {
+                            actor.ingestion.resumed();
+                        }
                         let pause = match progress {
                             Progress::Indexed { .. } => Duration::ZERO,
                             Progress::CaughtUp { .. } => actor.settings.poll_interval,

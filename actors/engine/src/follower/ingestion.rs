@@ -145,7 +145,10 @@ impl Ingestion {
             restart,
             ..Self::detached(chain_id)
         }
-        .reported(vec![("chain_id", chain_id.to_string())])
+        .reported(vec![
+            ("chain_id", chain_id.to_string()),
+            ("follower", super::CHAIN_ROLE.to_string()),
+        ])
     }
 
     /// The state of a follower of one domain of `chain_id` (`role`: the domain it serves),
@@ -242,9 +245,14 @@ impl Ingestion {
             .load(std::sync::atomic::Ordering::Relaxed)
             + 1;
         self.publish(1.0);
+        let held_before = self.hold();
         let mut status = self.status.write().recover();
-        let since = match (&status.since, status.state == state) {
-            (Some(since), true) => since.clone(),
+        // The same hold at the same height goes on; another hold, or one after the chain
+        // moved on, starts anew.
+        let since = match &status.since {
+            Some(since) if held_before == Some(hold) && status.height == Some(height) => {
+                since.clone()
+            }
             _ => crate::chain::timefmt::rfc3339_seconds(crate::chain::clock::now_ns()),
         };
         *status = IngestionStatus {
@@ -316,25 +324,37 @@ mod tests {
     fn a_stall_keeps_its_start_and_names_the_height_it_waits_at() {
         let ingestion = Ingestion::detached("minievm-1");
         let committed = Arc::new(std::sync::atomic::AtomicU64::new(41));
-        ingestion.track(committed);
+        ingestion.track(committed.clone());
         ingestion.held(Hold::Retrying, "first".into());
         let first = ingestion.status();
         assert_eq!(first.height, Some(42));
-        *ingestion.status.write().unwrap() = IngestionStatus {
+        let old = || IngestionStatus {
             since: Some("2020-01-01T00:00:00Z".into()),
-            ..first
+            ..first.clone()
         };
+        *ingestion.status.write().unwrap() = old();
         ingestion.held(Hold::Retrying, "second".into());
         let second = ingestion.status();
         assert_eq!(second.reason.as_deref(), Some("second"));
         assert_eq!(second.since.as_deref(), Some("2020-01-01T00:00:00Z"));
-        // Another kind of hold starts anew.
-        ingestion.held(Hold::Stopped, "wrong chain".into());
+        // Once the chain moved on, a hold starts anew.
+        committed.store(50, std::sync::atomic::Ordering::Relaxed);
+        ingestion.held(Hold::Retrying, "third".into());
         assert_ne!(
             ingestion.status().since.as_deref(),
             Some("2020-01-01T00:00:00Z")
         );
-        assert_eq!(ingestion.state(), IngestionState::Stopped);
+        assert_eq!(ingestion.status().height, Some(51));
+        // Another kind of hold starts anew.
+        *ingestion.status.write().unwrap() = IngestionStatus {
+            height: Some(51),
+            ..old()
+        };
+        ingestion.held(Hold::Store, "disk full".into());
+        assert_ne!(
+            ingestion.status().since.as_deref(),
+            Some("2020-01-01T00:00:00Z")
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod query;
 pub mod wire;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -50,8 +51,8 @@ pub struct NodeClient {
     rpc_cursor: AtomicUsize,
     rest_cursor: AtomicUsize,
     monikers: DashMap<String, KnownProposer>,
-    /// Held while a proposer is looked up (see [`NodeClient::proposer`]).
-    proposer_lookup: tokio::sync::Mutex<()>,
+    /// One lookup at a time per validator (see [`NodeClient::proposer`]).
+    proposer_lookups: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
 }
 
 enum Api {
@@ -64,6 +65,9 @@ const REST_PAGE: usize = 100;
 const MONIKER_TTL: Duration = Duration::from_secs(600);
 /// How long the first failed proposer lookup is reused; doubled with each further failure.
 const MONIKER_RETRY: Duration = Duration::from_secs(15);
+/// The longest a proposer lookup may take: the blocks it names wait for it, and a moniker is
+/// not worth holding a chain for.
+const PROPOSER_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl NodeClient {
     pub fn new(config: NodeConfig) -> Result<Self, SourceError> {
@@ -78,7 +82,7 @@ impl NodeClient {
             rpc_cursor: AtomicUsize::new(0),
             rest_cursor: AtomicUsize::new(0),
             monikers: DashMap::new(),
-            proposer_lookup: tokio::sync::Mutex::new(()),
+            proposer_lookups: DashMap::new(),
         })
     }
 
@@ -210,23 +214,23 @@ impl NodeClient {
     }
 
     async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
-        self.rest_with(path, self.attempts()).await
+        self.rest_with(path, self.attempts(), None).await
     }
 
-    /// [`Self::rest`] with `attempts` for transport failures and 5xx answers.
+    /// [`Self::rest`] with `attempts` for transport failures and 5xx answers, and a
+    /// `timeout` of its own (else the client's).
     async fn rest_with<T: DeserializeOwned>(
         &self,
         path: &str,
         attempts: Attempts,
+        timeout: Option<Duration>,
     ) -> Result<T, SourceError> {
+        let request = |url: &str| match timeout {
+            Some(timeout) => self.http.get(url).timeout(timeout),
+            None => self.http.get(url),
+        };
         let (status, body) = self
-            .send_text(
-                Api::Rest,
-                path,
-                attempts,
-                |url| self.http.get(url),
-                |_| false,
-            )
+            .send_text(Api::Rest, path, attempts, request, |_| false)
             .await?;
         if status >= 400 && rest_future_height(&body) {
             // The REST node lags the RPC node: "not yet", not a failure.
@@ -525,8 +529,9 @@ impl NodeClient {
     /// failed lookup (any status, a timeout) is not fatal — the block keeps the operator
     /// address and an empty moniker — and is remembered per validator: the next one waits
     /// [`MONIKER_RETRY`], doubling with each failure up to [`MONIKER_TTL`]. One lookup at a
-    /// time, one attempt each: the blocks fetched concurrently while catching up share its
-    /// answer instead of each asking (and retrying) a node that cannot answer.
+    /// time per validator, one attempt each, at most [`PROPOSER_TIMEOUT`]: the blocks fetched
+    /// concurrently while catching up share its answer instead of each asking (and
+    /// retrying) a node that cannot answer.
     async fn proposer(&self, consensus_address: &[u8]) -> Proposer {
         let Some(valoper) = address::try_to_bech32(
             &format!("{}valoper", self.config.bech32_prefix),
@@ -540,7 +545,12 @@ impl NodeClient {
         if let Some(known) = self.known_proposer(&valoper) {
             return known;
         }
-        let _one_at_a_time = self.proposer_lookup.lock().await;
+        let lock = self
+            .proposer_lookups
+            .entry(valoper.clone())
+            .or_default()
+            .clone();
+        let _one_at_a_time = lock.lock().await;
         // Another block's lookup may have answered while this one waited.
         if let Some(known) = self.known_proposer(&valoper) {
             return known;
@@ -549,6 +559,7 @@ impl NodeClient {
             .rest_with::<RestValidator>(
                 &format!("/opinit/opchild/v1/validator/{valoper}"),
                 NODE_CALL.attempts(1),
+                Some(PROPOSER_TIMEOUT.min(self.config.timeout)),
             )
             .await;
         let failures = self.monikers.get(&valoper).map_or(0, |m| m.failures);

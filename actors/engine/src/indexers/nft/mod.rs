@@ -119,10 +119,16 @@ impl DomainIndexer for NftIndexer {
 
     fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
         let mut queries = Vec::new();
+        let created = match self.vm {
+            Vm::Move => {
+                move_vm::created_in(successful(bundle).flat_map(|(_, tx)| tx.result.events.iter()))
+            }
+            Vm::Evm | Vm::Wasm => Vec::new(),
+        };
         for (_, tx) in successful(bundle) {
             for event in &tx.result.events {
                 let found = match self.vm {
-                    Vm::Move => move_vm::lookups(&self.store, event, &mut queries),
+                    Vm::Move => move_vm::lookups(&self.store, &created, event, &mut queries),
                     Vm::Evm => evm::lookups(&self.store, event, &mut queries),
                     Vm::Wasm => wasm::lookups(&self.store, event, &mut queries),
                 };

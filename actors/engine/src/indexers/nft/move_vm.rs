@@ -73,19 +73,33 @@ fn collection_query(collection: &str) -> ChainQuery {
     }
 }
 
+/// The collections `bundle` creates (their mints need no lookup of the collection).
+pub(super) fn created_in<'a>(events: impl Iterator<Item = &'a Event>) -> Vec<Vec<u8>> {
+    events
+        .filter(|e| {
+            e.kind == "move" && matches!(e.attr("type_tag"), Some(CREATE_COLLECTION | CREATE))
+        })
+        .filter_map(|e| object(&data(e).ok()?, "collection").ok())
+        .collect()
+}
+
 pub(super) fn lookups(
     store: &NftStore,
+    created: &[Vec<u8>],
     event: &Event,
     queries: &mut Vec<ChainQuery>,
 ) -> Result<(), EventError> {
     if event.kind == "move" && event.attr("type_tag") == Some(MINT) {
         let data = data(event)?;
         queries.push(resource_query(text(&data, "nft")?));
-        let collection = text(&data, "collection")?;
-        // Unknown here: created before the index began, or in this very block (then the
-        // answer goes unused).
-        if store.collection(&object(&data, "collection")?)?.is_none() {
-            queries.push(collection_query(collection));
+        // Created before the index began: read once per block.
+        let collection = object(&data, "collection")?;
+        let query = collection_query(text(&data, "collection")?);
+        if !created.contains(&collection)
+            && !queries.contains(&query)
+            && store.collection(&collection)?.is_none()
+        {
+            queries.push(query);
         }
     }
     Ok(())
