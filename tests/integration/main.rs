@@ -12,6 +12,7 @@ mod devnet_network;
 mod devnet_send;
 mod domains;
 mod evm;
+mod evm_bank_coins;
 mod evm_rpc;
 mod harness;
 mod interwovenkit;

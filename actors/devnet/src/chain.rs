@@ -4,8 +4,12 @@
 
 use sha2::{Digest, Sha256};
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
 use super::accounts::Account;
 use super::activity::{self, Activity, Lane};
+use super::erc20::{self, BankState, ChainCtx, Token};
 use super::schedule::IdleHeights;
 use super::signed_tx::{fee_amount, module_address};
 use super::state_query;
@@ -14,16 +18,44 @@ use super::{now_ns, DevnetSpec};
 use weaver_engine::chain::address;
 use weaver_engine::chain::evm_types::CallFrame;
 use weaver_engine::chain::types::{BlockBundle, Event, Proposer, TxBundle};
-use weaver_engine::chain::{ChainQuery, QueryAnswer};
+use weaver_engine::chain::{ChainQuery, QueryAnswer, QueryRejection};
+use weaver_engine::system::Recover;
+
+/// What each background account of an EVM chain holds of the fee denom at genesis: far
+/// above anything its txs move.
+pub const GENESIS_FEE_BALANCE: u128 = 1_000_000_000_000_000_000_000_000;
+/// Heights between two kept snapshots of the bank replay (a read below the replayed height
+/// starts from the snapshot before it).
+const BANK_SNAPSHOT_EVERY: u64 = 1024;
 
 /// The devnet chain generator.
 pub struct Devnet {
-    spec: DevnetSpec,
+    spec: ChainCtx,
     /// The network whose txs the blocks also carry, once linked.
     network: std::sync::OnceLock<std::sync::Weak<super::network::Network>>,
     stream: StreamKey,
     activities: Vec<(Box<dyn Activity>, Lane)>,
     validator: Vec<u8>,
+    /// EVM chains: the block-level events of height 1 that the world's genesis gives (the
+    /// fee denom's ERC-20 and the background accounts' allocation), made once.
+    genesis: OnceLock<Vec<Event>>,
+    /// EVM chains: the bank's ERC-20s beyond the fee denom's (denom → contract, the height
+    /// of its creation), as the network creates them.
+    tokens: RwLock<Tokens>,
+    /// EVM chains: the bank replayed from the blocks, for balances.
+    replay: Mutex<BankReplay>,
+}
+
+#[derive(Default)]
+struct Tokens {
+    by_denom: HashMap<String, ([u8; 20], u64)>,
+    by_address: HashMap<[u8; 20], (String, u64)>,
+}
+
+#[derive(Default)]
+struct BankReplay {
+    state: BankState,
+    snapshots: BTreeMap<u64, Arc<BankState>>,
 }
 
 impl Devnet {
@@ -52,15 +84,23 @@ impl Devnet {
             .finalize()[..20]
             .to_vec();
         Devnet {
-            spec,
+            spec: ChainCtx::new(spec),
             network: std::sync::OnceLock::new(),
             stream,
             activities,
             validator,
+            genesis: OnceLock::new(),
+            tokens: RwLock::default(),
+            replay: Mutex::default(),
         }
     }
 
     pub fn spec(&self) -> &DevnetSpec {
+        &self.spec.spec
+    }
+
+    /// The spec with what txs need precomputed (the bank's ERC-20s on EVM chains).
+    pub(crate) fn ctx(&self) -> &ChainCtx {
         &self.spec
     }
 
@@ -170,7 +210,13 @@ impl Devnet {
         for tx in &txs {
             hasher.update(weaver_engine::chain::decode::tx_hash(&tx.raw));
         }
-        let fees: u128 = txs.iter().map(|t| fee_amount(&t.raw)).sum();
+        let finalize_events = match &self.spec.bank {
+            // minievm keeps fees in the fee collector (no distribution module); height 1
+            // carries the genesis allocation.
+            Some(_) if height == 1 => self.genesis_events(),
+            Some(_) => vec![],
+            None => self.fee_distribution(txs.iter().map(|t| fee_amount(&t.raw)).sum()),
+        };
         BlockBundle {
             chain_id: self.spec.chain_id.clone(),
             height,
@@ -179,8 +225,39 @@ impl Devnet {
             proposer_address: self.validator.clone(),
             proposer: self.proposer(),
             txs,
-            finalize_events: self.fee_distribution(fees),
+            finalize_events,
         }
+    }
+
+    /// EVM chains: block 1's block-level events, the genesis allocation as the chain's
+    /// ERC-20s record it — the fee denom's contract created, each background account's
+    /// allocation minted to it, then the network's (test and module accounts), if linked.
+    /// A real chain's genesis emits no events; the devnet shows them so that every balance
+    /// is the sum of its contract's `Transfer` logs from height 1.
+    fn genesis_events(&self) -> Vec<Event> {
+        let mut events = self
+            .genesis
+            .get_or_init(|| {
+                let Some(bank) = &self.spec.bank else {
+                    return vec![];
+                };
+                let token = &bank.fee_token;
+                let mut events = bank.creation(&self.spec.fee_denom, token);
+                for account in self.accounts() {
+                    events.extend(erc20::movement(
+                        token,
+                        &[0; 20],
+                        &account.address,
+                        GENESIS_FEE_BALANCE,
+                    ));
+                }
+                erc20::begin_block(events)
+            })
+            .clone();
+        if let Some(network) = self.network() {
+            events.extend(network.genesis_events(&self.spec.chain_id).iter().cloned());
+        }
+        events
     }
 
     /// Per tx of block `height`, in block order, the EVM calls its message made below its
@@ -227,14 +304,158 @@ impl Devnet {
     /// Answers a chain-state read at `height` (the state after that block) the way the
     /// chain's REST API would: a pure function of the world, like the blocks.
     pub fn query(&self, query: &ChainQuery, height: u64) -> QueryAnswer {
-        if let ChainQuery::TxByHash { hash } = query {
-            return self.tx_by_hash(hash);
+        match query {
+            ChainQuery::TxByHash { hash } => return self.tx_by_hash(hash),
+            ChainQuery::EvmContractByDenom { denom } if self.spec.bank.is_some() => {
+                return self.contract_by_denom(denom, height)
+            }
+            ChainQuery::EvmCall { contract, input } => {
+                if let Some(answer) = self.bank_call(contract, input, height) {
+                    return answer;
+                }
+            }
+            _ => {}
         }
         let lanes = state_query::Lanes {
             nfts: self.lane(activity::nfts::NAME),
             tokens: self.lane(activity::evm_contracts::NAME),
         };
         state_query::answer(&self.spec, lanes, query, height)
+    }
+
+    /// Records the ERC-20 of `denom`, created at `height` by the network (EVM chains).
+    pub(crate) fn register_token(&self, denom: &str, token: &Token, height: u64) {
+        let mut tokens = self.tokens.write().recover();
+        tokens
+            .by_denom
+            .insert(denom.to_string(), (token.address, height));
+        tokens
+            .by_address
+            .insert(token.address, (denom.to_string(), height));
+    }
+
+    /// The denom of the bank ERC-20 at `address`, if it exists after `height`.
+    fn bank_denom(&self, address: &[u8; 20], height: u64) -> Option<String> {
+        let bank = self.spec.bank.as_ref()?;
+        if *address == bank.fee_token.address {
+            return (height >= 1).then(|| self.spec.fee_denom.clone());
+        }
+        let tokens = self.tokens.read().recover();
+        let (denom, created) = tokens.by_address.get(address)?;
+        (*created <= height).then(|| denom.clone())
+    }
+
+    /// `/minievm/evm/v1/contracts/by_denom`: the ERC-20 behind a denom (`evm/…` names its
+    /// contract), as after `height`.
+    fn contract_by_denom(&self, denom: &str, height: u64) -> QueryAnswer {
+        let reject = |code, message: String| Err(QueryRejection { code, message });
+        if denom.is_empty() {
+            return reject(3, "empty denom".into());
+        }
+        let address = if let Some(digits) = denom.strip_prefix("evm/") {
+            match hex::decode(digits).ok().filter(|b| b.len() == 20) {
+                Some(bytes) => bytes,
+                None => return reject(13, "invalid denom".into()),
+            }
+        } else if denom == self.spec.fee_denom && height >= 1 {
+            let bank = self.spec.bank.as_ref().expect("an EVM chain has a bank");
+            bank.fee_token.address.to_vec()
+        } else {
+            let tokens = self.tokens.read().recover();
+            match tokens.by_denom.get(denom) {
+                Some((address, created)) if *created <= height => address.to_vec(),
+                _ => {
+                    return reject(
+                        5,
+                        format!("collections: not found: key '{denom}' of type string"),
+                    )
+                }
+            }
+        };
+        Ok(serde_json::json!({ "address": address::eip55(&address) }))
+    }
+
+    /// An `eth_call` to a bank ERC-20 (`None`: `contract` is none after `height`): its
+    /// balances and supply replayed from the blocks, its metadata as the keeper creates it
+    /// (name and symbol the denom, no decimals); any other call reverts.
+    fn bank_call(&self, contract: &str, input: &str, height: u64) -> Option<QueryAnswer> {
+        use super::activity::nfts::evm::{abi_string, number_word};
+        let digits = contract.strip_prefix("0x").unwrap_or(contract);
+        let mut token = [0u8; 20];
+        hex::decode_to_slice(digits, &mut token).ok()?;
+        let denom = self.bank_denom(&token, height)?;
+        let input = input
+            .strip_prefix("0x")
+            .unwrap_or(input)
+            .to_ascii_lowercase();
+        let (method, args) = input.split_at(input.len().min(8));
+        // Selectors: balanceOf(address), totalSupply(), decimals(), name(), symbol().
+        let output = match (method, args.len()) {
+            ("70a08231", 64) if args.starts_with("000000000000000000000000") => {
+                let mut account = [0u8; 20];
+                hex::decode_to_slice(&args[24..], &mut account).ok()?;
+                let amount = self.with_bank(height, |bank| bank.balance(&token, &account));
+                format!("{amount:064x}")
+            }
+            ("18160ddd", 0) => {
+                let supply = self.with_bank(height, |bank| {
+                    bank.supply.get(&token).copied().unwrap_or_default()
+                });
+                format!("{supply:064x}")
+            }
+            ("313ce567", 0) => number_word(0),
+            ("06fdde03" | "95d89b41", 0) => abi_string(&denom),
+            _ => {
+                return Some(Err(QueryRejection {
+                    code: 0,
+                    message: "execution reverted".into(),
+                }))
+            }
+        };
+        Some(Ok(state_query::evm_success(&input, &output)))
+    }
+
+    /// Runs `read` on the bank's ERC-20 state after `height` (on a network, at most its
+    /// sealed tip): replayed from block 1 once and kept up to date as it is asked for, with a
+    /// snapshot every [`BANK_SNAPSHOT_EVERY`] heights for reads below it.
+    pub(crate) fn with_bank<T>(&self, height: u64, read: impl FnOnce(&BankState) -> T) -> T {
+        let height = match self.network() {
+            Some(network) => height.min(network.tip(&self.spec.chain_id).unwrap_or(height)),
+            None => height,
+        };
+        let mut replay = self.replay.lock().recover();
+        if replay.state.height <= height {
+            while replay.state.height < height {
+                let next = replay.state.height + 1;
+                let block = self.block(next);
+                replay.state.apply(&block);
+                if next % BANK_SNAPSHOT_EVERY == 0 {
+                    let snapshot = Arc::new(replay.state.clone());
+                    replay.snapshots.insert(next, snapshot);
+                }
+            }
+            return read(&replay.state);
+        }
+        let mut state = replay
+            .snapshots
+            .range(..=height)
+            .next_back()
+            .map(|(_, snapshot)| BankState::clone(snapshot))
+            .unwrap_or_default();
+        drop(replay);
+        while state.height < height {
+            let block = self.block(state.height + 1);
+            state.apply(&block);
+        }
+        read(&state)
+    }
+
+    /// Every bank balance of `account` after `height`, by denom (EVM chains: the ERC-20s').
+    pub fn bank_balances(&self, account: &[u8], height: u64) -> Vec<(String, u128)> {
+        let Ok(account) = <[u8; 20]>::try_from(account) else {
+            return vec![];
+        };
+        self.with_bank(height, |bank| bank.balances_of(&account))
     }
 
     /// A tx the network included, as REST's `GET /cosmos/tx/v1beta1/txs/{hash}` shows it.

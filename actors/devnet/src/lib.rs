@@ -11,6 +11,7 @@
 mod accounts;
 pub mod activity;
 mod chain;
+pub mod erc20;
 pub mod evm;
 mod message;
 pub mod network;

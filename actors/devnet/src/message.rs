@@ -7,6 +7,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
 use serde_json::{json, Value};
 
+use super::accounts::Account;
+use super::erc20::{self, ChainCtx};
 use weaver_engine::chain::proto::{Any, Coin, MsgSend};
 use weaver_engine::chain::types::Event;
 
@@ -40,8 +42,18 @@ pub fn amount(rng: &mut ChaCha8Rng) -> u64 {
     1 + rng.next_u64() % 1_000_000
 }
 
-pub fn bank_send(denom: &str, from: &str, to: &str, rng: &mut ChaCha8Rng) -> Message {
-    let value = amount(rng).to_string();
+/// A bank `MsgSend` of a random amount of `denom`; on EVM chains the denom's ERC-20 moves
+/// (its `call` and `Transfer` log) before the bank's events, as minievm's bank does it.
+pub fn bank_send(
+    chain: &ChainCtx,
+    denom: &str,
+    sender: &Account,
+    recipient: &Account,
+    rng: &mut ChaCha8Rng,
+) -> Message {
+    let (from, to) = (sender.bech32.as_str(), recipient.bech32.as_str());
+    let amount = amount(rng);
+    let value = amount.to_string();
     let coin_text = format!("{value}{denom}");
     let msg = MsgSend {
         from_address: from.into(),
@@ -62,19 +74,38 @@ pub fn bank_send(denom: &str, from: &str, to: &str, rng: &mut ChaCha8Rng) -> Mes
             "to_address": to,
             "amount": [{"denom": denom, "amount": value}]
         }),
-        events: vec![
-            Event::new(
+        events: {
+            let mut events = Vec::with_capacity(7);
+            events.push(Event::new(
                 "message",
                 &[("action", MSG_SEND), ("sender", from), ("module", "bank")],
-            ),
-            Event::new("coin_spent", &[("spender", from), ("amount", &coin_text)]),
-            Event::new("coin_received", &[("receiver", to), ("amount", &coin_text)]),
-            Event::new(
-                "transfer",
-                &[("recipient", to), ("sender", from), ("amount", &coin_text)],
-            ),
-            Event::new("message", &[("sender", from)]),
-        ],
+            ));
+            if let Some(bank) = &chain.bank {
+                let other;
+                let token = if denom == chain.fee_denom {
+                    &bank.fee_token
+                } else {
+                    other = bank.token(denom);
+                    &other
+                };
+                events.extend(erc20::movement(
+                    token,
+                    &sender.address,
+                    &recipient.address,
+                    amount as u128,
+                ));
+            }
+            events.extend([
+                Event::new("coin_spent", &[("spender", from), ("amount", &coin_text)]),
+                Event::new("coin_received", &[("receiver", to), ("amount", &coin_text)]),
+                Event::new(
+                    "transfer",
+                    &[("recipient", to), ("sender", from), ("amount", &coin_text)],
+                ),
+                Event::new("message", &[("sender", from)]),
+            ]);
+            events
+        },
         response_type: "/cosmos.bank.v1beta1.MsgSendResponse".into(),
     }
 }

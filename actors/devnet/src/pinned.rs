@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 use rand_chacha::ChaCha8Rng;
 
 use super::activity::{self, Activity, Lane, Slot, TxPlan};
+use super::erc20::ChainCtx;
 use super::message::bank_send;
 use super::{render, ChainParams, Devnet, DevnetSpec, DevnetWorld, Vm};
 use weaver_engine::chain::types::TxBundle;
@@ -68,27 +69,27 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "aaa5692322685090194e3599910a40e202cdfc914af67a5e6c3e18d6164c4173",
+        blocks: "3eebe712d8a3cd261f31549d8a3d39ca05fa598fd29d401aeb086b8a91a71580",
         activities: [
             (
                 "bank_sends",
-                "75d5a7f09c409724a6796b4fbf9e25bed50da037f349317b95b0d9de270b5ab6",
+                "2a15895f38e03e525bbb32e1cbb5b336aeb0f93cd1137e88b4d42884b719d310",
             ),
             (
                 "vm_calls",
-                "bc052c2876d9954eb1ba38f7e07ec6b929e4e5958fb7c63c2edd83407597938d",
+                "c4aa1cf97adbbd1d80bc8fb16ee6527c8f8d37f2b3353a45e2ea84c165ffab31",
             ),
             (
                 "ibc_transfers",
-                "e56a0478bc4abcda8d1a6d27c9b894c0555ae395b51c768516a15a629c55a1fd",
+                "83d27510f332011190588c04707b49cec7b0a43c142ee1f71aa966909ad6a053",
             ),
             (
                 "nfts",
-                "ffc376a059f13f93a79ae2b32155d56e600f0d75fd5986d151ddcf9578bf30cc",
+                "71a289b773df651f1ee954a6f01097fd09831b9758231185be21f4c34bdba5e2",
             ),
             (
                 "evm_contracts",
-                "87e18a3d9b45104fa37d310b9a72fbde5569af1c51a5c03b728f3fa9df473a87",
+                "17f6e919e5893ba5625a783a3a734ac9ad32d8f4ddb85380071f9ca61f8bdb43",
             ),
         ],
     },
@@ -216,12 +217,12 @@ impl Activity for TestAirdrops {
         1
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
+    fn tx(&self, chain: &ChainCtx, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
         let sender = slot.sender;
         let to = lane.recipient(sender, rng);
-        let from = &lane.accounts[sender].bech32;
+        let from = &lane.accounts[sender];
         TxPlan {
-            messages: vec![bank_send(&chain.fee_denom, from, &to.bech32, rng)],
+            messages: vec![bank_send(chain, &chain.fee_denom, from, to, rng)],
             failure: None,
         }
     }

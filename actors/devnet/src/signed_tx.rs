@@ -13,8 +13,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::accounts::Account;
+use super::erc20::{self, ChainCtx};
 use super::message::Message;
-use super::DevnetSpec;
 use weaver_engine::chain::address;
 use weaver_engine::chain::keys::KeyKind;
 use weaver_engine::chain::proto::*;
@@ -127,12 +127,14 @@ impl Envelope {
 
 /// Everything a tx is made of before it is signed.
 pub struct TxDraft<'a> {
-    pub chain: &'a DevnetSpec,
+    pub chain: &'a ChainCtx,
     pub sender: &'a Account,
     pub sequence: u64,
     pub messages: Vec<Message>,
     pub envelope: Envelope,
     pub failure: Option<Failure>,
+    /// The fee is zero (a rollup's relayer), not the envelope's gas at 0.015.
+    pub zero_fee: bool,
 }
 
 impl TxDraft<'_> {
@@ -144,6 +146,7 @@ impl TxDraft<'_> {
             messages,
             envelope,
             failure,
+            zero_fee,
         } = self;
         let gas_limit = envelope.gas_limit;
         let body = TxBody {
@@ -155,7 +158,7 @@ impl TxDraft<'_> {
         };
         let fee = Coin {
             denom: chain.fee_denom.clone(),
-            amount: (gas_limit * 15 / 1000).to_string(),
+            amount: if zero_fee { 0 } else { gas_limit * 15 / 1000 }.to_string(),
         };
         let auth = AuthInfo {
             signer_infos: vec![SignerInfo {
@@ -196,7 +199,13 @@ impl TxDraft<'_> {
         }
         .encode_to_vec();
 
-        let events = ante_events(chain, &sender.bech32, sequence, &fee, &signature);
+        let events = ante_events(
+            chain,
+            (&sender.bech32, &sender.address),
+            sequence,
+            &fee,
+            &signature,
+        );
         let gas_used = (gas_limit * envelope.gas_used_percent / 100) as i64;
         let result = match failure {
             Some(failure) => TxResult {
@@ -240,35 +249,65 @@ impl TxDraft<'_> {
     }
 }
 
-/// The events the ante handler emits for every tx, failed or not: fee transfer, sender,
-/// sequence and signature.
+/// The events the ante handler emits for every tx, failed or not: fee transfer (none for a
+/// zero fee, which the SDK does not deduct; on EVM chains the fee denom's ERC-20 moves
+/// first), sender, sequence and signature. `sender`: bech32 and bytes.
 pub(crate) fn ante_events(
-    chain: &DevnetSpec,
-    sender: &str,
+    chain: &ChainCtx,
+    (sender, sender_address): (&str, &[u8]),
     sequence: u64,
     fee: &Coin,
     signature: &[u8],
 ) -> Vec<Event> {
     let fee_text = format!("{}{}", fee.amount, fee.denom);
-    let collector = address::to_bech32(&chain.bech32_prefix, &module_address("fee_collector"));
-    vec![
-        Event::new("coin_spent", &[("spender", sender), ("amount", &fee_text)]),
+    let mut events = Vec::with_capacity(9);
+    let amount: u128 = fee.amount.parse().unwrap_or(0);
+    if amount > 0 {
+        match &chain.bank {
+            Some(bank) => {
+                let other;
+                let token = if fee.denom == chain.fee_denom {
+                    &bank.fee_token
+                } else {
+                    other = bank.token(&fee.denom);
+                    &other
+                };
+                let collector = &bank.fee_collector;
+                events.extend(erc20::movement(token, sender_address, collector, amount));
+                events.extend(fee_transfer(chain, sender, collector, &fee_text));
+            }
+            None => {
+                let collector = module_address("fee_collector");
+                events.extend(fee_transfer(chain, sender, &collector, &fee_text));
+            }
+        }
+    }
+    events.extend([
+        Event::new("tx", &[("fee", &fee_text), ("fee_payer", sender)]),
+        Event::new("tx", &[("acc_seq", &format!("{sender}/{sequence}"))]),
+        Event::new("tx", &[("signature", &B64.encode(signature))]),
+    ]);
+    events
+}
+
+/// The bank's events of a fee paid to the fee collector.
+fn fee_transfer(chain: &ChainCtx, sender: &str, collector: &[u8], fee_text: &str) -> [Event; 4] {
+    let collector = address::to_bech32(&chain.bech32_prefix, collector);
+    [
+        Event::new("coin_spent", &[("spender", sender), ("amount", fee_text)]),
         Event::new(
             "coin_received",
-            &[("receiver", &collector), ("amount", &fee_text)],
+            &[("receiver", &collector), ("amount", fee_text)],
         ),
         Event::new(
             "transfer",
             &[
                 ("recipient", &collector),
                 ("sender", sender),
-                ("amount", &fee_text),
+                ("amount", fee_text),
             ],
         ),
         Event::new("message", &[("sender", sender)]),
-        Event::new("tx", &[("fee", &fee_text), ("fee_payer", sender)]),
-        Event::new("tx", &[("acc_seq", &format!("{sender}/{sequence}"))]),
-        Event::new("tx", &[("signature", &B64.encode(signature))]),
     ]
 }
 

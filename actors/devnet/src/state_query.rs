@@ -45,14 +45,8 @@ pub fn answer(chain: &DevnetSpec, lanes: Lanes, query: &ChainQuery, height: u64)
             Vm::Move,
         ) => move_resource(state.as_ref(), address, struct_tag),
         (ChainQuery::EvmCall { contract, input }, Vm::Evm) => {
-            if let Some(answer) = fee_token_call(chain, contract, input) {
-                return answer;
-            }
             let tokens = lanes.tokens.map(|lane| TokenScript::new(chain, lane));
             evm_call(state.as_ref(), tokens.as_ref(), contract, input, height)
-        }
-        (ChainQuery::EvmContractByDenom { denom }, Vm::Evm) if *denom == chain.fee_denom => {
-            Ok(json!({"address": weaver_engine::chain::address::eip55(&fee_token(chain))}))
         }
         (ChainQuery::WasmSmart { contract, query }, Vm::Wasm) => {
             wasm_smart(state.as_ref(), contract, query)
@@ -122,7 +116,7 @@ fn move_resource(state: Option<&State>, address: &str, struct_tag: &str) -> Quer
 }
 
 /// A successful `eth_call`-style answer returning `output` (hex without `0x`).
-fn evm_success(input: &str, output: &str) -> Value {
+pub(crate) fn evm_success(input: &str, output: &str) -> Value {
     let gas = 21_000 + 16 * input.len() / 2 + 3 * output.len() / 2;
     json!({
         "response": format!("0x{output}"),
@@ -131,30 +125,6 @@ fn evm_success(input: &str, output: &str) -> Value {
         "trace_output": "",
         "error": ""
     })
-}
-
-/// The chain's fee-denom ERC-20 (the token `vm_calls` moves).
-pub fn fee_token(chain: &DevnetSpec) -> Vec<u8> {
-    crate::vm_messages::fee_token(chain)
-}
-
-/// What every account holds of the fee token: the devnet allocates it at genesis, without
-/// events (as a chain's genesis does), far above anything its transfers move.
-pub const FEE_TOKEN_BALANCE: u128 = 1_000_000_000_000_000_000_000_000;
-
-/// `balanceOf` on the fee token (its transfers are small against the genesis allocation,
-/// which the devnet does not track per account).
-fn fee_token_call(chain: &DevnetSpec, contract: &str, input: &str) -> Option<QueryAnswer> {
-    let digits = contract.strip_prefix("0x").unwrap_or(contract);
-    if !digits.eq_ignore_ascii_case(&hex::encode(fee_token(chain))) {
-        return None;
-    }
-    let input = input
-        .strip_prefix("0x")
-        .unwrap_or(input)
-        .to_ascii_lowercase();
-    (input.len() == 72 && input.starts_with("70a08231"))
-        .then(|| Ok(evm_success(&input, &format!("{FEE_TOKEN_BALANCE:064x}"))))
 }
 
 fn reverted(reason: &str) -> QueryAnswer {

@@ -8,9 +8,10 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::accounts::Account;
+use super::erc20::{self, ChainCtx};
 use super::message::{amount, Message};
 use super::signed_tx::Failure;
-use super::{DevnetSpec, Vm};
+use super::Vm;
 use weaver_engine::chain::address;
 use weaver_engine::chain::proto::{Any, MsgCall, MsgExecute, MsgExecuteContract};
 use weaver_engine::chain::types::Event;
@@ -47,15 +48,11 @@ pub fn short_hex(bytes: &[u8]) -> String {
     format!("0x{}", if trimmed.is_empty() { "0" } else { trimmed })
 }
 
-/// The ERC-20 of the chain's fee denom on EVM chains.
-pub fn fee_token(chain: &DevnetSpec) -> Vec<u8> {
-    Sha256::digest(format!("erc20:{}", chain.fee_denom).as_bytes())[..20].to_vec()
-}
-
 /// A token transfer through the chain's VM: a Move `0x1::coin::transfer`, an ERC-20
-/// `transfer` call, or a CW20 `transfer` execute.
+/// `transfer` call (of the fee denom's contract: on minievm a bank coin is its ERC-20), or
+/// a CW20 `transfer` execute.
 pub fn vm_call(
-    chain: &DevnetSpec,
+    chain: &ChainCtx,
     sender: &Account,
     recipient: &Account,
     rng: &mut ChaCha8Rng,
@@ -132,25 +129,21 @@ pub fn vm_call(
             }
         }
         Vm::Evm => {
-            let token = fee_token(chain);
+            let token = &chain
+                .bank
+                .as_ref()
+                .expect("an EVM chain has a bank")
+                .fee_token;
             let word = |bytes: &[u8]| format!("{:0>64}", hex::encode(bytes));
-            let amount_word = format!("{value:064x}");
-            let input = format!("0xa9059cbb{}{}", word(&recipient.address), amount_word);
+            let input = format!("0xa9059cbb{}{value:064x}", word(&recipient.address));
             let msg = MsgCall {
                 sender: from.into(),
-                contract_addr: address::eip55(&token),
+                contract_addr: token.eip55.clone(),
                 input: input.clone(),
                 value: "0".into(),
             };
-            let log = json!({
-                "address": address::eip55(&token),
-                "topics": [
-                    "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
-                    format!("0x{}", word(&sender.address)),
-                    format!("0x{}", word(&recipient.address)),
-                ],
-                "data": format!("0x{amount_word}")
-            });
+            let log =
+                erc20::transfer_log(token, &sender.address, &recipient.address, value as u128);
             Message {
                 any: Any {
                     type_url: "/minievm.evm.v1.MsgCall".into(),
@@ -159,7 +152,7 @@ pub fn vm_call(
                 json: json!({
                     "@type": "/minievm.evm.v1.MsgCall",
                     "sender": from,
-                    "contract_addr": address::eip55(&token),
+                    "contract_addr": token.eip55,
                     "input": input,
                     "value": "0",
                     "access_list": [],
@@ -177,11 +170,11 @@ pub fn vm_call(
                     Event::new(
                         "call",
                         &[
-                            ("contract", &address::eip55(&token)),
+                            ("contract", &token.eip55),
                             ("ret", &format!("0x{:064x}", 1)),
                         ],
                     ),
-                    Event::new("evm", &[("log", &log.to_string())]),
+                    Event::new("evm", &[("log", &log)]),
                 ],
                 response_type: "/minievm.evm.v1.MsgCallResponse".into(),
             }

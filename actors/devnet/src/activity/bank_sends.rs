@@ -5,6 +5,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
 
 use super::{Activity, Lane, Slot, TxPlan};
+use crate::erc20::ChainCtx;
 use crate::message::bank_send;
 use crate::signed_tx::Failure;
 use crate::DevnetSpec;
@@ -21,9 +22,9 @@ impl Activity for BankSends {
         chain.txs_per_block / 2
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
+    fn tx(&self, chain: &ChainCtx, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
         let sender = slot.sender;
-        let from = &lane.accounts[sender].bech32;
+        let from = &lane.accounts[sender];
         let recipients = if rng.next_u32().is_multiple_of(5) {
             2
         } else {
@@ -32,7 +33,7 @@ impl Activity for BankSends {
         let messages = (0..recipients)
             .map(|_| {
                 let to = lane.recipient(sender, rng);
-                bank_send(&chain.fee_denom, from, &to.bech32, rng)
+                bank_send(chain, &chain.fee_denom, from, to, rng)
             })
             .collect();
         let failure = rng.next_u32().is_multiple_of(12).then(|| Failure {

@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::{Activity, Lane, Slot, TxPlan};
+use crate::erc20::{self, ChainCtx};
 use crate::message::{amount, Message};
 use crate::network::packet::escrow_address;
 use crate::DevnetSpec;
@@ -36,10 +37,12 @@ impl Activity for IbcTransfers {
         u32::from(chain.txs_per_block > 0)
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
-        let sender = &lane.accounts[slot.sender].bech32;
+    fn tx(&self, chain: &ChainCtx, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
+        let sender_account = &lane.accounts[slot.sender];
+        let sender = &sender_account.bech32;
         let receiver = &lane.recipient(slot.sender, rng).bech32;
-        let value = amount(rng).to_string();
+        let raw_amount = amount(rng);
+        let value = raw_amount.to_string();
         let denom = &chain.fee_denom;
         let sequence = (slot.index + 1).to_string();
         let timeout_ns =
@@ -61,8 +64,18 @@ impl Activity for IbcTransfers {
         // ICS-20 packet data: keys sorted, as ibc-go marshals it.
         let data = json!({"amount": value, "denom": denom, "receiver": receiver, "sender": sender})
             .to_string();
-        let escrow = address::to_bech32(&chain.bech32_prefix, &escrow_address(PORT, CHANNEL));
+        let escrow_bytes = escrow_address(PORT, CHANNEL);
+        let escrow = address::to_bech32(&chain.bech32_prefix, &escrow_bytes);
         let coin_text = format!("{value}{denom}");
+        // The escrow is a bank send: on EVM chains the fee denom's ERC-20 moves first.
+        let escrowed = chain.bank.as_ref().map(|bank| {
+            erc20::movement(
+                &bank.fee_token,
+                &sender_account.address,
+                &escrow_bytes,
+                u128::from(raw_amount),
+            )
+        });
         let data_hex = hex::encode(&data);
         let message = Message {
             any: Any {
@@ -80,15 +93,17 @@ impl Activity for IbcTransfers {
                 "timeout_timestamp": timeout,
                 "memo": ""
             }),
-            events: vec![
-                Event::new(
-                    "message",
-                    &[
-                        ("action", MSG_TRANSFER),
-                        ("sender", sender),
-                        ("module", "transfer"),
-                    ],
-                ),
+            events: [Event::new(
+                "message",
+                &[
+                    ("action", MSG_TRANSFER),
+                    ("sender", sender),
+                    ("module", "transfer"),
+                ],
+            )]
+            .into_iter()
+            .chain(escrowed.into_iter().flatten())
+            .chain([
                 Event::new("coin_spent", &[("spender", sender), ("amount", &coin_text)]),
                 Event::new(
                     "coin_received",
@@ -132,7 +147,8 @@ impl Activity for IbcTransfers {
                     ],
                 ),
                 Event::new("message", &[("module", "transfer")]),
-            ],
+            ])
+            .collect(),
             response_type: "/ibc.applications.transfer.v1.MsgTransferResponse".into(),
         };
         TxPlan {

@@ -14,6 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
 
 use super::accounts::{self, Account};
+use super::erc20::ChainCtx;
 use super::message::Message;
 use super::schedule::{IdleHeights, Schedule};
 use super::signed_tx::{Envelope, Failure, TxDraft};
@@ -45,7 +46,7 @@ pub trait Activity: Send + Sync {
     /// What the tx of one slot does. `slot.sender` indexes `lane.accounts` (the lane picks it
     /// and its sequence); `rng` is the slot's own stream, from which the lane then draws the
     /// memo and gas, and signs.
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan;
+    fn tx(&self, chain: &ChainCtx, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan;
 
     /// On EVM chains, the calls the EVM message of `slot`'s tx made below its top-level
     /// call (what a call tracer shows nested under it). Most txs call one contract that
@@ -139,7 +140,7 @@ impl Lane {
     }
 
     /// The activity's txs at `height`.
-    pub fn txs(&self, chain: &DevnetSpec, activity: &dyn Activity, height: u64) -> Vec<TxBundle> {
+    pub fn txs(&self, chain: &ChainCtx, activity: &dyn Activity, height: u64) -> Vec<TxBundle> {
         self.schedule
             .slots(height)
             .map(|slot| self.tx(chain, activity, slot))
@@ -154,7 +155,7 @@ impl Lane {
         })
     }
 
-    fn tx(&self, chain: &DevnetSpec, activity: &dyn Activity, slot: u64) -> TxBundle {
+    fn tx(&self, chain: &ChainCtx, activity: &dyn Activity, slot: u64) -> TxBundle {
         let (sender, sequence) = self.sender(slot);
         let mut rng = self.stream.rng("tx", slot);
         let plan = activity.tx(
@@ -173,6 +174,7 @@ impl Lane {
             messages: plan.messages,
             envelope: Envelope::draw(slot, &mut rng),
             failure: plan.failure,
+            zero_fee: false,
         }
         .sign()
     }

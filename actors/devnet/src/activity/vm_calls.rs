@@ -5,6 +5,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
 
 use super::{Activity, Lane, Slot, TxPlan};
+use crate::erc20::ChainCtx;
 use crate::message::bank_send;
 use crate::vm_messages::{vm_call, vm_failure};
 use crate::DevnetSpec;
@@ -21,19 +22,14 @@ impl Activity for VmCalls {
         chain.txs_per_block - chain.txs_per_block / 2
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
+    fn tx(&self, chain: &ChainCtx, lane: &Lane, slot: Slot, rng: &mut ChaCha8Rng) -> TxPlan {
         let sender = slot.sender;
         let recipient = lane.recipient(sender, rng);
         let sender = &lane.accounts[sender];
         let mut messages = Vec::new();
         // Three in ten multi-message txs: a bank send, then the VM call.
         if rng.next_u32() % 10 < 3 {
-            messages.push(bank_send(
-                &chain.fee_denom,
-                &sender.bech32,
-                &recipient.bech32,
-                rng,
-            ));
+            messages.push(bank_send(chain, &chain.fee_denom, sender, recipient, rng));
         }
         messages.push(vm_call(chain, sender, recipient, rng));
         let failure = rng

@@ -39,21 +39,34 @@ fn views(devnet: &Devnet) -> Vec<(weaver_engine::chain::types::BlockBundle, EvmV
         .collect()
 }
 
+/// A tx's `evm` event logs, in order.
+fn logs_of(tx: &weaver_engine::chain::types::TxBundle) -> Vec<serde_json::Value> {
+    tx.result
+        .events
+        .iter()
+        .filter(|e| e.kind == "evm")
+        .flat_map(|e| e.attributes.iter().filter(|a| a.key == "log"))
+        .map(|a| serde_json::from_str::<serde_json::Value>(&a.value).unwrap())
+        .collect()
+}
+
 #[test]
 fn every_evm_cosmos_tx_has_one_receipt_whose_logs_are_its_evm_events() {
     let devnet = chain(Vm::Evm);
-    let (mut failed, mut created) = (0, 0);
+    let (mut failed, mut created, mut cosmos) = (0, 0, 0);
     for (block, view) in views(&devnet) {
+        let is_evm = |tx: &weaver_engine::chain::types::TxBundle| {
+            weaver_engine::chain::decode::decode_tx(&tx.raw)
+                .unwrap()
+                .msg_types
+                .iter()
+                .any(|t| t.starts_with("minievm.evm.v1.Msg"))
+        };
+        // EVM txs, and (as minievm's indexer) Cosmos txs that succeeded with EVM logs.
         let evm_txs: Vec<_> = block
             .txs
             .iter()
-            .filter(|tx| {
-                weaver_engine::chain::decode::decode_tx(&tx.raw)
-                    .unwrap()
-                    .msg_types
-                    .iter()
-                    .any(|t| t.starts_with("minievm.evm.v1.Msg"))
-            })
+            .filter(|tx| is_evm(tx) || (tx.result.code == 0 && !logs_of(tx).is_empty()))
             .collect();
         assert_eq!(
             evm_txs.len(),
@@ -61,31 +74,39 @@ fn every_evm_cosmos_tx_has_one_receipt_whose_logs_are_its_evm_events() {
             "height {}",
             block.height
         );
-        assert_eq!(view.traces.len(), view.receipts.len());
+        let mut traces = view.traces.iter();
         let mut log_index = 0;
-        for ((tx, receipt), trace) in evm_txs.iter().zip(&view.receipts).zip(&view.traces) {
+        for (tx, receipt) in evm_txs.iter().zip(&view.receipts) {
             assert_eq!(
                 receipt.transaction_hash,
                 evm_tx_hash(&weaver_engine::chain::decode::tx_hash(&tx.raw))
             );
-            assert_eq!(trace.tx_hash, receipt.transaction_hash);
-            let top = trace.result.as_ref().unwrap();
-            let events: Vec<_> = tx
-                .result
-                .events
-                .iter()
-                .filter(|e| e.kind == "evm")
-                .flat_map(|e| e.attributes.iter().filter(|a| a.key == "log"))
-                .map(|a| serde_json::from_str::<serde_json::Value>(&a.value).unwrap())
-                .collect();
-            if tx.result.code != 0 {
-                failed += 1;
-                assert_eq!(receipt.status, "0x0");
-                assert!(receipt.logs.is_empty() && events.is_empty());
-                assert_eq!(top.error.as_deref(), Some("execution reverted"));
+            let events = logs_of(tx);
+            if !is_evm(tx) {
+                cosmos += 1;
+                assert_eq!(receipt.status, "0x1");
+                assert_eq!(receipt.from, format!("0x{}", "0".repeat(40)));
+                assert!(receipt.to.is_none() && receipt.contract_address.is_none());
             } else {
+                let trace = traces.next().expect("a trace per EVM tx");
+                assert_eq!(trace.tx_hash, receipt.transaction_hash);
+                let top = trace.result.as_ref().unwrap();
+                if tx.result.code != 0 {
+                    failed += 1;
+                    assert_eq!(receipt.status, "0x0");
+                    assert_eq!(top.error.as_deref(), Some("execution reverted"));
+                    // The fee was paid (its log is in the events), but a failed tx's
+                    // receipt has no logs.
+                    assert!(receipt.logs.is_empty() && events.len() == 1);
+                    continue;
+                }
                 assert_eq!(receipt.status, "0x1");
                 assert!(top.error.is_none());
+                if receipt.contract_address.is_some() {
+                    created += 1;
+                    assert!(receipt.to.is_none());
+                    assert_eq!(top.kind, "CREATE");
+                }
             }
             assert_eq!(receipt.logs.len(), events.len());
             for (log, event) in receipt.logs.iter().zip(&events) {
@@ -106,16 +127,12 @@ fn every_evm_cosmos_tx_has_one_receipt_whose_logs_are_its_evm_events() {
                 assert_eq!(log.log_index, to_q(log_index));
                 log_index += 1;
             }
-            if receipt.contract_address.is_some() {
-                created += 1;
-                assert!(receipt.to.is_none());
-                assert_eq!(top.kind, "CREATE");
-            }
         }
+        assert!(traces.next().is_none(), "height {}", block.height);
     }
     assert!(
-        failed > 0 && created >= 2,
-        "{failed} failed, {created} created"
+        failed > 0 && created >= 2 && cosmos > 0,
+        "{failed} failed, {created} created, {cosmos} Cosmos txs"
     );
 }
 
@@ -137,12 +154,16 @@ fn first(devnet: &Devnet, found: impl Fn(&Receipt, &TxTrace) -> bool) -> Option<
         let (block, calls) = devnet.block_with_calls(*h);
         let view = EvmView::build(&block, &calls);
         let ours = lane_txs(*h);
-        // The activity is last in the block: its txs are the last EVM txs.
-        let skip = view.receipts.len() - ours;
-        view.receipts[skip..]
-            .iter()
-            .zip(&view.traces[skip..])
-            .any(|(r, t)| found(r, t))
+        // The activity is last in the block: its txs are the last traced EVM txs.
+        let skip = view.traces.len() - ours;
+        view.traces[skip..].iter().any(|t| {
+            let receipt = view
+                .receipts
+                .iter()
+                .find(|r| r.transaction_hash == t.tx_hash)
+                .expect("a receipt per trace");
+            found(receipt, t)
+        })
     })
 }
 

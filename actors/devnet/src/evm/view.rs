@@ -1,7 +1,11 @@
 //! The EVM view of one devnet block, a pure function of the block and the inner calls its
 //! activities say each tx made: every Cosmos tx carrying a minievm `MsgCall` or `MsgCreate`
 //! is one EVM tx, with a receipt whose logs are exactly its `evm` events' logs and a
-//! callTracer trace; other txs are left out, as minievm's JSON-RPC leaves them out.
+//! callTracer trace. As minievm's indexer does, any other tx that succeeded with EVM logs
+//! (a bank send, whose fee and coins move through ERC-20s) is an EVM tx too, from the zero
+//! address to none, carrying its logs (minievm also traces those by running the Cosmos tx
+//! again; the devnet gives them no trace); a failed one, and one without logs, are left
+//! out.
 
 use prost::Message as _;
 use serde_json::{json, Map, Value};
@@ -83,6 +87,14 @@ fn event_logs(tx: &TxBundle) -> Vec<(String, Vec<String>, String)> {
         .collect()
 }
 
+/// Whether the tx has an `evm` event with a log.
+fn has_logs(tx: &TxBundle) -> bool {
+    tx.result
+        .events
+        .iter()
+        .any(|e| e.kind == "evm" && e.attributes.iter().any(|a| a.key == "log"))
+}
+
 /// The first value of `key` among the tx's events of `kind`.
 fn event_attr<'a>(tx: &'a TxBundle, kind: &str, key: &str) -> Option<&'a str> {
     tx.result
@@ -114,8 +126,13 @@ impl EvmView {
         };
         let (mut cumulative, mut log_index) = (0u64, 0u64);
         for (tx, inner) in block.txs.iter().zip(calls) {
-            let Some(message) = evm_message(tx) else {
-                continue;
+            let message = match evm_message(tx) {
+                Some(message) => message,
+                None if tx.result.code == 0 && has_logs(tx) => {
+                    view.push_cosmos(tx, &block_hash, &number, &mut cumulative, &mut log_index);
+                    continue;
+                }
+                None => continue,
             };
             let cosmos_hash = weaver_engine::chain::decode::tx_hash(&tx.raw);
             let hash = evm_tx_hash(&cosmos_hash);
@@ -128,28 +145,16 @@ impl EvmView {
                 .flatten()
                 .map(str::to_ascii_lowercase);
             let mut bloom = Bloom::default();
-            let logs = if ok { event_logs(tx) } else { vec![] };
-            let logs: Vec<Log> = logs
-                .into_iter()
-                .map(|(address, topics, data)| {
-                    for item in std::iter::once(&address).chain(&topics) {
-                        bloom.add(&hex::decode(&item[2..]).unwrap_or_default());
-                    }
-                    log_index += 1;
-                    Log {
-                        address,
-                        topics,
-                        data,
-                        block_number: number.clone(),
-                        transaction_hash: hash.clone(),
-                        transaction_index: index.clone(),
-                        block_hash: block_hash.clone(),
-                        log_index: to_quantity(log_index - 1),
-                        removed: false,
-                        extra: Map::new(),
-                    }
-                })
-                .collect();
+            let logs = if ok {
+                view.logs(
+                    tx,
+                    &mut bloom,
+                    (&block_hash, &number, &hash, &index),
+                    &mut log_index,
+                )
+            } else {
+                vec![]
+            };
             let to = message.to.as_deref().map(lower_hex);
             view.receipts.push(Receipt {
                 block_hash: block_hash.clone(),
@@ -194,6 +199,81 @@ impl EvmView {
             view.cosmos_hashes.push(cosmos_hash);
         }
         view
+    }
+
+    /// A Cosmos tx with EVM logs, as minievm indexes it: an EVM tx from the zero address to
+    /// none, with its logs and no trace.
+    fn push_cosmos(
+        &mut self,
+        tx: &TxBundle,
+        block_hash: &str,
+        number: &str,
+        cumulative: &mut u64,
+        log_index: &mut u64,
+    ) {
+        let cosmos_hash = weaver_engine::chain::decode::tx_hash(&tx.raw);
+        let hash = evm_tx_hash(&cosmos_hash);
+        let index = to_quantity(self.receipts.len() as u64);
+        let gas_used = tx.result.gas_used.max(0) as u64;
+        *cumulative += gas_used;
+        let mut bloom = Bloom::default();
+        let logs = self.logs(
+            tx,
+            &mut bloom,
+            (block_hash, number, &hash, &index),
+            log_index,
+        );
+        self.receipts.push(Receipt {
+            block_hash: block_hash.to_string(),
+            block_number: number.to_string(),
+            contract_address: None,
+            cumulative_gas_used: to_quantity(*cumulative),
+            effective_gas_price: to_quantity(GAS_PRICE),
+            from: lower_hex(&[0; 20]),
+            gas_used: to_quantity(gas_used),
+            logs,
+            logs_bloom: bloom.to_hex(),
+            status: "0x1".into(),
+            to: None,
+            transaction_hash: hash,
+            transaction_index: index,
+            kind: "0x0".into(),
+            extra: Map::new(),
+        });
+        self.bloom.merge(&bloom);
+        self.cosmos_hashes.push(cosmos_hash);
+    }
+
+    /// A tx's logs as its receipt carries them, added to `bloom`; `at`: block hash, block
+    /// number, tx hash, tx index.
+    fn logs(
+        &self,
+        tx: &TxBundle,
+        bloom: &mut Bloom,
+        (block_hash, number, hash, index): (&str, &str, &str, &str),
+        log_index: &mut u64,
+    ) -> Vec<Log> {
+        event_logs(tx)
+            .into_iter()
+            .map(|(address, topics, data)| {
+                for item in std::iter::once(&address).chain(&topics) {
+                    bloom.add(&hex::decode(&item[2..]).unwrap_or_default());
+                }
+                *log_index += 1;
+                Log {
+                    address,
+                    topics,
+                    data,
+                    block_number: number.to_string(),
+                    transaction_hash: hash.to_string(),
+                    transaction_index: index.to_string(),
+                    block_hash: block_hash.to_string(),
+                    log_index: to_quantity(*log_index - 1),
+                    removed: false,
+                    extra: Map::new(),
+                }
+            })
+            .collect()
     }
 
     /// The `eth_getBlockByNumber` header of `block`, whose parent's hash is `parent`.

@@ -16,6 +16,7 @@ use super::ledger::Ledger;
 use super::packet::{self, event, PacketData, Refund, SentPacket};
 use super::spec::{NetworkChain, NetworkSpec};
 use super::{bridge_address, pool_address, ChainState};
+use crate::erc20::{self, Registry};
 use crate::message::{action_event, Message};
 use crate::signed_tx::{ante_events, module_address, succeeded};
 use weaver_engine::chain::address;
@@ -89,6 +90,8 @@ pub struct Exec<'a> {
     pub height: u64,
     pub time_ns: i64,
     pub effects: Vec<Effect>,
+    /// EVM chains: the bank's ERC-20s, which every movement goes through.
+    pub erc20: Option<&'a mut Registry>,
 }
 
 impl Exec<'_> {
@@ -118,18 +121,41 @@ impl Exec<'_> {
         self.ledger
             .transfer(from, to, denom, amount)
             .map_err(|e| ("sdk", 5, e.log()))?;
-        Ok(transfer_events(
+        Ok(self.send_events(from, to, denom, amount))
+    }
+
+    /// A bank send's events: on EVM chains the denom's ERC-20 moves first (`call`, `evm`).
+    fn send_events(&self, from: &[u8], to: &[u8], denom: &str, amount: u128) -> Vec<Event> {
+        let mut events = match &self.erc20 {
+            Some(registry) => erc20::movement(&registry.token(denom), from, to, amount).to_vec(),
+            None => vec![],
+        };
+        events.extend(transfer_events(
             &self.bech32(from),
             &self.bech32(to),
             &format!("{amount}{denom}"),
-        ))
+        ));
+        events
     }
 
-    /// Mints to `to` through `module`, with the bank's events.
+    /// Mints to `to` through `module`, with the bank's events. On EVM chains, as minievm:
+    /// the denom's ERC-20 is created if new, minted to the module (`coinbase`, no
+    /// `coin_received`), then sent on.
     pub fn mint(&mut self, module: &str, to: &[u8], denom: &str, amount: u128) -> Vec<Event> {
-        let minter = self.bech32(&module_address(module));
+        let module_account = module_address(module);
+        let minter = self.bech32(&module_account);
         self.ledger.credit(to, denom, amount);
         let coins = format!("{amount}{denom}");
+        if let Some(registry) = self.erc20.as_deref_mut() {
+            let (token, mut events) = registry.for_mint(denom);
+            events.extend(erc20::movement(&token, &[0; 20], &module_account, amount));
+            events.push(event(
+                "coinbase",
+                vec![("minter", minter), ("amount", coins)],
+            ));
+            events.extend(self.send_events(&module_account, to, denom, amount));
+            return events;
+        }
         let mut events = vec![
             event(
                 "coin_received",
@@ -155,8 +181,18 @@ impl Exec<'_> {
         self.ledger
             .debit(from, denom, amount)
             .map_err(|e| ("sdk", 5, e.log()))?;
-        let burner = self.bech32(&module_address(module));
+        let module_account = module_address(module);
+        let burner = self.bech32(&module_account);
         let coins = format!("{amount}{denom}");
+        if let Some(registry) = &self.erc20 {
+            // minievm: sent to the module, then the module's ERC-20 balance burned (`burn`,
+            // no `coin_spent`).
+            let token = registry.token(denom);
+            let mut events = self.send_events(from, &module_account, denom, amount);
+            events.extend(erc20::movement(&token, &module_account, &[0; 20], amount));
+            events.push(event("burn", vec![("burner", burner), ("amount", coins)]));
+            return Ok(events);
+        }
         let mut events = transfer_events(&self.bech32(from), &burner, &coins);
         events.extend([
             event(
@@ -605,6 +641,7 @@ pub fn run_all(exec: &mut Exec, checked: &Checked) -> Result<Vec<Message>, Failu
         exec.traces.clone(),
         exec.packet_sequences.clone(),
         exec.bridge_sequences.clone(),
+        exec.erc20.as_deref().cloned(),
     );
     let mut messages = vec![];
     for (index, any) in checked.messages.iter().enumerate() {
@@ -615,6 +652,9 @@ pub fn run_all(exec: &mut Exec, checked: &Checked) -> Result<Vec<Message>, Failu
                 *exec.traces = saved.1;
                 *exec.packet_sequences = saved.2;
                 *exec.bridge_sequences = saved.3;
+                if let (Some(registry), Some(before)) = (exec.erc20.as_deref_mut(), saved.4) {
+                    *registry = before;
+                }
                 exec.effects.clear();
                 return Err((
                     codespace,
@@ -637,6 +677,7 @@ pub fn dry_run(
     let mut traces = chain.traces.clone();
     let mut packet_sequences = chain.next_packet_sequence.clone();
     let mut bridge_sequences = HashMap::new();
+    let mut erc20 = chain.erc20.clone();
     if let Some(fee) = &checked.fee {
         scratch
             .debit(
@@ -656,6 +697,7 @@ pub fn dry_run(
         height: chain.sealed + 1,
         time_ns: super::now_ns(),
         effects: vec![],
+        erc20: erc20.as_mut(),
     };
     run_all(&mut exec, checked)
         .map(|_| ())
@@ -668,7 +710,7 @@ pub fn dry_run(
 
 /// DeliverTx of a broadcast tx in block `exec.height`: its `TxBundle` (the bytes as
 /// broadcast) and, through `exec.effects`, what it started.
-pub fn deliver(exec: &mut Exec, devnet_spec: &crate::DevnetSpec, pending: &Pending) -> TxBundle {
+pub fn deliver(exec: &mut Exec, chain: &crate::erc20::ChainCtx, pending: &Pending) -> TxBundle {
     let checked = &pending.checked;
     let fee = checked.fee.clone().unwrap_or(Coin {
         denom: exec.chain.fee_denoms.first().cloned().unwrap_or_default(),
@@ -683,13 +725,17 @@ pub fn deliver(exec: &mut Exec, devnet_spec: &crate::DevnetSpec, pending: &Pendi
     let account = exec.ledger.ensure_account(&checked.signer);
     account.sequence = checked.sequence + 1;
     account.pubkey = Some(checked.pubkey.clone());
-    let ante = ante_events(
-        devnet_spec,
-        &checked.signer_bech32,
-        checked.sequence,
-        &fee,
-        &checked.signature,
-    );
+    // An ante handler that fails (the fee cannot be paid) keeps none of its events.
+    let ante = match &paid {
+        Ok(()) => ante_events(
+            chain,
+            (&checked.signer_bech32, &checked.signer),
+            checked.sequence,
+            &fee,
+            &checked.signature,
+        ),
+        Err(_) => vec![],
+    };
     let gas_wanted = checked.gas_limit as i64;
     let outcome = match paid {
         Err(short) => Err(("sdk", 5, short.log())),

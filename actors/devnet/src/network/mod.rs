@@ -3,7 +3,8 @@
 //! that change its ledgers: transactions broadcast from outside (checked like an ante
 //! handler: chain id, account number, sequence, signature, fee) and those of its built-in
 //! IBC relayer and OPinit executor. With nothing broadcast, every block is exactly the
-//! generated one, so runs with the same seed stay byte-identical.
+//! generated one (an EVM chain's block 1 also shows the network's genesis allocation as
+//! ERC-20 mints), so runs with the same seed stay byte-identical.
 //!
 //! Heights are sealed in order under one lock: a block is final once the clock passes its
 //! time and someone asks for it; a tx broadcast now, and any relayed step, always lands on
@@ -23,10 +24,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use super::accounts::{self, Account};
+use super::erc20::{self, Registry};
 use super::signed_tx::module_address;
 use super::{now_ns, Devnet};
 use weaver_engine::chain::decode::tx_hash;
-use weaver_engine::chain::types::TxBundle;
+use weaver_engine::chain::types::{Event, TxBundle};
 use weaver_engine::system::Recover;
 
 pub use ante::TxError;
@@ -123,6 +125,8 @@ pub(crate) struct ChainState {
     output_indices: HashMap<u64, u64>,
     relayer: Account,
     relayer_sequence: u64,
+    /// EVM chains: the bank's ERC-20s that exist.
+    erc20: Option<Registry>,
 }
 
 pub(crate) struct State {
@@ -137,6 +141,9 @@ pub struct Network {
     spec: NetworkSpec,
     accounts: Vec<TestAccount>,
     state: Mutex<State>,
+    /// EVM chains: the network's genesis allocation as block 1's events (see
+    /// [`Network::genesis_events`]).
+    genesis: HashMap<String, Vec<Event>>,
 }
 
 impl Network {
@@ -146,17 +153,20 @@ impl Network {
         let accounts = test_accounts(spec.test_accounts);
         let now = now_ns();
         let mut states = BTreeMap::new();
+        let mut genesis = HashMap::new();
         for chain in &spec.chains {
             let Some(devnet) = chains.iter().find(|d| d.spec().chain_id == chain.chain_id) else {
                 continue;
             };
             let mut ledger = Ledger::new(FIRST_ACCOUNT_NUMBER);
+            // The genesis balances, in order: test accounts, escrows, bridges, pools.
+            let mut allocations: Vec<(Vec<u8>, String, u128)> = vec![];
             for account in &accounts {
                 for kind in &chain.key_kinds {
                     let address = account.key(*kind).address();
                     ledger.ensure_account(&address);
                     for denom in &chain.funded_denoms {
-                        ledger.credit(&address, denom, TEST_ACCOUNT_FUNDS);
+                        allocations.push((address.clone(), denom.clone(), TEST_ACCOUNT_FUNDS));
                     }
                 }
             }
@@ -174,7 +184,7 @@ impl Network {
                     if *id == chain.chain_id {
                         let escrow = packet::escrow_address(port, end);
                         for denom in &chain.funded_denoms {
-                            ledger.credit(&escrow, denom, MODULE_FUNDS);
+                            allocations.push((escrow.clone(), denom.clone(), MODULE_FUNDS));
                         }
                     }
                 }
@@ -185,14 +195,34 @@ impl Network {
                 .filter(|b| b.l1_chain_id == chain.chain_id)
             {
                 for denom in &bridge.denoms {
-                    ledger.credit(&bridge_address(bridge.bridge_id), denom, MODULE_FUNDS);
+                    let bridge = bridge_address(bridge.bridge_id);
+                    allocations.push((bridge, denom.clone(), MODULE_FUNDS));
                 }
             }
             for pool in spec.pools.iter().filter(|p| p.chain_id == chain.chain_id) {
                 let address = pool_address(&pool.id);
-                ledger.credit(&address, &pool.denom_a, pool.reserve_a);
-                ledger.credit(&address, &pool.denom_b, pool.reserve_b);
+                allocations.push((address.clone(), pool.denom_a.clone(), pool.reserve_a));
+                allocations.push((address, pool.denom_b.clone(), pool.reserve_b));
             }
+            for (address, denom, amount) in &allocations {
+                ledger.credit(address, denom, *amount);
+            }
+            // On an EVM chain the genesis is every denom's ERC-20 created and minted to its
+            // holders, shown in block 1 after the world's own allocation.
+            let erc20 = devnet.ctx().bank.clone().map(|bank| {
+                let mut registry = Registry::new(bank, &devnet.spec().fee_denom);
+                let mut events = vec![];
+                for (address, denom, amount) in &allocations {
+                    let (token, created) = registry.for_mint(denom);
+                    events.extend(created);
+                    events.extend(erc20::movement(&token, &[0; 20], address, *amount));
+                }
+                for (denom, token) in registry.take_created() {
+                    devnet.register_token(&denom, &token, 1);
+                }
+                genesis.insert(chain.chain_id.clone(), erc20::begin_block(events));
+                registry
+            });
             let relayer = accounts::derive(
                 devnet.spec().seed,
                 "network-relayer",
@@ -220,11 +250,13 @@ impl Network {
                     output_indices: HashMap::new(),
                     relayer,
                     relayer_sequence: 0,
+                    erc20,
                 },
             );
         }
         let network = Arc::new(Network {
             spec,
+            genesis,
             accounts,
             state: Mutex::new(State {
                 chains: states,
@@ -242,6 +274,13 @@ impl Network {
 
     pub fn spec(&self) -> &NetworkSpec {
         &self.spec
+    }
+
+    /// EVM chains: the network's genesis allocation (test accounts, escrows) as block-level
+    /// events of block 1 — each denom's ERC-20 created and minted to its holders (a real
+    /// genesis emits none; the devnet shows them so that balances are their logs' sum).
+    pub fn genesis_events(&self, chain_id: &str) -> &[Event] {
+        self.genesis.get(chain_id).map(Vec::as_slice).unwrap_or(&[])
     }
 
     pub fn test_accounts(&self) -> &[TestAccount] {

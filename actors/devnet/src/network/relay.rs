@@ -146,7 +146,7 @@ fn produce(spec: &NetworkSpec, state: &mut State, id: &str, height: u64) -> Vec<
     let mut started: Vec<Scheduled> = vec![];
     for pending in &mempool {
         let mut exec = exec_on(spec, chain, height, time_ns);
-        let tx = execute::deliver(&mut exec, devnet.spec(), pending);
+        let tx = execute::deliver(&mut exec, devnet.ctx(), pending);
         let effects = std::mem::take(&mut exec.effects);
         started.extend(effects.into_iter().map(|e| effect_work(spec, e, time_ns)));
         txs.push(tx);
@@ -175,6 +175,11 @@ fn produce(spec: &NetworkSpec, state: &mut State, id: &str, height: u64) -> Vec<
     }
     let chain = state.chains.get_mut(id).expect("listed chain");
     chain.sealed = height;
+    if let Some(registry) = chain.erc20.as_mut() {
+        for (denom, token) in registry.take_created() {
+            chain.devnet.register_token(&denom, &token, height);
+        }
+    }
     if !txs.is_empty() {
         let background = devnet.activity_tx_count(height);
         for (offset, tx) in txs.iter().enumerate() {
@@ -205,6 +210,7 @@ fn exec_on<'a>(
         height,
         time_ns,
         effects: vec![],
+        erc20: chain.erc20.as_mut(),
     }
 }
 
@@ -244,7 +250,7 @@ fn relayer_tx(chain: &mut ChainState, messages: Vec<Message>) -> TxBundle {
     let sequence = chain.relayer_sequence;
     chain.relayer_sequence += 1;
     TxDraft {
-        chain: chain.devnet.spec(),
+        chain: chain.devnet.ctx(),
         sender: &chain.relayer,
         sequence,
         messages,
@@ -254,6 +260,9 @@ fn relayer_tx(chain: &mut ChainState, messages: Vec<Message>) -> TxBundle {
             gas_used_percent: 60,
         },
         failure: None,
+        // A rollup's relayer and executor pay nothing (`0GAS` on a real minievm), so no
+        // fee moves through the EVM rollup's ERC-20 from an account that holds none.
+        zero_fee: chain.erc20.is_some(),
     }
     .sign()
 }

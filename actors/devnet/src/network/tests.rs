@@ -9,6 +9,7 @@ use crate::tx_builder::{sign_tx, TxRequest};
 use crate::{ChainParams, DevnetWorld, Vm};
 use weaver_engine::chain::keys::{Key, KeyKind};
 use weaver_engine::chain::proto::*;
+use weaver_engine::chain::types::TxBundle;
 use weaver_router::planner::denom::{ibc_denom, l2_denom};
 
 const L1: &str = "l1-1";
@@ -31,6 +32,11 @@ fn usdc_on_l1() -> String {
 
 /// L1 ⟷ noble on channel-0/channel-0, L1 ⟷ L2 on channel-1/channel-0, bridge 1 to L2.
 fn network(relay: RelaySettings) -> (Arc<Network>, Vec<Arc<Devnet>>) {
+    network_with(relay, Vm::Move)
+}
+
+/// [`network`] with an L2 of `l2_vm`.
+fn network_with(relay: RelaySettings, l2_vm: Vm) -> (Arc<Network>, Vec<Arc<Devnet>>) {
     let world = DevnetWorld {
         seed: 3,
         genesis_time_ns: now_ns() - 2_000_000_000,
@@ -38,7 +44,7 @@ fn network(relay: RelaySettings) -> (Arc<Network>, Vec<Arc<Devnet>>) {
     let devnet = |id: &str, prefix: &str, fee: &str| {
         Arc::new(world.chain(ChainParams {
             chain_id: id.into(),
-            vm: Vm::Move,
+            vm: if id == L2 { l2_vm } else { Vm::Move },
             bech32_prefix: prefix.into(),
             block_interval_ms: 10,
             txs_per_block: 0,
@@ -718,4 +724,284 @@ fn a_hook_signed_by_someone_else_does_not_run() {
     });
     assert!(has_event(&network, L2, "deposit_hook", 0));
     assert_eq!(network.account(L2, &mallory.address()).unwrap().sequence, 0);
+}
+
+/// The network's txs on `chain`, by height.
+fn network_txs(network: &Network, chain_id: &str) -> Vec<(u64, TxBundle)> {
+    let state = network.sealed();
+    let mut txs: Vec<(u64, TxBundle)> = state.chains[chain_id]
+        .blocks
+        .iter()
+        .flat_map(|(h, txs)| txs.iter().map(move |t| (*h, t.clone())))
+        .collect();
+    txs.sort_by_key(|(h, _)| *h);
+    txs
+}
+
+fn kinds(tx: &TxBundle) -> Vec<&str> {
+    tx.result.events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+/// The tx of `chain` carrying a `type_url` message.
+fn tx_with(network: &Network, chain_id: &str, type_url: &str) -> TxBundle {
+    network_txs(network, chain_id)
+        .into_iter()
+        .map(|(_, tx)| tx)
+        .find(|tx| {
+            tx.result
+                .events
+                .iter()
+                .any(|e| e.kind == "message" && e.attr("action") == Some(type_url))
+        })
+        .unwrap_or_else(|| panic!("no {type_url} tx on {chain_id}"))
+}
+
+#[test]
+fn on_an_evm_rollup_every_coin_moves_through_its_erc20_as_on_minievm() {
+    let (network, chains) = network_with(fast(), Vm::Evm);
+    let l2 = chains[1].clone();
+    let alice = network.test_accounts()[0].eth.clone();
+    let l2_init = l2_denom(1, "uinit");
+    let voucher = ibc_denom("transfer/channel-0/uinit");
+    // A deposit and an IBC transfer bring two denoms the L2 never had.
+    let s = signed_for(&network, L1, &alice);
+    let deposit = any(
+        "/opinit.ophost.v1.MsgInitiateTokenDeposit",
+        MsgInitiateTokenDeposit {
+            sender: alice.bech32("init"),
+            bridge_id: 1,
+            to: alice.bech32("init"),
+            amount: Some(Coin {
+                denom: "uinit".into(),
+                amount: "50000".into(),
+            }),
+            data: vec![],
+        },
+    );
+    let ibc = transfer(
+        &alice,
+        "init",
+        "channel-1",
+        "uinit",
+        7_000,
+        &alice.bech32("init"),
+        "",
+    );
+    let tx = sign(&alice, &s, vec![deposit, ibc], "uinit");
+    assert_eq!(network.broadcast(L1, &tx).code, 0);
+    wait_for("the deposit and the receipt", || {
+        balance(&network, L2, &alice.address(), &l2_init) == 50_000
+            && balance(&network, L2, &alice.address(), &voucher) == 7_000
+    });
+    // Back: a withdrawal (burned) and the voucher home (burned), then a send between users.
+    let bob = network.test_accounts()[1].eth.address();
+    let s = signed_for(&network, L2, &alice);
+    let withdrawal = any(
+        "/opinit.opchild.v1.MsgInitiateTokenWithdrawal",
+        MsgInitiateTokenWithdrawal {
+            sender: alice.bech32("init"),
+            to: alice.bech32("init"),
+            amount: Some(Coin {
+                denom: l2_init.clone(),
+                amount: "20000".into(),
+            }),
+        },
+    );
+    let home = transfer(
+        &alice,
+        "init",
+        "channel-0",
+        &voucher,
+        2_000,
+        &alice.bech32("init"),
+        "",
+    );
+    let pay = send(&alice, &bob, &l2_init, 1_000);
+    let tx = sign(&alice, &s, vec![withdrawal, home, pay], "umin");
+    assert_eq!(network.broadcast(L2, &tx).code, 0);
+    wait_for("the burns", || {
+        balance(&network, L2, &alice.address(), &l2_init) == 29_000
+            && balance(&network, L2, &alice.address(), &voucher) == 5_000
+            && has_event(&network, L1, "acknowledge_packet", 0)
+    });
+
+    // The shapes of yominet-1's txs: a mint creates the contract of a new denom first, is
+    // minted to the module (`coinbase`, no `coin_received`) and sent on; a burn is sent to
+    // the module and burned from it (`burn`, no `coin_spent`); every bank event follows its
+    // contract's `call` and `evm`. The relayer pays no fee.
+    let finalize = tx_with(&network, L2, "/opinit.opchild.v1.MsgFinalizeTokenDeposit");
+    assert_eq!(
+        kinds(&finalize),
+        [
+            "tx",
+            "tx",
+            "tx",
+            "message",
+            "contract_created",
+            "call",
+            "evm",
+            "erc20_created",
+            "call",
+            "evm",
+            "coinbase",
+            "call",
+            "evm",
+            "coin_spent",
+            "coin_received",
+            "transfer",
+            "message",
+            "finalize_token_deposit"
+        ]
+    );
+    assert_eq!(finalize.result.events[0].attr("fee"), Some("0umin"));
+    let recv = tx_with(&network, L2, "/ibc.core.channel.v1.MsgRecvPacket");
+    let recv_kinds = kinds(&recv);
+    let at = recv_kinds
+        .iter()
+        .position(|k| *k == "denomination_trace")
+        .unwrap();
+    assert_eq!(
+        recv_kinds[at..at + 13],
+        [
+            "denomination_trace",
+            "contract_created",
+            "call",
+            "evm",
+            "erc20_created",
+            "call",
+            "evm",
+            "coinbase",
+            "call",
+            "evm",
+            "coin_spent",
+            "coin_received",
+            "transfer"
+        ]
+    );
+    let burns = tx_with(
+        &network,
+        L2,
+        "/opinit.opchild.v1.MsgInitiateTokenWithdrawal",
+    );
+    let burn_kinds = kinds(&burns);
+    assert_eq!(
+        burn_kinds[..9],
+        [
+            "call",
+            "evm",
+            "coin_spent",
+            "coin_received",
+            "transfer",
+            "message",
+            "tx",
+            "tx",
+            "tx"
+        ],
+        "the fee: its ERC-20 moves first"
+    );
+    let withdrawal_at = burn_kinds.iter().position(|k| *k == "message").unwrap() + 4;
+    assert_eq!(
+        burn_kinds[withdrawal_at..withdrawal_at + 11],
+        [
+            "message",
+            "call",
+            "evm",
+            "coin_spent",
+            "coin_received",
+            "transfer",
+            "message",
+            "call",
+            "evm",
+            "burn",
+            "initiate_token_withdrawal"
+        ]
+    );
+    let log = |tx: &TxBundle, n: usize| -> serde_json::Value {
+        let value = tx
+            .result
+            .events
+            .iter()
+            .filter(|e| e.kind == "evm")
+            .flat_map(|e| e.attributes.iter().filter(|a| a.key == "log"))
+            .nth(n)
+            .unwrap()
+            .value
+            .clone();
+        serde_json::from_str(&value).unwrap()
+    };
+    let zero = format!("0x{}", "0".repeat(64));
+    let opchild = crate::erc20::topic(&crate::signed_tx::module_address("opchild"));
+    // Fee, then the withdrawal: alice → opchild, opchild → 0.
+    assert_eq!(log(&burns, 1)["topics"][2], opchild.as_str());
+    assert_eq!(log(&burns, 2)["topics"][1], opchild.as_str());
+    assert_eq!(log(&burns, 2)["topics"][2], zero.as_str());
+
+    // Each new denom's contract was created once, where its first mint was; `by_denom`
+    // answers it from there on; the genesis denom's was created in block 1.
+    let mut created: Vec<(u64, String, String)> = (1..=network.tip(L2).unwrap())
+        .flat_map(|h| {
+            let block = l2.block(h);
+            block
+                .finalize_events
+                .iter()
+                .chain(block.txs.iter().flat_map(|t| &t.result.events))
+                .filter(|e| e.kind == "erc20_created")
+                .map(|e| {
+                    (
+                        h,
+                        e.attr("denom").unwrap().to_string(),
+                        e.attr("contract").unwrap().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    created.sort_by(|a, b| a.1.cmp(&b.1));
+    let denoms: Vec<&str> = created.iter().map(|(_, d, _)| d.as_str()).collect();
+    assert_eq!(denoms, [voucher.as_str(), l2_init.as_str(), "umin"]);
+    for (height, denom, contract) in &created {
+        let by_denom = |h: u64| {
+            l2.query(
+                &weaver_engine::chain::ChainQuery::EvmContractByDenom {
+                    denom: denom.clone(),
+                },
+                h,
+            )
+        };
+        let answer = by_denom(*height).unwrap();
+        assert_eq!(
+            answer["address"].as_str().unwrap().to_lowercase(),
+            *contract,
+            "{denom}"
+        );
+        if *height > 1 {
+            assert_eq!(by_denom(height - 1).unwrap_err().code, 5, "{denom}");
+        }
+    }
+
+    // The bank the ERC-20 logs replay to is the ledger, for every account the ledger has.
+    let tip = network.tip(L2).unwrap();
+    let mut accounts: Vec<Vec<u8>> = network
+        .test_accounts()
+        .iter()
+        .flat_map(|a| [a.eth.address(), a.classic.address()])
+        .collect();
+    accounts.extend([
+        crate::signed_tx::module_address("fee_collector"),
+        crate::signed_tx::module_address("opchild"),
+        crate::signed_tx::module_address("transfer"),
+        super::packet::escrow_address("transfer", "channel-0"),
+    ]);
+    for account in &accounts {
+        assert_eq!(
+            l2.bank_balances(account, tip),
+            network.balances(L2, account),
+            "{}",
+            hex::encode(account)
+        );
+    }
+    assert!(
+        network.balances(L2, &crate::signed_tx::module_address("fee_collector"))[0].1 > 0,
+        "alice paid a fee"
+    );
 }

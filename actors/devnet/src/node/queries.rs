@@ -30,7 +30,7 @@ fn invalid(message: &str) -> HttpResponse {
 
 /// The height a read is at, as the SDK resolves `x-cosmos-block-height`; `Err`: the
 /// gateway's refusal text (code 3).
-fn read_height(node: &DevnetNode, req: &HttpRequest) -> Result<u64, &'static str> {
+pub(super) fn read_height(node: &DevnetNode, req: &HttpRequest) -> Result<u64, &'static str> {
     let tip = node.devnet.tip_now();
     let Some(header) = req.headers().get("x-cosmos-block-height") else {
         return Ok(tip);

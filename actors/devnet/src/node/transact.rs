@@ -104,11 +104,34 @@ fn coin(denom: &str, amount: u128) -> Value {
     json!({"denom": denom, "amount": amount.to_string()})
 }
 
-pub async fn balances(node: web::Data<DevnetNode>, path: web::Path<String>) -> HttpResponse {
-    let (network, chain_id) = try_answer!(network_of(&node));
-    let bytes = try_answer!(account_bytes(&node, &path));
-    let balances: Vec<Value> = network
-        .balances(chain_id, &bytes)
+/// An account's balances: on an EVM chain its bank ERC-20s' `balanceOf` (replayed from the
+/// blocks) at the `x-cosmos-block-height` height, as minievm's bank reads them; elsewhere
+/// the network's ledger now.
+async fn balances_of(
+    node: &web::Data<DevnetNode>,
+    req: &HttpRequest,
+    text: &str,
+) -> Result<Vec<(String, u128)>, Refused> {
+    if node.devnet.spec().vm == crate::Vm::Evm {
+        let bytes = account_bytes(node, text)?;
+        let height = super::queries::read_height(node, req)
+            .map_err(|message| refuse(StatusCode::BAD_REQUEST, 3, message))?;
+        let devnet = node.devnet.clone();
+        return web::block(move || devnet.bank_balances(&bytes, height))
+            .await
+            .map_err(|e| Box::new(super::rest_pool_failure(e)));
+    }
+    let (network, chain_id) = network_of(node)?;
+    let bytes = account_bytes(node, text)?;
+    Ok(network.balances(chain_id, &bytes))
+}
+
+pub async fn balances(
+    node: web::Data<DevnetNode>,
+    path: web::Path<String>,
+    req: HttpRequest,
+) -> HttpResponse {
+    let balances: Vec<Value> = try_answer!(balances_of(&node, &req, &path).await)
         .iter()
         .map(|(denom, amount)| coin(denom, *amount))
         .collect();
@@ -124,13 +147,10 @@ pub async fn balance_by_denom(
     path: web::Path<String>,
     req: HttpRequest,
 ) -> HttpResponse {
-    let (network, chain_id) = try_answer!(network_of(&node));
-    let bytes = try_answer!(account_bytes(&node, &path));
     let Some(denom) = super::query_param(&req, "denom").filter(|d| !d.is_empty()) else {
         return rest_error(StatusCode::BAD_REQUEST, 3, "invalid denom");
     };
-    let amount = network
-        .balances(chain_id, &bytes)
+    let amount = try_answer!(balances_of(&node, &req, &path).await)
         .into_iter()
         .find(|(d, _)| *d == denom)
         .map(|(_, a)| a)

@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use super::nfts::evm::{abi_string, evm_message, keccak_hex, log, number_word, selector, word};
 use super::nfts::ids::Kind;
 use super::{Activity, Lane, Slot, TxPlan};
+use crate::erc20::ChainCtx;
 use crate::message::Message;
 use crate::vm_messages::vm_failure;
 use crate::{DevnetSpec, Vm};
@@ -41,7 +42,7 @@ impl Activity for EvmContracts {
         u32::from(chain.vm == Vm::Evm && chain.txs_per_block > 0)
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, _: &mut ChaCha8Rng) -> TxPlan {
+    fn tx(&self, chain: &ChainCtx, lane: &Lane, slot: Slot, _: &mut ChaCha8Rng) -> TxPlan {
         let script = Script::new(chain, lane);
         let action = script.action_at(slot.index);
         let failure = matches!(

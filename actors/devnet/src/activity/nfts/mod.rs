@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Activity, Lane, Slot, TxPlan};
 use crate::accounts::Account;
+use crate::erc20::ChainCtx;
 use crate::message::Message;
 use crate::vm_messages::vm_abort;
 use crate::{DevnetSpec, Vm};
@@ -68,7 +69,7 @@ impl Activity for Nfts {
         u32::from(chain.txs_per_block > 0)
     }
 
-    fn tx(&self, chain: &DevnetSpec, lane: &Lane, slot: Slot, _: &mut ChaCha8Rng) -> TxPlan {
+    fn tx(&self, chain: &ChainCtx, lane: &Lane, slot: Slot, _: &mut ChaCha8Rng) -> TxPlan {
         let script = Script::new(chain, lane);
         let sender = &lane.accounts[slot.sender];
         let cycle = slot.index / CYCLE;
