@@ -149,7 +149,9 @@ struct DevnetServe {
     listeners_file: Option<PathBuf>,
     /// Misbehave on schedule, for drills: `kind@height[xcount|xheld],…` with kinds 5xx,
     /// timeout, truncated, invalid_json, height_mismatch, chain_id, txs_mismatch, rest_height,
-    /// tip_backwards (a node fallen behind, once block @N is asked for), e.g.
+    /// tip_backwards (a node fallen behind, once block @N is asked for), lookup_501 (the
+    /// chain-state lookups answered 501 from height @N) and validator_501 (the proposer's
+    /// validator answered 501 once block @N was asked for), e.g.
     /// `5xx@10x3,txs_mismatch@40xheld,tip_backwards@100`; `xheld` fires until cleared with
     /// `DELETE /weaver/devnet/v1/node_faults/{kind}` on the REST listener.
     #[arg(long, default_value = "")]
