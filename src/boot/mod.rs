@@ -94,6 +94,7 @@ pub async fn run_with(
         chains.relay_stores,
         chains.sources,
         &bus,
+        &listeners.chains,
     )?;
     listeners.router = Some(router.bound);
     let mut servers = chains.servers;

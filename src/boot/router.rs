@@ -1,7 +1,7 @@
 //! Starting the router: the published registry snapshot, transfer tracking over every
 //! followed chain's relay log, the registry reload on SIGHUP, and the router listener.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,6 +29,7 @@ pub(super) struct StartedRouter {
 
 /// Publishes the registry snapshot, starts tracking and binds the router listener;
 /// `config_path`, when given, is re-read on SIGHUP to replace the registry.
+#[allow(clippy::too_many_arguments)] // the boot step's inputs, each from an earlier step
 pub(super) fn start_router(
     config: &Config,
     config_path: Option<PathBuf>,
@@ -37,10 +38,12 @@ pub(super) fn start_router(
     relay_stores: HashMap<String, RelayStore>,
     chain_sources: HashMap<String, Arc<ChainAccess>>,
     bus: &RelayBus,
+    indexers: &BTreeMap<String, SocketAddr>,
 ) -> anyhow::Result<StartedRouter> {
     // One snapshot of everything derived from the registry: the handlers plan on it and
     // tracking reads its topology, so a reload replaces both at once.
-    let registry = SnapshotHandle::new(config.router.registry())?;
+    let own_explorers = Arc::new(own_explorers(config, indexers));
+    let registry = SnapshotHandle::new(with_explorers(config.router.registry(), &own_explorers))?;
     let tracking = web::Data::new(start_tracking(
         config,
         registry.clone(),
@@ -52,7 +55,7 @@ pub(super) fn start_router(
     )?);
     let tracker_view = tracking.view.clone();
     if let Some(path) = config_path {
-        spawn_registry_reload(path, registry.clone());
+        spawn_registry_reload(path, registry.clone(), own_explorers);
     }
     let snapshot = web::Data::new(registry);
     let limits = http::ListenerLimits::new("router", &config.limits);
@@ -134,7 +137,11 @@ fn start_tracking(
 /// On SIGHUP, re-reads the config file and replaces the registry snapshot with its router
 /// registry's — routes and tracking in one swap — if it is valid (the current one stays
 /// otherwise).
-fn spawn_registry_reload(path: PathBuf, registry: SnapshotHandle) {
+fn spawn_registry_reload(
+    path: PathBuf,
+    registry: SnapshotHandle,
+    own_explorers: Arc<HashMap<String, String>>,
+) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -148,7 +155,7 @@ fn spawn_registry_reload(path: PathBuf, registry: SnapshotHandle) {
             while hangups.recv().await.is_some() {
                 let outcome = match Config::load(&path) {
                     Ok(config) => registry
-                        .replace(config.router.registry())
+                        .replace(with_explorers(config.router.registry(), &own_explorers))
                         .map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 };
@@ -161,4 +168,41 @@ fn spawn_registry_reload(path: PathBuf, registry: SnapshotHandle) {
             }
         });
     }
+}
+
+/// The explorer link of each devnet chain this weaver indexes: its own indexer's tx route
+/// (`/indexer/tx/v1/txs/{tx_hash}` on the chain's listener). A public explorer has no devnet
+/// chain, so the default link (scan.initia.xyz) would lead nowhere.
+fn own_explorers(
+    config: &Config,
+    indexers: &BTreeMap<String, SocketAddr>,
+) -> HashMap<String, String> {
+    config
+        .chains
+        .iter()
+        .filter(|chain| matches!(chain.source, crate::config::SourceConfig::Devnet(_)))
+        .filter_map(|chain| {
+            let mut addr = *indexers.get(&chain.chain_id)?;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            Some((
+                chain.chain_id.clone(),
+                format!("http://{addr}/indexer/tx/v1/txs/{{tx_hash}}"),
+            ))
+        })
+        .collect()
+}
+
+/// `registry` with `explorers` as the explorer links of the chains that set none.
+fn with_explorers(
+    mut registry: weaver_router::planner::registry::Registry,
+    explorers: &HashMap<String, String>,
+) -> weaver_router::planner::registry::Registry {
+    for chain in &mut registry.chains {
+        if chain.explorer_tx_url.is_none() {
+            chain.explorer_tx_url = explorers.get(&chain.chain_id).cloned();
+        }
+    }
+    registry
 }

@@ -247,6 +247,16 @@ impl Network {
             .map(|addr| format!("http://{addr}"))
     }
 
+    /// The explorer link tracking gives a tx of `chain`: a devnet chain the daemon indexes
+    /// links to its own indexer (a public explorer has no devnet chain); a chain followed
+    /// through a node, or without a listener, keeps the registry's default.
+    pub(crate) fn explorer_link(&self, chain: &str, hash: &str) -> String {
+        match (self.mode(), self.indexer(chain)) {
+            (Mode::Embedded, Some(indexer)) => format!("{indexer}/indexer/tx/v1/txs/{hash}"),
+            _ => format!("https://scan.initia.xyz/{chain}/txs/{hash}"),
+        }
+    }
+
     /// Served mode: waits (bounded) until the daemon's indexers have caught up with the
     /// served chains' tips of now (boot replays the history through the node client).
     pub(crate) fn wait_caught_up(&self) {
