@@ -435,6 +435,27 @@ fn check_body(
             _ => unreachable!("{name}: no failing OPinit case"),
         };
         assert_eq!(hop["state"], want_hop_state, "{name}: hop {i} {hop}");
+        // Per-hop amounts: what left, and what arrived (nothing, on a failed hop).
+        if i == 0 {
+            assert_eq!(hop["denom_in"], from_denom, "{name}: hop {i} {hop}");
+            assert_eq!(
+                hop["amount_in"],
+                case.amount.to_string(),
+                "{name}: hop {i} {hop}"
+            );
+        }
+        match case.expect {
+            Expect::Arrives => assert_eq!(hop["amount_out"], hop["amount_in"], "{name}: hop {i}"),
+            _ => assert!(hop["amount_out"].is_null(), "{name}: hop {i} {hop}"),
+        }
+        if case.expect == Expect::Arrives && i + 1 == hops.len() {
+            assert_eq!(hop["denom_out"], to_denom, "{name}: hop {i} {hop}");
+            assert_eq!(
+                hop["amount_out"],
+                amount_out.to_string(),
+                "{name}: hop {i} {hop}"
+            );
+        }
         if kind == "ibc_transfer" {
             let txs = &hop["packet_txs"];
             let send = check_leg(net, name, &txs["send_tx"], &chain);
@@ -552,7 +573,7 @@ fn run(net: &Network, case: &Case) -> Outcome {
             let summary = skip_client_wait(net, from_chain, &hash);
             assert_eq!(
                 summary["tracked"],
-                json!({"txHash": hash, "explorerLink": format!("https://scan.initia.xyz/{from_chain}/txs/{hash}")}),
+                json!({"txHash": hash, "explorerLink": net.explorer_link(from_chain, &hash)}),
                 "{}: {summary}",
                 case.name
             );

@@ -299,6 +299,15 @@ pub struct IbcTransferInfo {
     dst_chain_id: String,
     /// `TRANSFER_PENDING`, `TRANSFER_RECEIVED`, `TRANSFER_SUCCESS` or `TRANSFER_FAILURE`.
     state: String,
+    /// weaver's addition: the denom and amount that left `from_chain_id` on this hop.
+    #[schema(required = true)]
+    denom_in: Option<String>,
+    amount_in: String,
+    /// weaver's addition: the denom the tokens land as on `to_chain_id`, and the amount that
+    /// arrived there (`null` until they did; it stays `null` for a hop that failed).
+    denom_out: String,
+    #[schema(required = true)]
+    amount_out: Option<String>,
     packet_txs: PacketTxs,
 }
 
@@ -319,6 +328,15 @@ pub struct OpInitTransferInfo {
     dst_chain_id: String,
     /// `OPINIT_TRANSFER_SENT` or `OPINIT_TRANSFER_RECEIVED`.
     state: String,
+    /// weaver's addition: the denom and amount that left `from_chain_id` on this hop.
+    #[schema(required = true)]
+    denom_in: Option<String>,
+    amount_in: String,
+    /// weaver's addition: the denom the tokens land as on `to_chain_id`, and the amount that
+    /// arrived there (`null` until they did; it stays `null` for a hop that failed).
+    denom_out: String,
+    #[schema(required = true)]
+    amount_out: Option<String>,
     txs: OpInitTxs,
 }
 

@@ -371,12 +371,18 @@ impl Tracked {
                     } else {
                         Value::Null
                     };
+                    // The tokens arrived: received, and not refused by an error ack.
+                    let arrived = h.receive.is_some() && !matches!(h.ack, Some(Err(_)));
                     json!({"ibc_transfer": {
                         "from_chain_id": h.from_chain,
                         "to_chain_id": h.to_chain,
                         "src_chain_id": h.from_chain,
                         "dst_chain_id": h.to_chain,
                         "state": hop_state,
+                        "denom_in": h.sent_denom(),
+                        "amount_in": h.carried.amount,
+                        "denom_out": h.received_denom(),
+                        "amount_out": arrived.then_some(&h.carried.amount),
                         "packet_txs": {
                             "send_tx": leg(&Some(h.send.clone())),
                             "receive_tx": leg(&h.receive),
@@ -393,12 +399,17 @@ impl Tracked {
                         // destination, unsuccessfully; `error` says why.
                         _ => "OPINIT_TRANSFER_RECEIVED",
                     };
+                    let arrived = h.receive.is_some() && h.failed.is_none();
                     json!({"op_init_transfer": {
                         "from_chain_id": h.from_chain,
                         "to_chain_id": h.to_chain,
                         "src_chain_id": h.from_chain,
                         "dst_chain_id": h.to_chain,
                         "state": hop_state,
+                        "denom_in": (!h.source_denom.is_empty()).then_some(&h.source_denom),
+                        "amount_in": h.amount,
+                        "denom_out": h.dest_denom,
+                        "amount_out": arrived.then_some(&h.amount),
                         "txs": {"send_tx": leg(&Some(h.send.clone())), "receive_tx": leg(&h.receive)}
                     }})
                 }
