@@ -17,18 +17,24 @@ const TIP: u64 = 30;
 
 /// A devnet EVM node whose tip stays at [`TIP`] for half an hour.
 fn frozen_node() -> DevnetNode {
+    frozen_node_of(TIP, 4)
+}
+
+/// A devnet EVM node of `txs_per_block` whose tip stays at `tip` for half an hour.
+fn frozen_node_of(tip: u64, txs_per_block: u32) -> DevnetNode {
     const HOUR_MS: i64 = 3_600_000;
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    let genesis = now_ms - TIP as i64 * HOUR_MS - HOUR_MS / 2;
+    let genesis = now_ms - tip as i64 * HOUR_MS - HOUR_MS / 2;
     let mut args = devnet_node_args(CHAIN, genesis, &[]);
-    let interval = args
-        .iter()
-        .position(|a| a == "--block-interval-ms")
-        .unwrap();
-    args[interval + 1] = HOUR_MS.to_string();
+    let set = |args: &mut Vec<String>, flag: &str, value: String| {
+        let at = args.iter().position(|a| a == flag).unwrap();
+        args[at + 1] = value;
+    };
+    set(&mut args, "--block-interval-ms", HOUR_MS.to_string());
+    set(&mut args, "--txs-per-block", txs_per_block.to_string());
     DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
@@ -180,6 +186,61 @@ fn a_recorded_range_replays_to_the_same_store() {
     live_status["commit_hash"] = Value::Null;
     replayed_status["commit_hash"] = Value::Null;
     assert_eq!(live_status, replayed_status);
+}
+
+/// Blocks of more than a page of REST txs (the node client pages by offset, then by the
+/// node's `next_key`): the recording holds every tx of each, and replays to the same txs.
+#[test]
+fn blocks_of_more_than_a_page_of_txs_record_whole() {
+    let node = frozen_node_of(3, 400);
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("recording");
+    let out = record(&node, 1, 3, &recording);
+    assert!(
+        out.status.success(),
+        "weaver node record failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recorded = weaver_replay::Recording::read(&recording).unwrap();
+    let mut largest = 0;
+    for (height, block) in &recorded.blocks {
+        let raw = block.block["block"]["data"]["txs"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(block.txs.len(), raw, "block {height}");
+        largest = largest.max(raw);
+    }
+    assert!(
+        largest > 100,
+        "no block of more than a page: {largest} txs at most"
+    );
+    let replay = DevnetNode::replay(&recording);
+    let config = |node: &DevnetNode| {
+        config_with(&node_chain(node).replace(
+            "retries = 3\n",
+            "retries = 3\n[chains.follower]\nstart_height = 1\n",
+        ))
+    };
+    let (live, replayed) = (
+        Daemon::start(&config(&node)),
+        Daemon::start(&config(&replay)),
+    );
+    let all = "&pagination.reverse=false&pagination.limit=1000";
+    for daemon in [&live, &replayed] {
+        daemon.wait_height(CHAIN, 3);
+    }
+    let txs = |daemon: &Daemon| {
+        walk(
+            daemon,
+            &format!("{}/indexer/tx/v1/txs", daemon.chain_url(CHAIN)),
+            "txs",
+            all,
+        )
+    };
+    let (a, b) = (txs(&live), txs(&replayed));
+    assert!(a.len() > 100, "{} txs", a.len());
+    assert_eq!(a, b);
 }
 
 /// A recording is refused when the range cannot be recorded whole: a height above the tip
