@@ -50,6 +50,16 @@ struct Replay {
     recording: Recording,
     rest: HashMap<RestKey, (u16, String)>,
     rpc: HashMap<(String, String), Value>,
+    /// Each height's `/block` and `/block_results` answers, rendered once at start: a
+    /// follower catching up asks each once, and a benchmark of its catch-up
+    /// (benches/catchup_http.py) should not measure the replay node's JSON rendering.
+    rendered: HashMap<u64, (web::Bytes, web::Bytes)>,
+}
+
+fn rpc_envelope(result: &Value) -> web::Bytes {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": -1, "result": result}))
+        .unwrap_or_default()
+        .into()
 }
 
 /// Binds the replay node's listeners for `recording`; run the servers on an actix system.
@@ -57,9 +67,15 @@ pub fn bind(
     recording: Recording,
     listen: Listen,
 ) -> anyhow::Result<(Vec<actix_web::dev::Server>, Bound)> {
+    let rendered = recording
+        .blocks
+        .iter()
+        .map(|(h, b)| (*h, (rpc_envelope(&b.block), rpc_envelope(&b.block_results))))
+        .collect();
     let replay = web::Data::new(Replay {
         rest: recording.rest_index(),
         rpc: recording.rpc_index(),
+        rendered,
         recording,
     });
     let chain_id = replay.recording.meta.chain_id.clone();
@@ -210,17 +226,22 @@ fn recorded<'a>(
 }
 
 async fn block(replay: web::Data<Replay>, req: HttpRequest) -> HttpResponse {
-    match recorded(&replay, &req, false) {
-        Ok(block) => rpc_result(block.block.clone()),
-        Err(answer) => answer,
-    }
+    rendered_answer(&replay, &req, false)
 }
 
 async fn block_results(replay: web::Data<Replay>, req: HttpRequest) -> HttpResponse {
-    match recorded(&replay, &req, true) {
-        Ok(block) => rpc_result(block.block_results.clone()),
-        Err(answer) => answer,
+    rendered_answer(&replay, &req, true)
+}
+
+fn rendered_answer(replay: &Replay, req: &HttpRequest, results: bool) -> HttpResponse {
+    if let Err(answer) = recorded(replay, req, results) {
+        return answer;
     }
+    let height = query_height(req).unwrap_or(replay.recording.tip());
+    let (block, block_results) = &replay.rendered[&height];
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(if results { block_results } else { block }.clone())
 }
 
 async fn rpc_unknown(req: HttpRequest) -> HttpResponse {
