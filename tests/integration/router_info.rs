@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::devnet_network::{
-    network_config, Mode, Network, EVM_ROLLUP, L1, MOVE_ROLLUP, NOBLE,
-};
+use crate::devnet_network::{network_config, Mode, Network, EVM_ROLLUP, L1, MOVE_ROLLUP, NOBLE};
 use crate::harness::{urlencode, Daemon};
 
 const WASM_ROLLUP: &str = "miniwasm-1";
@@ -86,10 +84,12 @@ fn erc20_balance(net: &Network, hex_account: &str, denom: &str) -> u128 {
         .daemon
         .http
         .post(&url)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [
-            {"to": contract, "data": format!("0x70a08231{:0>64}", &hex_account[2..])},
-            "latest"
-        ]}))
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [
+                {"to": contract, "data": format!("0x70a08231{:0>64}", &hex_account[2..])},
+                "latest"
+            ]}),
+        )
         .send()
         .unwrap()
         .json()
@@ -141,7 +141,10 @@ fn compare(
     named.push(UNKNOWN_DENOM.into());
     named.sort();
     named.dedup();
-    let some = balances(net, json!({ chain: { "address": address, "denoms": named } }));
+    let some = balances(
+        net,
+        json!({ chain: { "address": address, "denoms": named } }),
+    );
     let entries = &some["chains"][chain]["denoms"];
     for denom in &named {
         let entry = &entries[denom.as_str()];
@@ -197,12 +200,19 @@ fn balances_are_the_nodes(mode: Mode) {
             }
             std::thread::sleep(Duration::from_millis(500));
         }
-        let checked = checked
-            .unwrap_or_else(|| panic!("balances of {address} on {chain} are not the node's: {last}"));
+        let checked = checked.unwrap_or_else(|| {
+            panic!("balances of {address} on {chain} are not the node's: {last}")
+        });
         let (node, got) = checked;
         // The test account is funded with every registry asset of the chain.
-        assert!(!got.is_empty(), "{chain}: {address} holds nothing: {node:?}");
-        println!("{chain}: {} registry assets held, as the node says", got.len());
+        assert!(
+            !got.is_empty(),
+            "{chain}: {address} holds nothing: {node:?}"
+        );
+        println!(
+            "{chain}: {} registry assets held, as the node says",
+            got.len()
+        );
     }
 
     // The EVM rollup: the same amounts are the ERC-20 balances, and a 0x address is the
@@ -250,9 +260,18 @@ fn balances_requests_are_checked_and_unknown_chains_and_denoms_are_errors_in_a_2
     );
     let chains = body["chains"].as_object().unwrap();
     assert_eq!(chains.len(), 3, "{body}");
-    assert!(body["chains"][L1]["denoms"]["uinit"].get("error").is_none(), "{body}");
-    assert_ne!(body["chains"][L1]["denoms"]["uinit"]["amount"], "0", "{body}");
-    assert!(body["chains"][L1]["denoms"][UNKNOWN_DENOM]["error"]["message"].is_string(), "{body}");
+    assert!(
+        body["chains"][L1]["denoms"]["uinit"].get("error").is_none(),
+        "{body}"
+    );
+    assert_ne!(
+        body["chains"][L1]["denoms"]["uinit"]["amount"], "0",
+        "{body}"
+    );
+    assert!(
+        body["chains"][L1]["denoms"][UNKNOWN_DENOM]["error"]["message"].is_string(),
+        "{body}"
+    );
     assert!(
         body["chains"]["nowhere-1"]["denoms"]["uinit"]["error"]["message"]
             .as_str()
@@ -260,7 +279,10 @@ fn balances_requests_are_checked_and_unknown_chains_and_denoms_are_errors_in_a_2
         "{body}"
     );
     assert_eq!(body["chains"]["nowhere-2"]["denoms"], json!({}), "{body}");
-    assert!(body["chains"]["nowhere-2"]["error"]["message"].is_string(), "{body}");
+    assert!(
+        body["chains"]["nowhere-2"]["error"]["message"].is_string(),
+        "{body}"
+    );
 
     // Bad input: a JSON 400 naming the field.
     let noble_address = net.address(ACCOUNT, NOBLE);
@@ -269,14 +291,26 @@ fn balances_requests_are_checked_and_unknown_chains_and_denoms_are_errors_in_a_2
         .collect();
     let cases = [
         (json!({}), "chains is required"),
-        (json!({"chains": {L1: {}}}), "chains.weaver-l1-1.address is required"),
-        (json!({"chains": {L1: {"address": noble_address}}}), "chains.weaver-l1-1.address"),
-        (json!({"chains": {L1: {"address": "init1notanaddress"}}}), "chains.weaver-l1-1.address"),
+        (
+            json!({"chains": {L1: {}}}),
+            "chains.weaver-l1-1.address is required",
+        ),
+        (
+            json!({"chains": {L1: {"address": noble_address}}}),
+            "chains.weaver-l1-1.address",
+        ),
+        (
+            json!({"chains": {L1: {"address": "init1notanaddress"}}}),
+            "chains.weaver-l1-1.address",
+        ),
         (
             json!({"chains": {L1: {"address": format!("0x{}", "11".repeat(20))}}}),
             "EVM chains only",
         ),
-        (json!({"chains": {L1: {"address": address, "denoms": "uinit"}}}), "chains.weaver-l1-1.denoms"),
+        (
+            json!({"chains": {L1: {"address": address, "denoms": "uinit"}}}),
+            "chains.weaver-l1-1.denoms",
+        ),
         (json!({ "chains": too_many }), "at most 64"),
     ];
     for (request, says) in cases {
@@ -327,20 +361,28 @@ fn venues_and_bridges_are_the_registrys() {
     let venues = net.daemon.ok(&format!("{}/v2/fungible/venues", net.router));
     assert_eq!(venues["venues"], json!(want_venues), "{venues}");
     // Every devnet chain is a testnet.
-    let testnets = net
-        .daemon
-        .ok(&format!("{}/v2/fungible/venues?only_testnets=true", net.router));
+    let testnets = net.daemon.ok(&format!(
+        "{}/v2/fungible/venues?only_testnets=true",
+        net.router
+    ));
     assert_eq!(testnets["venues"], json!(want_venues));
-    let mainnets = net
-        .daemon
-        .ok(&format!("{}/v2/fungible/venues?only_testnets=false", net.router));
+    let mainnets = net.daemon.ok(&format!(
+        "{}/v2/fungible/venues?only_testnets=false",
+        net.router
+    ));
     assert_eq!(mainnets["venues"], json!([]));
-    let (status, _, body) = net
-        .daemon
-        .get(&format!("{}/v2/fungible/venues?only_testnets=maybe", net.router));
+    let (status, _, body) = net.daemon.get(&format!(
+        "{}/v2/fungible/venues?only_testnets=maybe",
+        net.router
+    ));
     assert_eq!(status, 400, "{body}");
 
-    let count = |key: &str| router.get(key).and_then(|v| v.as_array()).map_or(0, Vec::len);
+    let count = |key: &str| {
+        router
+            .get(key)
+            .and_then(|v| v.as_array())
+            .map_or(0, Vec::len)
+    };
     let mut want_ids = Vec::new();
     if count("ibc_channels") > 0 {
         want_ids.push("IBC".to_string());
