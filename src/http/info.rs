@@ -68,6 +68,8 @@ pub struct BalanceReader {
     /// chain of a request, entries that live two seconds, a bound that clears the expired
     /// ones; an LRU's admission and eviction policies would buy nothing here.
     cache: Mutex<HashMap<(String, String), (Instant, Holdings)>>,
+    /// [`CACHE_TTL`] (the tests set their own).
+    ttl: Duration,
 }
 
 impl BalanceReader {
@@ -82,6 +84,7 @@ impl BalanceReader {
             http,
             in_flight: Arc::new(Semaphore::new(NODE_CALLS_IN_FLIGHT)),
             cache: Mutex::new(HashMap::new()),
+            ttl: CACHE_TTL,
         }
     }
 
@@ -90,7 +93,7 @@ impl BalanceReader {
     async fn holdings(&self, chain: &RegChain, address: &str) -> Holdings {
         let key = (chain.chain_id.clone(), address.to_string());
         if let Some((at, held)) = self.cache.lock().recover().get(&key) {
-            if at.elapsed() < CACHE_TTL {
+            if at.elapsed() < self.ttl {
                 return held.clone();
             }
         }
@@ -110,7 +113,7 @@ impl BalanceReader {
         };
         let mut cache = self.cache.lock().recover();
         if cache.len() >= CACHE_CAPACITY {
-            cache.retain(|_, (at, _)| at.elapsed() < CACHE_TTL);
+            cache.retain(|_, (at, _)| at.elapsed() < self.ttl);
             if cache.len() >= CACHE_CAPACITY {
                 cache.clear();
             }
@@ -838,6 +841,67 @@ decimals = 0
             entry,
             serde_json::json!({"denoms": {"uinit": {"amount": "0", "decimals": 6, "formatted_amount": "0.000000", "error": {"message": "down"}}}})
         );
+    }
+
+    /// A loopback node answering every bank query with one coin; the number of queries.
+    fn counting_node() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let body = r#"{"balances":[{"denom":"uinit","amount":"7"}],"pagination":{}}"#;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (url, hits)
+    }
+
+    #[tokio::test]
+    async fn answers_are_reused_for_their_ttl_only() {
+        let (url, hits) = counting_node();
+        let mut chain = registry().chains[0].clone();
+        chain.rest = Some(url);
+        let address = address::to_bech32("init", &[7; 20]);
+        let hits = move || hits.load(std::sync::atomic::Ordering::SeqCst);
+
+        let mut reader = BalanceReader::new(HashMap::new());
+        reader.ttl = Duration::from_secs(3600);
+        let first = reader.holdings(&chain, &address).await.unwrap();
+        assert_eq!(first.get("uinit").map(String::as_str), Some("7"));
+        let again = reader.holdings(&chain, &address).await.unwrap();
+        assert_eq!(again, first);
+        assert_eq!(hits(), 1, "a repeat within the TTL asked the node again");
+        // Another account is another entry.
+        let other = address::to_bech32("init", &[8; 20]);
+        reader.holdings(&chain, &other).await.unwrap();
+        assert_eq!(hits(), 2);
+
+        // Expired (a TTL of zero): asked every time.
+        reader.ttl = Duration::ZERO;
+        reader.holdings(&chain, &address).await.unwrap();
+        reader.holdings(&chain, &address).await.unwrap();
+        assert_eq!(hits(), 4);
+    }
+
+    #[tokio::test]
+    async fn a_chain_without_a_node_is_an_error_not_a_failure() {
+        let chain = registry().chains[1].clone();
+        let reader = BalanceReader::new(HashMap::new());
+        let address = address::to_bech32("init", &[7; 20]);
+        let error = reader.holdings(&chain, &address).await.unwrap_err();
+        assert!(error.contains("no node of evm-1"), "{error}");
     }
 
     #[test]
