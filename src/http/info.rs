@@ -234,7 +234,7 @@ pub fn formatted_amount(amount: &str, decimals: u32) -> String {
 #[derive(ToSchema)]
 #[allow(dead_code)] // the document's; the body is read by hand (field-by-field errors)
 pub struct BalancesRequest {
-    /// Chain id → the account and the denoms asked.
+    /// Chain id → the account and the denoms asked; at most 64 chains.
     chains: HashMap<String, BalanceRequestChainEntry>,
 }
 
@@ -243,9 +243,11 @@ pub struct BalancesRequest {
 pub struct BalanceRequestChainEntry {
     /// The account: bech32 with the chain's prefix, or `0x` and 40 hex digits on an EVM
     /// rollup.
+    #[schema(min_length = 1)]
     address: String,
     /// The denoms asked (each answered, 0 when not held); absent or empty: every registry
-    /// asset of the chain the account holds.
+    /// asset of the chain the account holds. At most 128.
+    #[schema(max_items = 128)]
     denoms: Option<Vec<String>>,
 }
 
