@@ -44,6 +44,8 @@ pub(super) fn start_router(
     // tracking reads its topology, so a reload replaces both at once.
     let own_explorers = Arc::new(own_explorers(config, indexers));
     let registry = SnapshotHandle::new(with_explorers(config.router.registry(), &own_explorers))?;
+    // Balances are read through the same sources tracking looks txs up with.
+    let balances = web::Data::new(http::info::BalanceReader::new(chain_sources.clone()));
     let tracking = web::Data::new(start_tracking(
         config,
         registry.clone(),
@@ -73,11 +75,13 @@ pub(super) fn start_router(
             let docs = docs.clone();
             http::app("router", app_limits.clone(), &cors, |cfg| {
                 http::router::routes(cfg);
+                http::info::routes(cfg);
                 http::tracking::routes(cfg);
                 http::openapi::routes(cfg, docs);
             })
             .app_data(snapshot.clone())
             .app_data(tracking.clone())
+            .app_data(balances.clone())
         },
     )?;
     tracing::info!(listen = %bound, "router API listening");

@@ -15,6 +15,7 @@ pub mod cors;
 pub mod error;
 pub mod evm;
 pub mod indexer;
+pub mod info;
 pub mod limits;
 pub mod metrics;
 pub mod nft;

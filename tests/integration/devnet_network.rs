@@ -368,6 +368,14 @@ impl Network {
             .to_string()
     }
 
+    /// The devnet chain's EVM JSON-RPC URL (devnet.json).
+    pub(crate) fn json_rpc(&self, chain: &str) -> String {
+        self.devnet["chains"][chain]["json_rpc"]
+            .as_str()
+            .unwrap_or_else(|| panic!("devnet.json has no JSON-RPC endpoint for {chain}"))
+            .to_string()
+    }
+
     fn account(&self, index: usize) -> &Value {
         let account = &self.devnet["accounts"][index];
         assert_eq!(account["index"], index, "devnet.json accounts");
@@ -400,7 +408,7 @@ impl Network {
         to_bech32(if chain == NOBLE { "noble" } else { "init" }, &bytes)
     }
 
-    fn balances(&self, chain: &str, address: &str) -> BTreeMap<String, u128> {
+    pub(crate) fn balances(&self, chain: &str, address: &str) -> BTreeMap<String, u128> {
         let url = format!(
             "{}/cosmos/bank/v1beta1/balances/{address}?pagination.limit=1000",
             self.rest(chain)

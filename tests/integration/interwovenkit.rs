@@ -2,7 +2,7 @@
 //! origin (a loopback server of this test) whose script calls the router the way
 //! InterwovenKit's bridge does — `fetch` with raw snake_case JSON bodies and the
 //! `InterwovenKit-Version` header, so every POST and every call with that header is a CORS
-//! preflight — in its order: chains, assets (all, then one chain's), route, msgs for the route's
+//! preflight — in its order: chains, assets (all, then one chain's), the source chain's balances, route, msgs for the route's
 //! operations, then track and status of a tx the test broadcast on the devnet network. The page
 //! writes what it got into the DOM; the test reads it back (`--dump-dom`) and checks each answer,
 //! including against the router's OpenAPI document.
@@ -99,6 +99,8 @@ async function call(path, body) {{
   out.push(await call("v2/info/chains"));
   out.push(await call("v2/fungible/assets"));
   out.push(await call("v2/fungible/assets?chain_ids=" + encodeURIComponent(ROUTE_REQUEST.source_asset_chain_id)));
+  // pages/bridge/data/balance.ts: the source chain's balances, every denom held.
+  out.push(await call("v2/info/balances", {{ chains: {{ [ROUTE_REQUEST.source_asset_chain_id]: {{ address: ADDRESSES[0], denoms: [] }} }} }}));
   const route = await call("v2/fungible/route", ROUTE_REQUEST);
   out.push(route);
   if (route.status === 200) {{
@@ -176,7 +178,7 @@ fn interwovenkit_calls_from_a_browser_on_another_origin() {
         .iter()
         .map(|a| a["path"].as_str().unwrap())
         .collect();
-    assert_eq!(paths.len(), 7, "{answers:?}");
+    assert_eq!(paths.len(), 8, "{answers:?}");
     for answer in &answers {
         let path = answer["path"].as_str().unwrap();
         assert!(
@@ -184,7 +186,9 @@ fn interwovenkit_calls_from_a_browser_on_another_origin() {
             "the browser refused {path}: {answer}"
         );
         assert_eq!(answer["status"], 200, "{path}: {answer}");
-        let method = if path.starts_with("v2/info")
+        let method = if path == "v2/info/balances" {
+            "post"
+        } else if path.starts_with("v2/info")
             || path.starts_with("v2/fungible/assets")
             || path.starts_with("v2/tx/status")
         {
@@ -219,14 +223,24 @@ fn interwovenkit_calls_from_a_browser_on_another_origin() {
         .keys()
         .collect();
     assert_eq!(one, [L1]);
+    // The balances InterwovenKit shows beside the amount: account 0's uinit on the L1.
+    let uinit = &body(3)["chains"][L1]["denoms"]["uinit"];
+    let amount: u128 = uinit["amount"].as_str().unwrap().parse().unwrap();
+    assert!(amount > 0, "{uinit}");
+    assert_eq!(uinit["decimals"], 6, "{uinit}");
     assert_eq!(
-        body(3)["operations"],
+        uinit["formatted_amount"],
+        format!("{}.{:06}", amount / 1_000_000, amount % 1_000_000),
+        "{uinit}"
+    );
+    assert_eq!(
+        body(4)["operations"],
         deposit["operations"],
         "the browser's route differs"
     );
-    assert_eq!(body(4)["txs"], msgs["txs"], "the browser's msgs differ");
-    assert_eq!(body(5)["tx_hash"], hash.to_uppercase());
-    let state = body(6)["state"].as_str().unwrap();
+    assert_eq!(body(5)["txs"], msgs["txs"], "the browser's msgs differ");
+    assert_eq!(body(6)["tx_hash"], hash.to_uppercase());
+    let state = body(7)["state"].as_str().unwrap();
     assert!(state.starts_with("STATE_"), "{state}");
     // The registration made from the browser is the router's: it reaches the end.
     let status_url = format!("{}/v2/tx/status?tx_hash={hash}&chain_id={L1}", net.router);

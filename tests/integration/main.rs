@@ -33,6 +33,7 @@ mod properties;
 mod realchain;
 mod replay;
 mod router;
+mod router_info;
 mod router_input;
 mod scale_out;
 mod schemathesis;

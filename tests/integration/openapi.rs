@@ -381,6 +381,9 @@ fn the_router_is_documented_and_swagger_ui_is_local() {
         "/op-hook",
         "/v2/info/chains",
         "/v2/fungible/assets",
+        "/v2/info/balances",
+        "/v2/fungible/venues",
+        "/v2/info/bridges",
         "/v2/tx/track",
         "/v2/tx/status",
         "/v2/tx/status/stream",
@@ -392,6 +395,10 @@ fn the_router_is_documented_and_swagger_ui_is_local() {
         "Operation",
         "MsgsAnswer",
         "TxStatusResponse",
+        "BalancesRequest",
+        "BalancesResponse",
+        "VenuesResponse",
+        "BridgesResponse",
         "Error",
     ] {
         assert!(
@@ -401,6 +408,15 @@ fn the_router_is_documented_and_swagger_ui_is_local() {
     }
     daemon.ok(&format!("{router}/v2/info/chains"));
     daemon.ok(&format!("{router}/v2/fungible/assets"));
+    daemon.ok(&format!("{router}/v2/fungible/venues"));
+    daemon.ok(&format!("{router}/v2/info/bridges"));
+    // A chain the registry does not know: an error in a 200, checked against the schema.
+    let (status, _, body) = daemon.post(
+        &format!("{router}/v2/info/balances"),
+        &json!({"chains": {"nowhere-1": {"address": "init1x", "denoms": ["uinit"]}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body["chains"]["nowhere-1"]["denoms"]["uinit"]["error"]["message"].is_string());
 
     let http = reqwest::blocking::Client::new();
     for base in [router.clone(), daemon.chain_url(CHAIN)] {

@@ -306,6 +306,7 @@ impl Devnet {
     pub fn query(&self, query: &ChainQuery, height: u64) -> QueryAnswer {
         match query {
             ChainQuery::TxByHash { hash } => return self.tx_by_hash(hash),
+            ChainQuery::BankBalances { address } => return self.bank_balances_of(address, height),
             ChainQuery::EvmContractByDenom { denom } if self.spec.bank.is_some() => {
                 return self.contract_by_denom(denom, height)
             }
@@ -456,6 +457,44 @@ impl Devnet {
             return vec![];
         };
         self.with_bank(height, |bank| bank.balances_of(&account))
+    }
+
+    /// `GET /cosmos/bank/v1beta1/balances/{address}` as the chain's REST answers it: an EVM
+    /// rollup's ERC-20 balances after `height`, another chain's ledger (its sealed state).
+    fn bank_balances_of(&self, address: &str, height: u64) -> QueryAnswer {
+        let reject = |message: String| Err(QueryRejection { code: 3, message });
+        let prefix = &self.spec.bech32_prefix;
+        let bytes = match address::decode_bech32(address) {
+            Some((hrp, bytes)) if hrp == *prefix => bytes,
+            Some((hrp, _)) => {
+                return reject(format!(
+                    "invalid Bech32 prefix; expected {prefix}, got {hrp}"
+                ))
+            }
+            None => {
+                return reject(format!(
+                    "decoding bech32 failed: invalid address {address:?}"
+                ))
+            }
+        };
+        let balances = if self.spec.bank.is_some() {
+            self.bank_balances(&bytes, height)
+        } else {
+            self.network()
+                .map(|network| network.balances(&self.spec.chain_id, &bytes))
+                .unwrap_or_default()
+        };
+        let coins: Vec<serde_json::Value> = balances
+            .iter()
+            .map(
+                |(denom, amount)| serde_json::json!({"denom": denom, "amount": amount.to_string()}),
+            )
+            .collect();
+        let total = coins.len().to_string();
+        Ok(serde_json::json!({
+            "balances": coins,
+            "pagination": {"next_key": null, "total": total}
+        }))
     }
 
     /// A tx the network included, as REST's `GET /cosmos/tx/v1beta1/txs/{hash}` shows it.

@@ -82,13 +82,16 @@ struct IndexerDoc;
         super::router::op_hook_handler,
         super::router::chains,
         super::router::assets,
+        super::info::balances,
+        super::info::venues,
+        super::info::bridges,
         super::tracking::track,
         super::tracking::status,
         super::tracking::stream,
     ),
     tags(
         (name = "Fungible", description = "Plan a transfer and build its messages"),
-        (name = "Info", description = "Chains and assets of the registry"),
+        (name = "Info", description = "Chains, assets, venues and bridges of the registry; balances from the chains' nodes"),
         (name = "Transaction", description = "Track a submitted transfer to its end"),
     )
 )]

@@ -30,7 +30,16 @@ pub enum ChainQuery {
     /// `GET /cosmos/tx/v1beta1/txs/{hash}` (latest state; `hash` upper-case hex):
     /// `{"tx", "tx_response"}`, or a rejection with code 5 while the chain has not shown it.
     TxByHash { hash: String },
+    /// `GET /cosmos/bank/v1beta1/balances/{address}?pagination.limit=1000` (`address`
+    /// bech32 with the chain's prefix): `{"balances": [{"denom", "amount"}], "pagination"}`,
+    /// the coins the account holds (none of zero). On a minievm rollup every coin is an
+    /// ERC-20 and the bank answers its `balanceOf`.
+    BankBalances { address: String },
 }
+
+/// Coins asked per [`ChainQuery::BankBalances`] (one page; an account with more lists the
+/// first this many, by denom).
+pub const BANK_BALANCES_PAGE: u32 = 1000;
 
 /// The sender of read-only EVM calls (the zero-ish module address real indexers use).
 pub const EVM_CALL_SENDER: &str = "init1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqpqr5e3d";
@@ -114,6 +123,7 @@ impl ChainQuery {
             ChainQuery::EvmBlockReceipts => "evm_block_receipts",
             ChainQuery::EvmTraceBlock => "evm_trace_block",
             ChainQuery::TxByHash { .. } => "tx_by_hash",
+            ChainQuery::BankBalances { .. } => "bank_balances",
         }
     }
 }

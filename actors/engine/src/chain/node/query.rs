@@ -10,7 +10,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::{form_encode, rest_future_height, truncate, Api, NodeClient};
-use crate::chain::query::EVM_CALL_SENDER;
+use crate::chain::query::{BANK_BALANCES_PAGE, EVM_CALL_SENDER};
 use crate::chain::{ChainQuery, QueryAnswer, QueryRejection, SourceError};
 
 /// The REST route of a query: its path, and the JSON body of a POST.
@@ -49,6 +49,13 @@ fn route(query: &ChainQuery) -> (String, Option<Value>) {
             unreachable!("EVM JSON-RPC reads are not REST routes")
         }
         ChainQuery::TxByHash { hash } => (format!("/cosmos/tx/v1beta1/txs/{hash}"), None),
+        ChainQuery::BankBalances { address } => (
+            format!(
+                "/cosmos/bank/v1beta1/balances/{}?pagination.limit={BANK_BALANCES_PAGE}",
+                form_encode(address)
+            ),
+            None,
+        ),
         ChainQuery::EvmContractByDenom { denom } => (
             format!(
                 "/minievm/evm/v1/contracts/by_denom?denom={}",
