@@ -173,7 +173,20 @@ mod tests {
                 "{text}"
             );
             assert_eq!(files(), before, "{reader} wrote into {writer}'s store");
-            let store = open(writer).unwrap();
+            // sled releases its file lock when its last background thread lets go of the
+            // database, a moment after the drop above (seen under a loaded full-suite run):
+            // wait for it, bounded, rather than race it.
+            let mut reopened = open(writer);
+            for _ in 0..100 {
+                match &reopened {
+                    Err(e) if e.to_string().contains("could not acquire lock") => {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        reopened = open(writer);
+                    }
+                    _ => break,
+                }
+            }
+            let store = reopened.unwrap();
             assert_eq!(
                 store.domain("c-1", "blocks").unwrap().watermark().unwrap(),
                 7
