@@ -133,6 +133,16 @@ fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, ApiEr
         .ok_or_else(|| ApiError::bad_request(format!("{field} is required")))
 }
 
+/// The client a request counts against in the per-client caps: its TCP peer's address, an
+/// IPv6 one by its /64 (as every per-IP limit keys clients, `http::limits::client_key`).
+fn client_of(req: &HttpRequest) -> IpAddr {
+    let ip = req
+        .peer_addr()
+        .map(|a| a.ip().to_canonical())
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    super::limits::client_key(ip)
+}
+
 /// The tracked key of a request, if its chain is one the router knows.
 fn track_key(
     snapshot: &RegistrySnapshot,
@@ -159,6 +169,7 @@ fn track_key(
 pub(super) async fn track(
     api: web::Data<TrackingApi>,
     snapshot: web::Data<SnapshotHandle>,
+    req: HttpRequest,
     body: web::Bytes,
 ) -> ApiResult {
     let request: TrackRequest = super::router::parse_body(&body, &["tx_hash", "chain_id"], &[])?;
@@ -168,12 +179,16 @@ pub(super) async fn track(
     let answer = api
         .hub
         .addr()
-        .send(Register(key.clone()))
+        .send(Register(key.clone(), Some(client_of(&req))))
         .await
         .map_err(|e| ApiError::unavailable(format!("the tracker is restarting: {e}"), 1))?;
     match answer {
         Ok(()) => {}
         Err(e @ TrackError::Full(_)) => return Err(ApiError::unavailable(e.to_string(), 30)),
+        // An open registration ends when its transfer does, or when it is abandoned.
+        Err(e @ TrackError::ClientBusy(_)) => {
+            return Err(ApiError::too_many_requests(e.to_string(), 30))
+        }
         Err(e) => return Err(ApiError::internal(e)),
     }
     let explorer_link = snapshot.topology.explorer_link(&key.chain_id, &key.tx_hash);
@@ -316,3 +331,4 @@ pub(super) async fn stream(
         .insert_header(("x-accel-buffering", "no"))
         .streaming(opening.chain(rest)))
 }
+

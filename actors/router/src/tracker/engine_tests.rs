@@ -12,7 +12,7 @@ use std::time::Duration;
 use actix::prelude::*;
 
 use super::actor::Crash;
-use super::hub::{HubDeps, Register, TrackerHub};
+use super::hub::{HubDeps, Register, TrackError, TrackerHub};
 use super::shared::{TrackerSettings, Tracking};
 use super::tests::{data, ev, hash, ok_ack, packet, topology, ALPHA, HUB};
 use super::tracked::{Source as TxSource, TrackKey, TxState};
@@ -49,6 +49,15 @@ impl Engine {
 
     /// [`Engine::open`] whose trackers look unseen txs up on `sources`.
     fn open_with_sources(store: Store, sources: HashMap<String, Arc<ChainAccess>>) -> Self {
+        Self::open_with(store, sources, settings())
+    }
+
+    /// [`Engine::open`] with its own settings.
+    fn open_with(
+        store: Store,
+        sources: HashMap<String, Arc<ChainAccess>>,
+        settings: TrackerSettings,
+    ) -> Self {
         let bus = RelayBus::default();
         let mut relays = HashMap::new();
         let mut sequences = HashMap::new();
@@ -65,7 +74,7 @@ impl Engine {
             ),
             relays.clone(),
             sources,
-            settings(),
+            settings,
         );
         Engine {
             store,
@@ -118,9 +127,9 @@ impl Engine {
         let mut engine = Engine::open(Store::open(dir, 8 << 20).unwrap());
         let hub = engine.start_hub();
         engine.relay(ALPHA, source_tx(), true);
-        hub.send(Register(key())).await.unwrap().unwrap();
+        hub.send(Register(key(), None)).await.unwrap().unwrap();
         // Registering again changes nothing.
-        hub.send(Register(key())).await.unwrap().unwrap();
+        hub.send(Register(key(), None)).await.unwrap().unwrap();
         eventually("the source linked", || {
             engine.state(&key()) == Some(TxState::Pending)
         })
@@ -232,7 +241,10 @@ fn two_trackers_waiting_on_one_key_both_get_its_events() {
         let mut events = source_tx();
         events[0].tx_hash = Some(hash("twin"));
         engine.relay(ALPHA, events, true);
-        hub.send(Register(twin.clone())).await.unwrap().unwrap();
+        hub.send(Register(twin.clone(), None))
+            .await
+            .unwrap()
+            .unwrap();
         eventually("the twin linked", || {
             engine.state(&twin) == Some(TxState::Pending)
         })
@@ -403,7 +415,7 @@ fn a_lookup_answer_whose_code_is_not_a_u32_is_not_a_success() {
                 HashMap::from([(ALPHA.to_string(), access)]),
             );
             let hub = engine.start_hub();
-            hub.send(Register(key())).await.unwrap().unwrap();
+            hub.send(Register(key(), None)).await.unwrap().unwrap();
             let source = || {
                 let tracked = engine.tracking.view.tracked(&key()).unwrap().unwrap();
                 tracked.source
@@ -456,7 +468,7 @@ fn a_lookup_answer_with_a_u32_code_is_read_as_that_code() {
                 HashMap::from([(ALPHA.to_string(), access)]),
             );
             let hub = engine.start_hub();
-            hub.send(Register(key())).await.unwrap().unwrap();
+            hub.send(Register(key(), None)).await.unwrap().unwrap();
             let source = || {
                 let tracked = engine.tracking.view.tracked(&key()).unwrap().unwrap();
                 tracked.source
@@ -474,4 +486,208 @@ fn a_lookup_answer_with_a_u32_code_is_read_as_that_code() {
             engine.pool.stop();
         });
     }
+}
+
+/// `events` as of block time `time_ns` (the chains' time is what deadlines are measured on).
+fn at(mut events: Vec<RelayEvent>, time_ns: i64) -> Vec<RelayEvent> {
+    for event in &mut events {
+        event.time_ns = time_ns;
+    }
+    events
+}
+
+fn now() -> i64 {
+    super::shared::now_ns()
+}
+
+fn junk(i: u32) -> TrackKey {
+    TrackKey {
+        chain_id: ALPHA.into(),
+        tx_hash: format!("{:064X}", 0xBAD0_0000u64 + i as u64),
+    }
+}
+
+/// One IBC hop alpha → hub of tx `tag` on packet `sequence`, as of block time `time_ns`:
+/// the source tx, the receipt (with its acknowledgement), the acknowledgement back on alpha.
+fn hop(tag: &str, sequence: u64, time_ns: i64) -> [Vec<RelayEvent>; 3] {
+    let sent = packet(
+        "channel-0",
+        "channel-1",
+        sequence,
+        Some(data("ualpha", "1000", "init1hub", "")),
+    );
+    let p = packet("channel-0", "channel-1", sequence, None);
+    [
+        vec![ev(ALPHA, 10, tag, RelayKind::SendPacket(sent))],
+        vec![
+            ev(
+                HUB,
+                20,
+                &format!("{tag}-recv"),
+                RelayKind::RecvPacket(p.clone()),
+            ),
+            ev(
+                HUB,
+                20,
+                &format!("{tag}-recv"),
+                RelayKind::WriteAcknowledgement {
+                    packet: p.clone(),
+                    ack: ok_ack(),
+                },
+            ),
+        ],
+        vec![ev(
+            ALPHA,
+            30,
+            &format!("{tag}-ack"),
+            RelayKind::AcknowledgePacket(p),
+        )],
+    ]
+    .map(|events| at(events, time_ns))
+}
+
+fn key_of(tag: &str) -> TrackKey {
+    TrackKey {
+        chain_id: ALPHA.into(),
+        tx_hash: hash(tag),
+    }
+}
+
+/// Issue #30: a client registering random hashes. It may have only so many open at once
+/// (429), the tracker only so many in all (503); once abandoned (never seen) they no longer
+/// count, so a real transfer is registered and completes — also after a restart, which
+/// reloads them abandoned — and they leave the view and the store after the short retention.
+#[test]
+fn junk_registrations_leave_the_cap_once_abandoned_even_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let settings = TrackerSettings {
+        abandon_unseen: Duration::from_millis(200),
+        unseen_retention: Duration::from_millis(50),
+        max_trackers: 4,
+        max_open_per_client: 3,
+        ..settings()
+    };
+    let (a, b): (std::net::IpAddr, std::net::IpAddr) =
+        ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+    let junk_of = |round: u32| (0..4).map(move |i| junk(round * 10 + i));
+    // Fills the tracker with junk (3 from `a`, the rest from `b`) and waits until it is
+    // abandoned; `room`: registrations the cap leaves.
+    async fn fill(
+        engine: &Engine,
+        hub: &Addr<TrackerHub>,
+        keys: Vec<TrackKey>,
+        room: usize,
+        a: std::net::IpAddr,
+        b: std::net::IpAddr,
+    ) {
+        for key in &keys[..3] {
+            hub.send(Register(key.clone(), Some(a)))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(
+            hub.send(Register(keys[3].clone(), Some(a))).await.unwrap(),
+            Err(TrackError::ClientBusy(3))
+        );
+        // Registering an open one again is no new registration.
+        hub.send(Register(keys[0].clone(), Some(a)))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut registered = 3;
+        for key in &keys[3..] {
+            let answer = hub.send(Register(key.clone(), Some(b))).await.unwrap();
+            if registered < room {
+                answer.unwrap();
+                registered += 1;
+            } else {
+                assert_eq!(answer, Err(TrackError::Full(4)));
+            }
+        }
+        assert_eq!(
+            hub.send(Register(junk(99), Some(b))).await.unwrap(),
+            Err(TrackError::Full(4))
+        );
+        eventually("the junk abandoned", || {
+            keys.iter()
+                .all(|key| engine.state(key) != Some(TxState::Submitted))
+        })
+        .await;
+        assert_eq!(engine.tracking.view.open_of(&a), 0);
+        assert_eq!(engine.tracking.view.open_of(&b), 0);
+    }
+    let cfg = settings.clone();
+    let store_path = path.clone();
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&store_path, 8 << 20).unwrap(),
+            HashMap::new(),
+            cfg,
+        );
+        let hub = engine.start_hub();
+        fill(&engine, &hub, junk_of(0).collect(), 4, a, b).await;
+        assert_eq!(
+            engine.tracking.view.counted(),
+            0,
+            "abandoned junk still counted"
+        );
+        // A real transfer is registered (by the same client) and completes.
+        let [source, receipt, ack] = hop("real1", 11, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("real1"), Some(a)))
+            .await
+            .unwrap()
+            .unwrap();
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the real transfer completed", || {
+            engine.state(&key_of("real1")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        // More junk, to the cap (the completed transfer counts), abandoned before the restart.
+        fill(&engine, &hub, junk_of(1).collect(), 3, a, b).await;
+        engine.pool.stop();
+        engine.store.flush().unwrap();
+    });
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&path, 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        // Reloaded abandoned, and not counted.
+        eventually("the store reloaded", || {
+            engine.state(&key_of("real1")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        assert_eq!(
+            engine.tracking.view.counted(),
+            1,
+            "only the real transfer counts"
+        );
+        let [source, receipt, ack] = hop("real2", 12, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("real2"), Some(b)))
+            .await
+            .unwrap()
+            .unwrap();
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the real transfer completed after the restart", || {
+            engine.state(&key_of("real2")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        // The junk leaves after its short retention (the hub's sweep); the real ones stay.
+        eventually("the junk forgotten", || {
+            junk_of(0).chain(junk_of(1)).all(|key| {
+                engine.state(&key).is_none() && engine.tracking.store().get(&key).unwrap().is_none()
+            })
+        })
+        .await;
+        assert_eq!(engine.tracking.view.len(), 2);
+        engine.pool.stop();
+    });
 }

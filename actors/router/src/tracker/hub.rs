@@ -4,6 +4,7 @@
 //! every stored tracker at start, respawns a tracker that died, and forgets terminal txs
 //! past their retention.
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -31,14 +32,19 @@ pub struct HubDeps {
 pub enum TrackError {
     #[error("too many transfers are tracked ({0}); try again later")]
     Full(usize),
+    #[error(
+        "this client has {0} open registrations, the most it may have; try again when one ends"
+    )]
+    ClientBusy(usize),
     #[error("the tracker store refused the write: {0}")]
     Store(String),
 }
 
-/// Register a tx (idempotent).
+/// Register a tx (idempotent), for a client (an IPv4 address or an IPv6 /64, as the HTTP
+/// limits key clients; `None`: a trusted caller, not capped per client).
 #[derive(Message)]
 #[rtype(result = "Result<(), TrackError>")]
-pub struct Register(pub TrackKey);
+pub struct Register(pub TrackKey, pub Option<IpAddr>);
 
 pub struct TrackerHub {
     deps: HubDeps,
@@ -102,9 +108,7 @@ impl TrackerHub {
         let loaded = tracking.store().each(|tracked| {
             let state = tracked.state();
             let key = Arc::new(tracked.key.clone());
-            tracking
-                .view
-                .load(key.clone(), Entry::new(state, tracked.terminal_ns));
+            tracking.view.load(key.clone(), Entry::of(&tracked));
             if state.is_terminal() {
                 terminal += 1;
             } else {
@@ -169,18 +173,24 @@ impl TrackerHub {
         running
     }
 
-    /// Forgets terminal txs past their retention.
+    /// Forgets terminal txs past their retention (never-seen abandoned ones past the short
+    /// `unseen_retention`).
     fn sweep_expired(&mut self) {
         let now = now_ns();
         let retention = self.tracking().settings.retention.as_nanos() as i64;
+        let unseen_retention = self.tracking().settings.unseen_retention.as_nanos() as i64;
         let expired: Vec<Arc<TrackKey>> = self
             .tracking()
             .view
             .entries
             .iter()
             .filter(|entry| {
-                entry.state.is_terminal()
-                    && entry.terminal_ns().is_some_and(|at| now - at > retention)
+                let kept = if entry.never_seen {
+                    unseen_retention
+                } else {
+                    retention
+                };
+                entry.state.is_terminal() && entry.terminal_ns().is_some_and(|at| now - at > kept)
             })
             .map(|entry| entry.key().clone())
             .collect();
@@ -258,13 +268,22 @@ impl StreamHandler<RelayEvent> for TrackerHub {
 impl Handler<Register> for TrackerHub {
     type Result = Result<(), TrackError>;
 
-    fn handle(&mut self, Register(key): Register, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, Register(key, client): Register, _: &mut Context<Self>) -> Self::Result {
         let tracking = self.deps.tracking.clone();
+        let per_client = tracking.settings.max_open_per_client;
+        let client = client.filter(|_| per_client > 0);
+        let client_busy = |client: Option<IpAddr>| match client {
+            Some(client) if tracking.view.open_of(&client) >= per_client => {
+                Err(TrackError::ClientBusy(per_client))
+            }
+            _ => Ok(()),
+        };
         if tracking.view.entries.contains_key(&key) {
             return Ok(());
         }
+        client_busy(client)?;
         let limit = tracking.settings.max_trackers;
-        if tracking.view.entries.len() >= limit {
+        if tracking.view.counted() >= limit {
             return Err(TrackError::Full(limit));
         }
         let tracked = Tracked::new(key, now_ns());
@@ -275,6 +294,9 @@ impl Handler<Register> for TrackerHub {
         // Written above (a refused write refuses the registration); published once.
         let key = Arc::new(tracked.key.clone());
         tracking.publish(&key, &tracked);
+        if let Some(client) = client {
+            tracking.view.own(&key, client);
+        }
         self.spawn(key, Stage::of(&tracked.source));
         Ok(())
     }

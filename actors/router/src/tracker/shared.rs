@@ -35,8 +35,14 @@ pub struct TrackerSettings {
     pub abandon_stalled: Duration,
     /// Terminal trackers stay queryable this long.
     pub retention: Duration,
-    /// Registrations beyond this are refused (503).
+    /// ...except a tx abandoned without its chain ever showing it (junk, or a tx never
+    /// broadcast): queryable this long, and never counted against `max_trackers`.
+    pub unseen_retention: Duration,
+    /// Registrations beyond this are refused (503); never-seen abandoned txs do not count.
     pub max_trackers: usize,
+    /// Open (non-terminal) registrations one client (an IPv4 address, an IPv6 /64) may
+    /// have at once; beyond, 429 (0 = no cap).
+    pub max_open_per_client: usize,
     /// Chain lookups of unseen txs in flight at once (across all trackers).
     pub lookups_in_flight: usize,
     /// The hub's housekeeping period, and the unit of a tracker's backoffs: a relay-log
@@ -51,7 +57,9 @@ impl Default for TrackerSettings {
             abandon_unseen: Duration::from_secs(300),
             abandon_stalled: Duration::from_secs(1800),
             retention: Duration::from_secs(7 * 24 * 3600),
+            unseen_retention: Duration::from_secs(3600),
             max_trackers: 2_000_000,
+            max_open_per_client: 1000,
             lookups_in_flight: 32,
             tick: Duration::from_millis(500),
         }
