@@ -47,7 +47,8 @@ impl StreamLimits {
     }
 }
 
-/// One open stream, counted until dropped.
+/// One open stream, counted until dropped (it lives in the stream's body, which actix drops
+/// when the stream ends or the client goes away).
 struct StreamSlot {
     api: web::Data<TrackingApi>,
     ip: IpAddr,
@@ -255,11 +256,10 @@ pub(super) async fn stream(
     // Subscribed before the first read: a change landing in between is not missed.
     let updates = api.view.updates.subscribe();
     let (first, first_state) = api.view.status(&key)?.ok_or_else(|| not_tracked(&key))?;
-    let ip = req
-        .peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    let slot = StreamSlot::open(&api, ip)?;
+    // Counted per client as every per-IP limit counts (an IPv6 client by its /64). The slot
+    // is owned by the body: actix drops the body as soon as the client closes the
+    // connection (the listeners refuse half-closed connections), which frees it.
+    let slot = StreamSlot::open(&api, client_of(&req))?;
     let deadline = tokio::time::Instant::now() + api.streams.max_duration;
     struct State {
         slot: StreamSlot,
@@ -332,3 +332,28 @@ pub(super) async fn stream(
         .streaming(opening.chain(rest)))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(peer: &str) -> IpAddr {
+        let req = actix_web::test::TestRequest::default()
+            .peer_addr(peer.parse().unwrap())
+            .to_http_request();
+        client_of(&req)
+    }
+
+    /// The per-client caps of tracking (open registrations, streams) count an IPv6 client by
+    /// its /64, as every other per-IP limit does: a host owning a /64 cannot rotate through
+    /// it. An IPv4-mapped address is its IPv4 address.
+    #[test]
+    fn clients_are_counted_by_ipv4_address_or_ipv6_slash_64() {
+        assert_eq!(
+            from("[2001:db8:1:2::1]:5"),
+            from("[2001:db8:1:2:ffff::9]:6")
+        );
+        assert_ne!(from("[2001:db8:1:2::1]:5"), from("[2001:db8:1:3::1]:5"));
+        assert_eq!(from("[::ffff:10.1.2.3]:5"), from("10.1.2.3:7"));
+        assert_ne!(from("10.1.2.3:5"), from("10.1.2.4:5"));
+    }
+}

@@ -1221,3 +1221,78 @@ fn junk_registrations_do_not_keep_a_real_transfer_out_even_after_a_restart() {
     let second = real_transfer_completes(&net, 1);
     eprintln!("junk: 20 abandoned; real transfer {first}; after the restart {second}");
 }
+
+/// Issue #30: a stream's slot is freed as soon as its client goes away. `max_streams`
+/// streams fill the cap (the next gets 503); once their clients close their sockets, a new
+/// client streams at once (bounded: well under the 15 s keepalive that used to find them
+/// gone).
+#[test]
+fn stream_slots_are_freed_as_soon_as_their_clients_leave() {
+    use std::io::{BufRead, BufReader, Write};
+    const STREAMS: usize = 6;
+    let chain = "miniwasm-1";
+    let config = format!(
+        "{}\n[tracker]\nmax_streams = {STREAMS}\nmax_streams_per_ip = 100\n\n[[router.chains]]\nchain_id = \"{chain}\"\nchain_name = \"miniwasm\"\nbech32_prefix = \"init\"\n",
+        crate::harness::config_with(&crate::harness::devnet_chain(chain, "wasm", ""))
+    );
+    let daemon = crate::harness::Daemon::start(&config);
+    let addr: std::net::SocketAddr = daemon.listeners["router"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let hash = "CD".repeat(32);
+    let (code, _, body) = daemon.post(
+        &format!("http://{addr}/v2/tx/track"),
+        &json!({"tx_hash": hash, "chain_id": chain}),
+    );
+    assert_eq!(code, 200, "{body}");
+    // Opens a stream: its status code, and the connection (a 200 once its first event came).
+    let open = || {
+        let mut socket = std::net::TcpStream::connect(addr).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            socket,
+            "GET /v2/tx/status/stream?tx_hash={hash}&chain_id={chain} HTTP/1.1\r\nhost: {addr}\r\n\r\n"
+        )
+        .unwrap();
+        let mut reader = BufReader::new(socket.try_clone().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let code: u16 = line.split(' ').nth(1).unwrap().parse().unwrap();
+        if code == 200 {
+            loop {
+                line.clear();
+                assert!(reader.read_line(&mut line).unwrap() > 0, "stream closed");
+                if line.starts_with("event: status") {
+                    break;
+                }
+            }
+        }
+        (code, socket)
+    };
+    for round in 0..2 {
+        let streams: Vec<_> = (0..STREAMS)
+            .map(|i| {
+                let (code, socket) = open();
+                assert_eq!(code, 200, "round {round}, stream {i}");
+                socket
+            })
+            .collect();
+        let (code, _) = open();
+        assert_eq!(code, 503, "round {round}: a stream beyond max_streams");
+        drop(streams);
+        // A new client streams at once: a short poll, bounded far below the keepalive.
+        let (_, socket) = wait_for("a freed stream slot", Duration::from_secs(5), || {
+            Some(open()).filter(|(code, _)| *code == 200)
+        });
+        drop(socket);
+        wait_for("every slot freed", Duration::from_secs(5), || {
+            let metrics = daemon.metrics();
+            (crate::harness::metric_value(&metrics, "weaver_tracker_streams", &[]) == 0.0)
+                .then_some(())
+        });
+    }
+}
