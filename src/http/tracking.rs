@@ -190,7 +190,9 @@ pub(super) async fn track(
         Err(e @ TrackError::ClientBusy(_)) => {
             return Err(ApiError::too_many_requests(e.to_string(), 30))
         }
-        Err(e) => return Err(ApiError::internal(e)),
+        // A store refusing writes (a full disk, its IO error): weaver restarts itself once
+        // the disk frees up; never a 500.
+        Err(e @ TrackError::Store(_)) => return Err(ApiError::unavailable(e.to_string(), 30)),
     }
     let explorer_link = snapshot.topology.explorer_link(&key.chain_id, &key.tx_hash);
     Ok(HttpResponse::Ok().json(json!({"tx_hash": key.tx_hash, "explorer_link": explorer_link})))
