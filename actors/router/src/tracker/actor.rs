@@ -408,8 +408,10 @@ impl Tracker {
         }
     }
 
-    /// Abandons the tx once it waited too long; until then, checks again at its deadline
-    /// (progress only moves the deadline later).
+    /// Abandons the tx once it waited too long, measured on the chains' own time (a
+    /// follower catching up after a downtime is not a transfer that stopped moving); until
+    /// then, checks again at its deadline (progress only moves the deadline later), or while
+    /// a follower is behind, every few ticks (at most 30 s) as it catches up.
     fn check_abandonment(&mut self, ctx: &mut Context<Self>) {
         let Some(mut tracked) = self.load(ctx) else {
             if !self.done {
@@ -422,6 +424,23 @@ impl Tracker {
         let now = now_ns();
         match self.tracking.abandonment(&tracked, now) {
             Abandonment::Due(reason) => {
+                // What the logs hold that nobody delivered yet (a follower that caught up
+                // meanwhile) is progress: read it before giving up.
+                if self.linked() && self.catch_up(&mut tracked, ctx, true) {
+                    tracked.progressed_ns = now;
+                    if self.commit(tracked, ctx) && !self.done {
+                        ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+                            tracker.check_abandonment(ctx)
+                        });
+                        return;
+                    }
+                    if !self.done {
+                        ctx.run_later(self.retry_wait(), |tracker, ctx| {
+                            tracker.check_abandonment(ctx)
+                        });
+                    }
+                    return;
+                }
                 tracked.abandoned = Some(reason);
                 if !self.commit(tracked, ctx) {
                     ctx.run_later(self.retry_wait(), |tracker, ctx| {
@@ -429,9 +448,14 @@ impl Tracker {
                     });
                 }
             }
-            Abandonment::At(deadline) => {
-                let wait =
-                    Duration::from_nanos((deadline - now).max(0) as u64) + Duration::from_millis(1);
+            Abandonment::At { deadline, clock } => {
+                let left = Duration::from_nanos((deadline - clock).max(0) as u64);
+                let wait = if clock < now {
+                    // A follower behind: its time moves faster than the wall clock.
+                    left.clamp(self.tracking.settings.tick * 2, Duration::from_secs(30))
+                } else {
+                    left
+                } + Duration::from_millis(1);
                 ctx.run_later(wait, |tracker, ctx| tracker.check_abandonment(ctx));
             }
         }

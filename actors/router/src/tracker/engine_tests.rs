@@ -21,7 +21,7 @@ use weaver_engine::chain::{
     BlockBundle, ChainAccess, ChainQuery, LocalChain, QueryAnswer, Source, SourceError,
 };
 use weaver_engine::relay::{RelayBus, RelayEvent, RelayKind};
-use weaver_engine::store::relay::{stage_event, META_SEQUENCE};
+use weaver_engine::store::relay::{stage_event, META_SEQUENCE, META_TIME};
 use weaver_engine::store::{keys, RelayStore, Store};
 use weaver_engine::system::ArbiterPool;
 
@@ -102,6 +102,7 @@ impl Engine {
         let sequence = self.sequences.get_mut(chain).unwrap();
         let first = *sequence == 0;
         let height = events[0].height;
+        let time_ns = events[0].time_ns;
         let mut batch = weaver_engine::store::Batch::default();
         let mut committed = vec![];
         for mut event in events {
@@ -115,6 +116,7 @@ impl Engine {
             committed.push(Arc::new(event));
         }
         batch.insert(keys::meta(META_SEQUENCE), sequence.to_be_bytes());
+        batch.insert(keys::meta(META_TIME), (time_ns as u64).to_be_bytes());
         relay.domain().commit(batch, height, first).unwrap();
         if publish {
             self.bus.publish(chain, &committed);
@@ -135,6 +137,18 @@ impl Engine {
         })
         .await;
         (engine, hub)
+    }
+
+    /// Commits a block of `chain` without relay events at `height` and block time `time_ns`
+    /// (the chain's time moves on).
+    fn quiet_block(&self, chain: &str, height: u64, time_ns: i64) {
+        let mut batch = weaver_engine::store::Batch::default();
+        batch.insert(keys::meta(META_TIME), (time_ns as u64).to_be_bytes());
+        let first = self.relays[chain].watermark().unwrap() == 0;
+        self.relays[chain]
+            .domain()
+            .commit(batch, height, first)
+            .unwrap();
     }
 
     fn state(&self, key: &TrackKey) -> Option<TxState> {
@@ -610,7 +624,9 @@ fn junk_registrations_leave_the_cap_once_abandoned_even_after_a_restart() {
             hub.send(Register(junk(99), Some(b))).await.unwrap(),
             Err(TrackError::Full(4))
         );
+        // The chain goes on without showing them.
         eventually("the junk abandoned", || {
+            engine.quiet_block(ALPHA, 5, now());
             keys.iter()
                 .all(|key| engine.state(key) != Some(TxState::Submitted))
         })
@@ -688,6 +704,117 @@ fn junk_registrations_leave_the_cap_once_abandoned_even_after_a_restart() {
         })
         .await;
         assert_eq!(engine.tracking.view.len(), 2);
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: the daemon is down for longer than the deadlines while a transfer is pending;
+/// the chains went on meanwhile. At start its followers have not caught up: the transfer
+/// must not be abandoned for the downtime, and completes once they catch up.
+#[test]
+fn a_restart_after_a_downtime_longer_than_the_deadlines_resumes_open_transfers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let settings = TrackerSettings {
+        abandon_unseen: Duration::from_millis(300),
+        abandon_stalled: Duration::from_millis(300),
+        ..settings()
+    };
+    let cfg = settings.clone();
+    let store_path = path.clone();
+    let linked_at = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let linked = linked_at.clone();
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&store_path, 8 << 20).unwrap(),
+            HashMap::new(),
+            cfg,
+        );
+        let hub = engine.start_hub();
+        let [source, _, _] = hop("slow", 21, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("slow"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the source linked", || {
+            engine.state(&key_of("slow")) == Some(TxState::Pending)
+        })
+        .await;
+        linked.store(now(), std::sync::atomic::Ordering::SeqCst);
+        engine.pool.stop();
+        engine.store.flush().unwrap();
+    });
+    // The downtime: twice the deadlines.
+    std::thread::sleep(Duration::from_millis(600));
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&path, 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let _hub = engine.start_hub();
+        // The followers take a while to catch up (several of the tracker's ticks)...
+        actix::clock::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            engine.state(&key_of("slow")),
+            Some(TxState::Pending),
+            "abandoned before the followers caught up"
+        );
+        // ...then index what the chains did during the downtime, soon after the link.
+        let during = linked_at.load(std::sync::atomic::Ordering::SeqCst) + 100_000_000;
+        let [_, receipt, ack] = hop("slow", 21, during);
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the resumed transfer completed", || {
+            engine.state(&key_of("slow")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: a transfer abandoned for want of progress, whose hops then show up in the
+/// relay logs: registering it again revives it, and it completes.
+#[test]
+fn registering_an_abandoned_transfer_again_revives_it_once_its_hops_are_seen() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = TrackerSettings {
+            abandon_stalled: Duration::from_millis(200),
+            ..settings()
+        };
+        let mut engine = Engine::open_with(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        let [source, receipt, ack] = hop("late", 31, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("late"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        // Both chains move on without the transfer.
+        eventually("the transfer abandoned", || {
+            let later = now();
+            engine.quiet_block(ALPHA, 15, later);
+            engine.quiet_block(HUB, 15, later);
+            engine.state(&key_of("late")) == Some(TxState::Abandoned)
+        })
+        .await;
+        // Delivered to no one: the transfer is abandoned.
+        engine.relay(HUB, at(receipt, now()), true);
+        engine.relay(ALPHA, at(ack, now()), true);
+        hub.send(Register(key_of("late"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the revived transfer completed", || {
+            engine.state(&key_of("late")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
         engine.pool.stop();
     });
 }

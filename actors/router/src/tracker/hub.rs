@@ -14,7 +14,7 @@ use actix::WeakAddr;
 use super::actor::{CatchUp, Relay, Stage, Tracker};
 use super::machine::WatchKey;
 use super::shared::{now_ns, Tracking};
-use super::tracked::{TrackKey, Tracked};
+use super::tracked::{Source, TrackKey, Tracked, TxState};
 use super::view::Entry;
 use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
 use weaver_engine::system::ArbiterPool;
@@ -173,6 +173,53 @@ impl TrackerHub {
         running
     }
 
+    /// Registering an abandoned tx again revives it if its tx is seen now: one that stalled
+    /// (its source was seen; a follower may have been behind), or one never seen whose chain's
+    /// relay log now holds it. Tracking starts over from the stored record with a fresh
+    /// deadline (the relay logs are read again). A never-seen tx its chain still has not
+    /// shown stays abandoned (registering junk again does not keep it alive).
+    fn revive(
+        &mut self,
+        key: TrackKey,
+        client: Option<IpAddr>,
+        client_busy: impl Fn(Option<IpAddr>) -> Result<(), TrackError>,
+    ) -> Result<(), TrackError> {
+        let tracking = self.deps.tracking.clone();
+        let mut tracked = match tracking.store().get(&key) {
+            Ok(Some(tracked)) if tracked.abandoned.is_some() => tracked,
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(TrackError::Store(e.to_string())),
+        };
+        if tracked.source == Source::Unseen {
+            let seen = tracking
+                .tx_events(&key.chain_id, &key.tx_hash)
+                .is_some_and(|events| !events.is_empty());
+            if !seen {
+                return Ok(());
+            }
+        }
+        client_busy(client)?;
+        let now = now_ns();
+        tracked.abandoned = None;
+        tracked.terminal_ns = None;
+        tracked.progressed_ns = now;
+        if tracked.source == Source::Unseen {
+            tracked.registered_ns = now;
+        }
+        tracking
+            .store()
+            .put(&tracked)
+            .map_err(|e| TrackError::Store(e.to_string()))?;
+        let key = Arc::new(tracked.key.clone());
+        tracking.publish(&key, &tracked);
+        if let Some(client) = client {
+            tracking.view.own(&key, client);
+        }
+        tracing::info!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, state = tracked.state().name(), "abandoned transfer revived by a registration");
+        self.spawn(key, Stage::of(&tracked.source));
+        Ok(())
+    }
+
     /// Forgets terminal txs past their retention (never-seen abandoned ones past the short
     /// `unseen_retention`).
     fn sweep_expired(&mut self) {
@@ -278,8 +325,10 @@ impl Handler<Register> for TrackerHub {
             }
             _ => Ok(()),
         };
-        if tracking.view.entries.contains_key(&key) {
-            return Ok(());
+        match tracking.view.state(&key) {
+            Some(TxState::Abandoned) => return self.revive(key, client, client_busy),
+            Some(_) => return Ok(()),
+            None => {}
         }
         client_busy(client)?;
         let limit = tracking.settings.max_trackers;

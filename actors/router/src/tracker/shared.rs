@@ -80,10 +80,11 @@ fn is_or_gone(watcher: &Watcher, tracker: Option<&Addr<Tracker>>) -> bool {
         .is_none_or(|t| !t.connected() || Some(&t) == tracker)
 }
 
-/// Whether a tracked tx waited too long, and if not, until when it may wait.
+/// Whether a tracked tx waited too long, and if not, its deadline and the clock it is
+/// measured on (the chains' time: behind the wall clock while a follower catches up).
 pub(super) enum Abandonment {
     Due(String),
-    At(i64),
+    At { deadline: i64, clock: i64 },
 }
 
 pub struct Tracking {
@@ -370,12 +371,25 @@ impl Tracking {
         changed
     }
 
-    /// Whether `tracked` waited too long at `now`.
+    /// How far `chain`'s follower has come in the chain's own time: the block time of the
+    /// last block its relay log holds, never ahead of `wall`; `wall` for a chain with no
+    /// relay log here (or none indexed yet). Deadlines are measured on it, so a follower
+    /// catching up after a downtime is not taken for a transfer that stopped moving.
+    pub(super) fn chain_now(&self, chain: &str, wall: i64) -> i64 {
+        self.relay_stores
+            .get(chain)
+            .and_then(|store| store.watermark_time().ok().flatten())
+            .map_or(wall, |time| time.min(wall))
+    }
+
+    /// Whether `tracked` waited too long at wall-clock `now`, measured on the chains it
+    /// waits on ([`Tracking::chain_now`]: the slowest of them).
     pub(super) fn abandonment(&self, tracked: &Tracked, now: i64) -> Abandonment {
         let settings = &self.settings;
         if matches!(tracked.source, Source::Unseen) {
+            let clock = self.chain_now(&tracked.key.chain_id, now);
             let deadline = tracked.registered_ns + settings.abandon_unseen.as_nanos() as i64;
-            return if now > deadline {
+            return if clock > deadline {
                 Abandonment::Due(format!(
                     "{} never showed tx {} within {} s of its registration",
                     tracked.key.chain_id,
@@ -383,9 +397,24 @@ impl Tracking {
                     settings.abandon_unseen.as_secs()
                 ))
             } else {
-                Abandonment::At(deadline)
+                Abandonment::At { deadline, clock }
             };
         }
+        let mut chains: SmallVec<[String; 4]> = tracked
+            .watches()
+            .into_iter()
+            .map(|watch| match watch {
+                WatchKey::Packet { chain, .. } | WatchKey::Bridge { chain, .. } => chain,
+            })
+            .collect();
+        if chains.is_empty() {
+            chains.push(tracked.key.chain_id.clone());
+        }
+        let clock = chains
+            .iter()
+            .map(|chain| self.chain_now(chain, now))
+            .min()
+            .unwrap_or(now);
         let waiting_withdrawal = tracked
             .transfers
             .iter()
@@ -401,13 +430,13 @@ impl Tracking {
         let limit =
             settings.abandon_stalled.as_nanos() as i64 + waiting_withdrawal as i64 * 1_000_000_000;
         let deadline = tracked.progressed_ns + limit;
-        if now > deadline {
+        if clock > deadline {
             Abandonment::Due(format!(
                 "no progress for {} s",
-                (now - tracked.progressed_ns) / 1_000_000_000
+                (clock - tracked.progressed_ns) / 1_000_000_000
             ))
         } else {
-            Abandonment::At(deadline)
+            Abandonment::At { deadline, clock }
         }
     }
 }
