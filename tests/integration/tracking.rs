@@ -1296,3 +1296,74 @@ fn stream_slots_are_freed_as_soon_as_their_clients_leave() {
         });
     }
 }
+
+/// Issue #30: the daemon is down for longer than the abandon deadlines while a transfer is
+/// pending (the relayer delivers it meanwhile). At start the followers are behind, so the
+/// deadlines — measured on the chains' indexed time — have not passed: the transfer is not
+/// abandoned, and completes once they catch up.
+#[test]
+fn a_restart_after_a_downtime_longer_than_the_deadlines_completes_the_transfer() {
+    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    const DEADLINE_SECS: i64 = 6;
+    let mut config = network_config();
+    config["devnet"]["network"]
+        .as_table_mut()
+        .unwrap()
+        .insert("test_accounts".into(), toml::Value::Integer(TEST_ACCOUNTS));
+    let mut tracker = toml::Table::new();
+    for key in ["abandon_unseen_secs", "abandon_stalled_secs"] {
+        tracker.insert(key.into(), toml::Value::Integer(DEADLINE_SECS));
+    }
+    config.insert("tracker".into(), toml::Value::Table(tracker));
+    let mut net = Network::start_with(Mode::Served, config);
+    net.wait_caught_up();
+    let route = route(
+        &net,
+        600_000,
+        (L1, USDC_L1),
+        (NOBLE, "uusdc"),
+        false,
+        &["transfer"],
+    );
+    let cosmos_tx = cosmos_tx(&net, 2, &route);
+    let faults_url = format!("{}/weaver/devnet/v1/faults", net.rest(L1));
+    let (code, faults) = net.post(&faults_url, &json!({"kind": "pause_relayer"}));
+    assert_eq!(
+        (code, &faults["relayer_paused"]),
+        (200, &json!(true)),
+        "{faults}"
+    );
+    let hash = broadcast_sync(&net, 2, &cosmos_tx, None);
+    let (code, tracked) = track(&net, L1, &hash);
+    assert_eq!(code, 200, "{tracked}");
+    wait_for(&format!("{hash} to be pending"), TERMINAL, || {
+        (status(&net, L1, &hash).1["state"] == "STATE_PENDING").then_some(())
+    });
+    let exit = net.daemon.restart(|| {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let answer: Value = client
+            .post(&faults_url)
+            .json(&json!({"kind": "resume_relayer"}))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(answer["relayer_paused"], false, "{answer}");
+        // Down for longer than both deadlines.
+        std::thread::sleep(Duration::from_secs(DEADLINE_SECS as u64 + 3));
+    });
+    assert!(exit.success(), "the daemon's SIGTERM exit: {exit}");
+    net.router = format!(
+        "http://{}",
+        net.daemon.listeners["router"].as_str().unwrap()
+    );
+    let (body, states) = poll_until_terminal(&net, L1, &hash);
+    assert_eq!(
+        body["state"], "STATE_COMPLETED_SUCCESS",
+        "after a downtime of more than {DEADLINE_SECS} s: {body}"
+    );
+    eprintln!("downtime > deadlines: {}", states.join(" → "));
+}
