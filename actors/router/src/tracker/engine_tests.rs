@@ -818,3 +818,38 @@ fn registering_an_abandoned_transfer_again_revives_it_once_its_hops_are_seen() {
         engine.pool.stop();
     });
 }
+
+/// Issue #30: the hub marks the store resumed only once every record is loaded, so a hub
+/// that died half-way through its resume resumes again; and resuming again never starts a
+/// second tracker for a transfer whose tracker runs (it would be listed twice and get every
+/// event twice).
+#[test]
+fn resuming_again_keeps_the_running_tracker_of_each_transfer() {
+    use std::sync::atomic::Ordering::SeqCst;
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
+        let first = engine.tracking.tracker_of(&key()).unwrap();
+        assert!(engine.tracking.resumed.load(SeqCst));
+        // What a hub that died half-way through its resume leaves behind.
+        engine.tracking.resumed.store(false, SeqCst);
+        let _again = engine.start_hub();
+        eventually("the second hub resumed", || {
+            engine.tracking.resumed.load(SeqCst)
+        })
+        .await;
+        assert_eq!(
+            engine.tracking.tracker_of(&key()),
+            Some(first),
+            "a second tracker was started for the transfer"
+        );
+        assert_eq!(engine.tracking.live_trackers(), 1);
+        engine.relay(HUB, receipt(), true);
+        engine.relay(ALPHA, acknowledgement(), true);
+        eventually("the transfer completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}

@@ -60,16 +60,25 @@ impl TrackerHub {
         &self.deps.tracking
     }
 
-    /// Starts the tracker of an open tx on the pool and lists it in the tx's entry.
+    /// Lists a new tracker of an open tx in the tx's entry, then starts it on the pool. Its
+    /// address is listed before it starts: a tracker that ends in `started()` (its record
+    /// read back terminal) takes itself off its entry like any other, never leaving a dead
+    /// address behind for the hub's sweep.
     fn spawn(&self, key: Arc<TrackKey>, stage: Stage) {
         let tracking = self.deps.tracking.clone();
         let actor_key = key.clone();
-        let addr = Tracker::start_in_arbiter(&self.deps.pool.pick(), move |_| {
-            Tracker::new(tracking, actor_key, stage)
-        });
+        let (sender, receiver) = actix::dev::channel::channel(16);
+        let addr = Addr::<Tracker>::new(sender);
         if let Some(mut entry) = self.tracking().view.entries.get_mut(&*key) {
             entry.tracker = Some(addr.downgrade());
         }
+        let started = self.deps.pool.pick().spawn_fn(move || {
+            Context::with_receiver(receiver).run(Tracker::new(tracking, actor_key, stage));
+        });
+        if !started {
+            tracing::warn!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, "tracker not started: its arbiter is stopping");
+        }
+        drop(addr);
     }
 
     fn on_event(&mut self, event: RelayEvent) {
@@ -108,12 +117,22 @@ impl TrackerHub {
         let loaded = tracking.store().each(|tracked| {
             let state = tracked.state();
             let key = Arc::new(tracked.key.clone());
+            // A tracker still running (a hub that died while resuming resumes again) stays
+            // the tx's tracker: never a second one.
+            let running = tracking.tracker_of(&key);
             tracking.view.load(key.clone(), Entry::of(&tracked));
             if state.is_terminal() {
                 terminal += 1;
             } else {
                 open += 1;
-                self.spawn(key, Stage::of(&tracked.source));
+                match running {
+                    Some(tracker) => {
+                        if let Some(mut entry) = tracking.view.entries.get_mut(&*key) {
+                            entry.tracker = Some(tracker.downgrade());
+                        }
+                    }
+                    None => self.spawn(key, Stage::of(&tracked.source)),
+                }
             }
         });
         if let Err(e) = loaded {
@@ -275,7 +294,7 @@ impl Actor for TrackerHub {
                 }
             },
         ));
-        if self.tracking().resumed.swap(true, Ordering::SeqCst) {
+        if self.tracking().resumed.load(Ordering::SeqCst) {
             // A restarted hub: the trackers lived on, but events published while no hub
             // listened were not delivered; they are in the relay logs.
             for entry in self.tracking().view.entries.iter() {
@@ -285,6 +304,9 @@ impl Actor for TrackerHub {
             }
         } else {
             self.resume();
+            // Only once every record is loaded: a hub that died while resuming resumes
+            // again (a tracker it started already is not started twice).
+            self.tracking().resumed.store(true, Ordering::SeqCst);
         }
         ctx.run_interval(self.tracking().settings.tick, |hub, _| {
             hub.ticks += 1;

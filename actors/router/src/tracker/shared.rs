@@ -102,7 +102,8 @@ pub struct Tracking {
     /// one would only deliver a tracker an event it finds nothing in).
     watch_ids: RandomState,
     pub(super) lookups: Arc<Semaphore>,
-    /// Set once the stored trackers were resumed (a restarted hub finds them alive).
+    /// Set once every stored tracker was resumed (a restarted hub finds them alive); a hub
+    /// that died before it finished resumes again.
     pub(super) resumed: AtomicBool,
 }
 
