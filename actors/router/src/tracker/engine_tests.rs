@@ -853,3 +853,59 @@ fn resuming_again_keeps_the_running_tracker_of_each_transfer() {
         engine.pool.stop();
     });
 }
+
+/// Issue #30: txs abandoned unseen do not count against `max_trackers`, but they are still
+/// held (view and store) for their short retention; clients on many addresses must not grow
+/// that without bound. With as many of them as `max_trackers` held, a registration first
+/// forgets them (a real transfer's registration still succeeds).
+#[test]
+fn never_seen_abandoned_txs_are_forgotten_early_when_they_pile_up() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = TrackerSettings {
+            abandon_unseen: Duration::from_millis(100),
+            max_trackers: 3,
+            max_open_per_client: 0,
+            ..settings()
+        };
+        let mut engine = Engine::open_with(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        for round in 0..4u32 {
+            let keys: Vec<TrackKey> = (0..3).map(|i| junk(100 + round * 10 + i)).collect();
+            for key in &keys {
+                hub.send(Register(key.clone(), None))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+            eventually("the junk abandoned", || {
+                engine.quiet_block(ALPHA, 5, now());
+                keys.iter()
+                    .all(|key| engine.state(key) == Some(TxState::Abandoned))
+            })
+            .await;
+            assert!(
+                engine.tracking.view.len() <= 2 * 3,
+                "round {round}: {} entries held for a cap of 3",
+                engine.tracking.view.len()
+            );
+        }
+        let [source, receipt, ack] = hop("real", 41, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("real"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the real transfer completed", || {
+            engine.state(&key_of("real")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}

@@ -239,6 +239,30 @@ impl TrackerHub {
         Ok(())
     }
 
+    /// Forgets every tx abandoned unseen before its retention is over (they pile up beyond
+    /// `max_trackers`); a scan, only then.
+    fn forget_never_seen(&mut self) {
+        let junk: Vec<Arc<TrackKey>> = self
+            .tracking()
+            .view
+            .entries
+            .iter()
+            .filter(|entry| entry.never_seen)
+            .map(|entry| entry.key().clone())
+            .collect();
+        tracing::warn!(
+            count = junk.len(),
+            "more txs abandoned unseen than max_trackers: forgotten before their retention"
+        );
+        for key in junk {
+            if let Err(e) = self.tracking().store().remove(&key) {
+                tracing::warn!(error = %e, "abandoned tracker record not removed");
+                continue;
+            }
+            self.tracking().view.remove(&key);
+        }
+    }
+
     /// Forgets terminal txs past their retention (never-seen abandoned ones past the short
     /// `unseen_retention`).
     fn sweep_expired(&mut self) {
@@ -354,6 +378,11 @@ impl Handler<Register> for TrackerHub {
         }
         client_busy(client)?;
         let limit = tracking.settings.max_trackers;
+        // Txs abandoned unseen do not count, but are held until their short retention:
+        // more of them than `max_trackers` (clients on many addresses) are forgotten now.
+        if tracking.view.len() - tracking.view.counted() > limit {
+            self.forget_never_seen();
+        }
         if tracking.view.counted() >= limit {
             return Err(TrackError::Full(limit));
         }
