@@ -21,6 +21,7 @@ use super::tracked::{Source, TrackKey, Tracked};
 use weaver_engine::chain::{ChainQuery, ChainSource};
 use weaver_engine::relay::RelayEvent;
 use weaver_engine::system::retry::Backoff;
+use weaver_engine::system::Recover;
 
 /// After failed reads or writes of the record: two ticks, doubling, at most 64 ticks (a
 /// store refusing every write must not be asked twice a second by a million trackers).
@@ -93,6 +94,8 @@ pub struct Tracker {
     failures: u8,
     /// Terminal: the tracker is stopping.
     done: bool,
+    /// Counted in `Tracking::running` (from `started()` until dropped).
+    counted: bool,
 }
 
 /// The record's [`Source`] without a failure's details.
@@ -127,6 +130,7 @@ impl Tracker {
             retry_pending: false,
             failures: 0,
             done: false,
+            counted: false,
         }
     }
 
@@ -481,6 +485,10 @@ impl Actor for Tracker {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        self.counted = true;
+        self.tracking
+            .running
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.refresh(ctx);
         if self.done {
             return;
@@ -497,6 +505,21 @@ impl Actor for Tracker {
         let me = ctx.address();
         for id in std::mem::take(&mut self.watching) {
             self.tracking.unwatch(id, &me);
+        }
+    }
+}
+
+/// A tracker dropped before its tx was terminal died (a panic unwound its task, or its
+/// arbiter stopped): listed for the hub to respawn (`TrackerHub::respawn_dead`).
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        if self.counted {
+            self.tracking
+                .running
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if !self.done {
+            self.tracking.died.lock().recover().push(self.key.clone());
         }
     }
 }

@@ -909,3 +909,49 @@ fn never_seen_abandoned_txs_are_forgotten_early_when_they_pile_up() {
         engine.pool.stop();
     });
 }
+
+/// Issue #30: the hub's look for dead trackers (every ten ticks) does not walk every tracked
+/// tx: with nothing dead it visits no entry, however many are tracked.
+#[test]
+fn looking_for_dead_trackers_walks_no_entries_when_none_died() {
+    use std::sync::atomic::Ordering::SeqCst;
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = Engine::open(Store::open(dir.path(), 8 << 20).unwrap());
+        let hub = engine.start_hub();
+        // Fifty finished transfers and one open one.
+        for i in 0..50u64 {
+            let tag = format!("fin{i}");
+            let [source, receipt, ack] = hop(&tag, 200 + i, now());
+            engine.relay(ALPHA, source, true);
+            hub.send(Register(key_of(&tag), None))
+                .await
+                .unwrap()
+                .unwrap();
+            engine.relay(HUB, receipt, true);
+            engine.relay(ALPHA, ack, true);
+        }
+        let [source, _, _] = hop("open", 300, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("open"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("fifty complete, one pending", || {
+            (0..50u64).all(|i| {
+                engine.state(&key_of(&format!("fin{i}"))) == Some(TxState::CompletedSuccess)
+            }) && engine.state(&key_of("open")) == Some(TxState::Pending)
+        })
+        .await;
+        let before = engine.tracking.housekeeping_visits.load(SeqCst);
+        // Several rounds of the look (every ten 20 ms ticks).
+        actix::clock::sleep(Duration::from_millis(700)).await;
+        assert_eq!(
+            engine.tracking.housekeeping_visits.load(SeqCst) - before,
+            0,
+            "entries walked while no tracker died"
+        );
+        assert_eq!(engine.tracking.live_trackers(), 1);
+        engine.pool.stop();
+    });
+}

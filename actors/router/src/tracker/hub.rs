@@ -17,7 +17,7 @@ use super::shared::{now_ns, Tracking};
 use super::tracked::{Source, TrackKey, Tracked, TxState};
 use super::view::Entry;
 use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
-use weaver_engine::system::ArbiterPool;
+use weaver_engine::system::{ArbiterPool, Recover};
 
 /// What the hub needs; cloned into each (re)started hub, so trackers outlive a hub restart.
 #[derive(Clone)]
@@ -143,34 +143,31 @@ impl TrackerHub {
         }
     }
 
-    /// Respawns trackers whose actor died (a panic unwinds its arbiter task), from their
-    /// last committed state; the trackers that were running (one pass over the entries
-    /// for both).
+    /// Respawns trackers whose actor died (a panic unwinds its arbiter task and drops it;
+    /// the tracker lists itself in `died` as it is dropped), from their last committed
+    /// state; the trackers running. Walks no entry unless one died.
     fn respawn_dead(&mut self) -> usize {
-        let mut running = 0;
-        let mut dead: Vec<Arc<TrackKey>> = vec![];
-        for entry in self.tracking().view.entries.iter() {
-            match entry.tracker_runs() {
-                Some(true) => running += 1,
-                Some(false) => dead.push(entry.key().clone()),
-                None => {}
-            }
-        }
+        let dead = std::mem::take(&mut *self.tracking().died.lock().recover());
+        let running = self.tracking().running.load(Ordering::Relaxed).max(0) as usize;
         if dead.is_empty() {
             return running;
         }
         self.tracking().forget_stopped_watchers();
         for key in dead {
+            #[cfg(test)]
+            self.tracking()
+                .housekeeping_visits
+                .fetch_add(1, Ordering::Relaxed);
             let state = match self.tracking().view.entries.get_mut(&*key) {
+                // Another tracker runs for it already (a revival, a resume).
+                Some(entry) if entry.tracker_runs() == Some(true) => continue,
                 Some(mut entry) => {
                     entry.tracker = None;
                     entry.state
                 }
                 None => continue,
             };
-            // A tracker that reached a terminal state stops by itself; if it did so before
-            // the hub listed its address (it runs on another arbiter), its entry is left
-            // behind closed. That is no death: forget the address quietly.
+            // Terminal meanwhile (committed before it was dropped): no death.
             if state.is_terminal() {
                 continue;
             }
@@ -187,7 +184,6 @@ impl TrackerHub {
             metrics::counter!("weaver_actor_restarts_total", "actor" => "tracker", "reason" => "died")
                 .increment(1);
             self.spawn(key, stage);
-            running += 1;
         }
         running
     }

@@ -105,6 +105,15 @@ pub struct Tracking {
     /// Set once every stored tracker was resumed (a restarted hub finds them alive); a hub
     /// that died before it finished resumes again.
     pub(super) resumed: AtomicBool,
+    /// Trackers that stopped before their tx was terminal (a panic unwinds its task and
+    /// drops it): the hub respawns them from their last committed state, without walking
+    /// every entry to find them.
+    pub(super) died: std::sync::Mutex<Vec<Arc<TrackKey>>>,
+    /// Tracker actors running (started, not yet dropped).
+    pub(super) running: std::sync::atomic::AtomicI64,
+    /// Entries the hub's housekeeping walked (tests of what it walks).
+    #[cfg(test)]
+    pub(super) housekeeping_visits: std::sync::atomic::AtomicUsize,
 }
 
 pub(super) fn now_ns() -> i64 {
@@ -142,6 +151,10 @@ impl Tracking {
             more_watchers: DashMap::new(),
             watch_ids: RandomState::new(),
             resumed: AtomicBool::new(false),
+            died: Default::default(),
+            running: Default::default(),
+            #[cfg(test)]
+            housekeeping_visits: Default::default(),
         })
     }
 
