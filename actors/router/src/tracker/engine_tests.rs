@@ -955,3 +955,59 @@ fn looking_for_dead_trackers_walks_no_entries_when_none_died() {
         engine.pool.stop();
     });
 }
+
+/// Issue #30: the retention sweep (every 120 ticks) does not walk every tracked tx either:
+/// with nothing expired it visits no entry; what expires is still forgotten.
+#[test]
+fn the_retention_sweep_walks_no_entries_when_none_expired() {
+    use std::sync::atomic::Ordering::SeqCst;
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = TrackerSettings {
+            tick: Duration::from_millis(5),
+            abandon_unseen: Duration::from_millis(50),
+            unseen_retention: Duration::from_millis(100),
+            ..settings()
+        };
+        let mut engine = Engine::open_with(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        for i in 0..50u64 {
+            let tag = format!("kept{i}");
+            let [source, receipt, ack] = hop(&tag, 400 + i, now());
+            engine.relay(ALPHA, source, true);
+            hub.send(Register(key_of(&tag), None))
+                .await
+                .unwrap()
+                .unwrap();
+            engine.relay(HUB, receipt, true);
+            engine.relay(ALPHA, ack, true);
+        }
+        eventually("fifty complete", || {
+            (0..50u64).all(|i| {
+                engine.state(&key_of(&format!("kept{i}"))) == Some(TxState::CompletedSuccess)
+            })
+        })
+        .await;
+        let before = engine.tracking.housekeeping_visits.load(SeqCst);
+        // Two sweeps (every 120 ticks of 5 ms).
+        actix::clock::sleep(Duration::from_millis(1300)).await;
+        assert_eq!(
+            engine.tracking.housekeeping_visits.load(SeqCst) - before,
+            0,
+            "entries walked while none expired"
+        );
+        // Junk abandoned unseen is still forgotten after its short retention.
+        hub.send(Register(junk(7), None)).await.unwrap().unwrap();
+        eventually("the junk forgotten", || {
+            engine.quiet_block(ALPHA, 5, now());
+            engine.state(&junk(7)).is_none()
+        })
+        .await;
+        assert_eq!(engine.tracking.view.len(), 50);
+        engine.pool.stop();
+    });
+}

@@ -260,29 +260,24 @@ impl TrackerHub {
     }
 
     /// Forgets terminal txs past their retention (never-seen abandoned ones past the short
-    /// `unseen_retention`).
+    /// `unseen_retention`): only those, from the view's retention queue (no walk over every
+    /// entry).
     fn sweep_expired(&mut self) {
         let now = now_ns();
-        let retention = self.tracking().settings.retention.as_nanos() as i64;
-        let unseen_retention = self.tracking().settings.unseen_retention.as_nanos() as i64;
-        let expired: Vec<Arc<TrackKey>> = self
-            .tracking()
-            .view
-            .entries
-            .iter()
-            .filter(|entry| {
-                let kept = if entry.never_seen {
-                    unseen_retention
-                } else {
-                    retention
-                };
-                entry.state.is_terminal() && entry.terminal_ns().is_some_and(|at| now - at > kept)
-            })
-            .map(|entry| entry.key().clone())
-            .collect();
-        for key in expired {
+        let settings = &self.tracking().settings;
+        let expired = self.tracking().view.expired(
+            now,
+            settings.retention.as_nanos() as i64,
+            settings.unseen_retention.as_nanos() as i64,
+        );
+        for (key, at, never_seen) in expired {
+            #[cfg(test)]
+            self.tracking()
+                .housekeeping_visits
+                .fetch_add(1, Ordering::Relaxed);
             if let Err(e) = self.tracking().store().remove(&key) {
                 tracing::warn!(error = %e, "expired tracker record not removed");
+                self.tracking().view.requeue(key, at, never_seen);
                 continue;
             }
             self.tracking().view.remove(&key);

@@ -7,6 +7,8 @@
 //! in the store only, read when a status is asked for. That is what lets a million open
 //! transfers fit in a couple of GiB (issue #15).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::net::IpAddr;
 use std::num::NonZeroI64;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -23,6 +25,7 @@ use super::tracked::{Source, TrackKey, Tracked, TxState};
 use crate::planner::SnapshotHandle;
 use crate::tracker::store::TrackerStore;
 use weaver_engine::store::StoreError;
+use weaver_engine::system::Recover;
 
 /// What is kept in memory of one tracked tx.
 pub struct Entry {
@@ -93,6 +96,33 @@ pub struct TrackerView {
     /// registrations each client has: the per-client cap (`max_open_per_client`).
     owners: DashMap<Arc<TrackKey>, IpAddr>,
     open_by_client: DashMap<IpAddr, usize>,
+    /// Terminal txs by the time they became terminal, for the retention sweep (which then
+    /// looks only at what expired, never at every entry): those kept the whole retention,
+    /// and those abandoned unseen (kept a short one). 16 bytes per terminal tx.
+    expiring: std::sync::Mutex<[BinaryHeap<Reverse<Expiring>>; 2]>,
+}
+
+/// A terminal tx in the retention queue, ordered by the time it became terminal.
+struct Expiring(i64, Arc<TrackKey>);
+
+impl PartialEq for Expiring {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Expiring {}
+
+impl PartialOrd for Expiring {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Expiring {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
 }
 
 impl TrackerView {
@@ -112,7 +142,56 @@ impl TrackerView {
             never_seen: AtomicI64::new(0),
             owners: DashMap::new(),
             open_by_client: DashMap::new(),
+            expiring: Default::default(),
         })
+    }
+
+    /// Queues a terminal tx for the retention sweep.
+    fn queue_expiry(&self, key: &Arc<TrackKey>, terminal_ns: Option<i64>, never_seen: bool) {
+        if let Some(at) = terminal_ns {
+            self.expiring.lock().recover()[usize::from(never_seen)]
+                .push(Reverse(Expiring(at, key.clone())));
+        }
+    }
+
+    /// Takes the terminal txs past their retention (`unseen_retention` for those abandoned
+    /// unseen) at `now` out of the retention queue: what became terminal (ns) and whether it
+    /// was abandoned unseen, for each. Visits only those; a tx revived or forgotten since is
+    /// dropped from the queue.
+    pub(super) fn expired(
+        &self,
+        now: i64,
+        retention: i64,
+        unseen_retention: i64,
+    ) -> Vec<(Arc<TrackKey>, i64, bool)> {
+        let mut expired = vec![];
+        let mut queues = self.expiring.lock().recover();
+        for (kind, kept) in [(false, retention), (true, unseen_retention)] {
+            let queue = &mut queues[usize::from(kind)];
+            while let Some(Reverse(Expiring(at, _))) = queue.peek() {
+                if now - *at <= kept {
+                    break;
+                }
+                let Some(Reverse(Expiring(at, key))) = queue.pop() else {
+                    break;
+                };
+                let current = self.entries.get(&key).is_some_and(|entry| {
+                    entry.state.is_terminal()
+                        && entry.terminal_ns() == Some(at)
+                        && entry.never_seen == kind
+                });
+                if current {
+                    expired.push((key, at, kind));
+                }
+            }
+        }
+        expired
+    }
+
+    /// Puts back a tx [`TrackerView::expired`] took whose removal failed (tried again at the
+    /// next sweep).
+    pub(super) fn requeue(&self, key: Arc<TrackKey>, terminal_ns: i64, never_seen: bool) {
+        self.queue_expiry(&key, Some(terminal_ns), never_seen);
     }
 
     /// Tracked txs that count against `max_trackers`: all but those abandoned without their
@@ -202,6 +281,9 @@ impl TrackerView {
     pub(super) fn load(&self, key: Arc<TrackKey>, entry: Entry) {
         let state = entry.state;
         let never_seen = entry.never_seen;
+        if state.is_terminal() {
+            self.queue_expiry(&key, entry.terminal_ns(), never_seen);
+        }
         if let Some(replaced) = self.entries.insert(key, entry) {
             self.count(replaced.state, -1);
             self.count_never_seen(replaced.never_seen, false);
@@ -263,6 +345,9 @@ impl TrackerView {
         let state = tracked.state();
         if state.is_terminal() {
             self.disown(key);
+            if !before.is_some_and(TxState::is_terminal) || was_never_seen != now_never_seen {
+                self.queue_expiry(key, tracked.terminal_ns, now_never_seen);
+            }
         }
         if before != Some(state) {
             if let Some(before) = before {
