@@ -826,7 +826,7 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
     let start = Instant::now();
     let cpu = process_cpu_ns();
     for i in 0..n {
-        hub.do_send(Register(key_of(i)));
+        hub.do_send(Register(key_of(i), None));
     }
     wait_for(linked_wave);
     let register_secs = start.elapsed().as_secs_f64();

@@ -124,8 +124,14 @@ pub struct TrackerConfig {
     pub abandon_stalled_secs: u64,
     /// Terminal transfers stay queryable this long.
     pub retention_secs: u64,
-    /// Tracked txs at most (registrations beyond: 503).
+    /// A tx abandoned without its chain ever showing it stays queryable this long (it does
+    /// not count against `max_trackers` meanwhile).
+    pub unseen_retention_secs: u64,
+    /// Tracked txs at most (registrations beyond: 503); never-seen abandoned ones excluded.
     pub max_trackers: usize,
+    /// Open (not yet terminal) registrations per client IP (IPv6: per /64), loopback
+    /// included (beyond: 429); 0 = no cap.
+    pub max_open_per_ip: usize,
     /// Open `/v2/tx/status/stream` streams at most, in total and per client IP.
     pub max_streams: usize,
     pub max_streams_per_ip: usize,
@@ -139,7 +145,9 @@ impl Default for TrackerConfig {
             abandon_unseen_secs: 300,
             abandon_stalled_secs: 1800,
             retention_secs: 7 * 24 * 3600,
+            unseen_retention_secs: 3600,
             max_trackers: 2_000_000,
+            max_open_per_ip: 1000,
             max_streams: 1000,
             max_streams_per_ip: 8,
             max_stream_secs: 3600,

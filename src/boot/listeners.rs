@@ -76,6 +76,11 @@ where
                 .client_request_timeout(header_timeout)
                 // HttpServer's default (actix-http's own is none).
                 .client_disconnect_timeout(Duration::from_secs(1))
+                // A client that closes its side is gone: the connection is shut down at once
+                // and a response still streaming (an SSE status stream) dropped with it, which
+                // frees its stream slot (actix's default keeps streaming into a socket the
+                // client closed until a write fails: 15-30 s for an idle SSE stream).
+                .h1_allow_half_closed(false)
                 .local_addr(bound)
                 .on_connect_ext(move |io: &JsonErrorIo<TcpStream>, data| {
                     limits.on_connect(io.get_ref() as &dyn Any, data)

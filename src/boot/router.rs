@@ -118,7 +118,9 @@ fn start_tracking(
                 abandon_unseen: Duration::from_secs(settings.abandon_unseen_secs),
                 abandon_stalled: Duration::from_secs(settings.abandon_stalled_secs),
                 retention: Duration::from_secs(settings.retention_secs),
+                unseen_retention: Duration::from_secs(settings.unseen_retention_secs),
                 max_trackers: settings.max_trackers,
+                max_open_per_client: settings.max_open_per_ip,
                 ..Default::default()
             },
         ),

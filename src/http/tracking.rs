@@ -47,7 +47,8 @@ impl StreamLimits {
     }
 }
 
-/// One open stream, counted until dropped.
+/// One open stream, counted until dropped (it lives in the stream's body, which actix drops
+/// when the stream ends or the client goes away).
 struct StreamSlot {
     api: web::Data<TrackingApi>,
     ip: IpAddr,
@@ -133,6 +134,16 @@ fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, ApiEr
         .ok_or_else(|| ApiError::bad_request(format!("{field} is required")))
 }
 
+/// The client a request counts against in the per-client caps: its TCP peer's address, an
+/// IPv6 one by its /64 (as every per-IP limit keys clients, `http::limits::client_key`).
+fn client_of(req: &HttpRequest) -> IpAddr {
+    let ip = req
+        .peer_addr()
+        .map(|a| a.ip().to_canonical())
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    super::limits::client_key(ip)
+}
+
 /// The tracked key of a request, if its chain is one the router knows.
 fn track_key(
     snapshot: &RegistrySnapshot,
@@ -159,6 +170,7 @@ fn track_key(
 pub(super) async fn track(
     api: web::Data<TrackingApi>,
     snapshot: web::Data<SnapshotHandle>,
+    req: HttpRequest,
     body: web::Bytes,
 ) -> ApiResult {
     let request: TrackRequest = super::router::parse_body(&body, &["tx_hash", "chain_id"], &[])?;
@@ -168,13 +180,19 @@ pub(super) async fn track(
     let answer = api
         .hub
         .addr()
-        .send(Register(key.clone()))
+        .send(Register(key.clone(), Some(client_of(&req))))
         .await
         .map_err(|e| ApiError::unavailable(format!("the tracker is restarting: {e}"), 1))?;
     match answer {
         Ok(()) => {}
         Err(e @ TrackError::Full(_)) => return Err(ApiError::unavailable(e.to_string(), 30)),
-        Err(e) => return Err(ApiError::internal(e)),
+        // An open registration ends when its transfer does, or when it is abandoned.
+        Err(e @ TrackError::ClientBusy(_)) => {
+            return Err(ApiError::too_many_requests(e.to_string(), 30))
+        }
+        // A store refusing writes (a full disk, its IO error): weaver restarts itself once
+        // the disk frees up; never a 500.
+        Err(e @ TrackError::Store(_)) => return Err(ApiError::unavailable(e.to_string(), 30)),
     }
     let explorer_link = snapshot.topology.explorer_link(&key.chain_id, &key.tx_hash);
     Ok(HttpResponse::Ok().json(json!({"tx_hash": key.tx_hash, "explorer_link": explorer_link})))
@@ -240,11 +258,10 @@ pub(super) async fn stream(
     // Subscribed before the first read: a change landing in between is not missed.
     let updates = api.view.updates.subscribe();
     let (first, first_state) = api.view.status(&key)?.ok_or_else(|| not_tracked(&key))?;
-    let ip = req
-        .peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    let slot = StreamSlot::open(&api, ip)?;
+    // Counted per client as every per-IP limit counts (an IPv6 client by its /64). The slot
+    // is owned by the body: actix drops the body as soon as the client closes the
+    // connection (the listeners refuse half-closed connections), which frees it.
+    let slot = StreamSlot::open(&api, client_of(&req))?;
     let deadline = tokio::time::Instant::now() + api.streams.max_duration;
     struct State {
         slot: StreamSlot,
@@ -315,4 +332,30 @@ pub(super) async fn stream(
         .insert_header(("cache-control", "no-cache"))
         .insert_header(("x-accel-buffering", "no"))
         .streaming(opening.chain(rest)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(peer: &str) -> IpAddr {
+        let req = actix_web::test::TestRequest::default()
+            .peer_addr(peer.parse().unwrap())
+            .to_http_request();
+        client_of(&req)
+    }
+
+    /// The per-client caps of tracking (open registrations, streams) count an IPv6 client by
+    /// its /64, as every other per-IP limit does: a host owning a /64 cannot rotate through
+    /// it. An IPv4-mapped address is its IPv4 address.
+    #[test]
+    fn clients_are_counted_by_ipv4_address_or_ipv6_slash_64() {
+        assert_eq!(
+            from("[2001:db8:1:2::1]:5"),
+            from("[2001:db8:1:2:ffff::9]:6")
+        );
+        assert_ne!(from("[2001:db8:1:2::1]:5"), from("[2001:db8:1:3::1]:5"));
+        assert_eq!(from("[::ffff:10.1.2.3]:5"), from("10.1.2.3:7"));
+        assert_ne!(from("10.1.2.3:5"), from("10.1.2.4:5"));
+    }
 }

@@ -105,9 +105,40 @@ fn wait_state(daemon: &Daemon, state: &str) -> serde_json::Value {
     }
 }
 
-/// While stalled: `/status` says why, the metrics say so, reads of committed data answer 200.
+/// The router knows the chain, so its txs can be registered for tracking.
+const ROUTER_CHAIN: &str =
+    "\n[[router.chains]]\nchain_id = \"miniwasm-1\"\nchain_name = \"miniwasm\"\nbech32_prefix = \"init\"\n";
+
+/// While stalled: `/status` says why, the metrics say so, reads of committed data answer 200,
+/// and a registration the store cannot write is a 503 with `Retry-After`, never a 500.
 fn check_stalled(daemon: &Daemon) -> u64 {
     let status = wait_state(daemon, "stalled");
+    let router = format!(
+        "http://{}/v2/tx/track",
+        daemon.listeners["router"].as_str().unwrap()
+    );
+    let hash = format!(
+        "{:064X}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let response = daemon
+        .http
+        .post(&router)
+        .json(&serde_json::json!({"tx_hash": hash, "chain_id": CHAIN}))
+        .send()
+        .unwrap();
+    let code = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").cloned();
+    let body: serde_json::Value = response.json().unwrap();
+    assert_eq!(
+        (code, &body["code"]),
+        (503, &serde_json::json!(14)),
+        "a registration on a full disk: {body}"
+    );
+    assert!(retry_after.is_some(), "503 without Retry-After: {body}");
     let reason = status["ingestion"]["reason"].as_str().unwrap();
     eprintln!("storage_faults: stalled: {reason}");
     assert!(
@@ -172,7 +203,11 @@ fn full_disk(engine: StoreEngine) {
     let dir = tempfile::tempdir_in(tmpfs.path()).unwrap();
     let config: PathBuf = dir.path().join("weaver.toml");
     let chain = devnet_chain(CHAIN, "wasm", "");
-    std::fs::write(&config, with_store_engine(&config_with(&chain), engine)).unwrap();
+    std::fs::write(
+        &config,
+        with_store_engine(&format!("{}{ROUTER_CHAIN}", config_with(&chain)), engine),
+    )
+    .unwrap();
     let filler = tmpfs.path().join("filler");
 
     // 1. Fill the disk while indexing: stalled, reads served.

@@ -1132,3 +1132,262 @@ fn a_deposit_with_an_op_hook_is_tracked_through_its_hook() {
     assert_eq!(deposit["tx_hash"], onward["tx_hash"], "{body}");
     assert_eq!(onward["chain_id"], "minimove-1");
 }
+
+/// A client for the router bound to a loopback address of its own (each is another client
+/// to the per-IP caps).
+fn client_from(ip: &str) -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .local_address(ip.parse::<std::net::IpAddr>().unwrap())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+/// POSTs `/v2/tx/track`: status, `Retry-After`, body.
+fn track_from(
+    client: &reqwest::blocking::Client,
+    router: &str,
+    chain: &str,
+    hash: &str,
+) -> (u16, Option<String>, Value) {
+    let response = client
+        .post(format!("{router}/v2/tx/track"))
+        .json(&json!({"tx_hash": hash, "chain_id": chain}))
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, retry_after, response.json().unwrap())
+}
+
+/// A real transfer of test account `account` (L1 → Noble, one IBC hop), registered and
+/// polled to its terminal status, which must be a success.
+fn real_transfer_completes(net: &Network, account: usize) -> String {
+    let route = route(
+        net,
+        500_000,
+        (L1, USDC_L1),
+        (NOBLE, "uusdc"),
+        false,
+        &["transfer"],
+    );
+    let cosmos_tx = cosmos_tx(net, account, &route);
+    let hash = broadcast_sync(net, account, &cosmos_tx, None);
+    let (code, tracked) = track(net, L1, &hash);
+    assert_eq!(code, 200, "the real registration: {tracked}");
+    let (body, states) = poll_until_terminal(net, L1, &hash);
+    assert_eq!(body["state"], "STATE_COMPLETED_SUCCESS", "{body}");
+    states.join(" → ")
+}
+
+/// Issue #30: junk registrations (random hashes, through loopback, which the rate limit
+/// exempts) fill the tracker; a client may hold only `max_open_per_ip` open (429 beyond),
+/// the tracker `max_trackers` (503 beyond). Once the junk is abandoned (never seen) it no
+/// longer counts: a real transfer is registered and completes, and again after a restart
+/// (which reloads the junk, still queryable as abandoned).
+#[test]
+fn junk_registrations_do_not_keep_a_real_transfer_out_even_after_a_restart() {
+    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut config = network_config();
+    config["devnet"]["network"]
+        .as_table_mut()
+        .unwrap()
+        .insert("test_accounts".into(), toml::Value::Integer(TEST_ACCOUNTS));
+    let mut tracker = toml::Table::new();
+    for (key, value) in [
+        ("max_trackers", 20),
+        ("max_open_per_ip", 15),
+        ("abandon_unseen_secs", 2),
+    ] {
+        tracker.insert(key.into(), toml::Value::Integer(value));
+    }
+    config.insert("tracker".into(), toml::Value::Table(tracker));
+    let mut net = Network::start_with(Mode::Served, config);
+    net.wait_caught_up();
+    let junk = |i: u64| format!("{:064X}", 0xBAD0_0000u64 + i);
+    let (one, two) = (client_from("127.0.0.1"), client_from("127.0.0.2"));
+    for i in 0..15 {
+        let (code, _, body) = track_from(&one, &net.router, L1, &junk(i));
+        assert_eq!(code, 200, "junk {i}: {body}");
+    }
+    let (code, retry_after, body) = track_from(&one, &net.router, L1, &junk(15));
+    assert_eq!((code, &body["code"]), (429, &json!(8)), "{body}");
+    assert!(retry_after.is_some(), "429 without Retry-After");
+    for i in 15..20 {
+        let (code, _, body) = track_from(&two, &net.router, L1, &junk(i));
+        assert_eq!(code, 200, "junk {i}: {body}");
+    }
+    let (code, retry_after, body) = track_from(&two, &net.router, L1, &junk(20));
+    assert_eq!((code, &body["code"]), (503, &json!(14)), "{body}");
+    assert!(retry_after.is_some(), "503 without Retry-After");
+    wait_for("the junk to be abandoned", TERMINAL, || {
+        (0..20)
+            .all(|i| status(&net, L1, &junk(i)).1["state"] == "STATE_ABANDONED")
+            .then_some(())
+    });
+    let first = real_transfer_completes(&net, 0);
+
+    let exit = net.daemon.restart(|| {});
+    assert!(exit.success(), "the daemon's SIGTERM exit: {exit}");
+    net.router = format!(
+        "http://{}",
+        net.daemon.listeners["router"].as_str().unwrap()
+    );
+    let (code, body) = status(&net, L1, &junk(0));
+    assert_eq!(
+        (code, &body["state"]),
+        (200, &json!("STATE_ABANDONED")),
+        "{body}"
+    );
+    let second = real_transfer_completes(&net, 1);
+    eprintln!("junk: 20 abandoned; real transfer {first}; after the restart {second}");
+}
+
+/// Issue #30: a stream's slot is freed as soon as its client goes away. `max_streams`
+/// streams fill the cap (the next gets 503); once their clients close their sockets, a new
+/// client streams at once (bounded: well under the 15 s keepalive that used to find them
+/// gone).
+#[test]
+fn stream_slots_are_freed_as_soon_as_their_clients_leave() {
+    use std::io::{BufRead, BufReader, Write};
+    const STREAMS: usize = 6;
+    let chain = "miniwasm-1";
+    let config = format!(
+        "{}\n[tracker]\nmax_streams = {STREAMS}\nmax_streams_per_ip = 100\n\n[[router.chains]]\nchain_id = \"{chain}\"\nchain_name = \"miniwasm\"\nbech32_prefix = \"init\"\n",
+        crate::harness::config_with(&crate::harness::devnet_chain(chain, "wasm", ""))
+    );
+    let daemon = crate::harness::Daemon::start(&config);
+    let addr: std::net::SocketAddr = daemon.listeners["router"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let hash = "CD".repeat(32);
+    let (code, _, body) = daemon.post(
+        &format!("http://{addr}/v2/tx/track"),
+        &json!({"tx_hash": hash, "chain_id": chain}),
+    );
+    assert_eq!(code, 200, "{body}");
+    // Opens a stream: its status code, and the connection (a 200 once its first event came).
+    let open = || {
+        let mut socket = std::net::TcpStream::connect(addr).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            socket,
+            "GET /v2/tx/status/stream?tx_hash={hash}&chain_id={chain} HTTP/1.1\r\nhost: {addr}\r\n\r\n"
+        )
+        .unwrap();
+        let mut reader = BufReader::new(socket.try_clone().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let code: u16 = line.split(' ').nth(1).unwrap().parse().unwrap();
+        if code == 200 {
+            loop {
+                line.clear();
+                assert!(reader.read_line(&mut line).unwrap() > 0, "stream closed");
+                if line.starts_with("event: status") {
+                    break;
+                }
+            }
+        }
+        (code, socket)
+    };
+    for round in 0..2 {
+        let streams: Vec<_> = (0..STREAMS)
+            .map(|i| {
+                let (code, socket) = open();
+                assert_eq!(code, 200, "round {round}, stream {i}");
+                socket
+            })
+            .collect();
+        let (code, _) = open();
+        assert_eq!(code, 503, "round {round}: a stream beyond max_streams");
+        drop(streams);
+        // A new client streams at once: a short poll, bounded far below the keepalive.
+        let (_, socket) = wait_for("a freed stream slot", Duration::from_secs(5), || {
+            Some(open()).filter(|(code, _)| *code == 200)
+        });
+        drop(socket);
+        wait_for("every slot freed", Duration::from_secs(5), || {
+            let metrics = daemon.metrics();
+            (crate::harness::metric_value(&metrics, "weaver_tracker_streams", &[]) == 0.0)
+                .then_some(())
+        });
+    }
+}
+
+/// Issue #30: the daemon is down for longer than the abandon deadlines while a transfer is
+/// pending (the relayer delivers it meanwhile). At start the followers are behind, so the
+/// deadlines — measured on the chains' indexed time — have not passed: the transfer is not
+/// abandoned, and completes once they catch up.
+#[test]
+fn a_restart_after_a_downtime_longer_than_the_deadlines_completes_the_transfer() {
+    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    const DEADLINE_SECS: i64 = 6;
+    let mut config = network_config();
+    config["devnet"]["network"]
+        .as_table_mut()
+        .unwrap()
+        .insert("test_accounts".into(), toml::Value::Integer(TEST_ACCOUNTS));
+    let mut tracker = toml::Table::new();
+    for key in ["abandon_unseen_secs", "abandon_stalled_secs"] {
+        tracker.insert(key.into(), toml::Value::Integer(DEADLINE_SECS));
+    }
+    config.insert("tracker".into(), toml::Value::Table(tracker));
+    let mut net = Network::start_with(Mode::Served, config);
+    net.wait_caught_up();
+    let route = route(
+        &net,
+        600_000,
+        (L1, USDC_L1),
+        (NOBLE, "uusdc"),
+        false,
+        &["transfer"],
+    );
+    let cosmos_tx = cosmos_tx(&net, 2, &route);
+    let faults_url = format!("{}/weaver/devnet/v1/faults", net.rest(L1));
+    let (code, faults) = net.post(&faults_url, &json!({"kind": "pause_relayer"}));
+    assert_eq!(
+        (code, &faults["relayer_paused"]),
+        (200, &json!(true)),
+        "{faults}"
+    );
+    let hash = broadcast_sync(&net, 2, &cosmos_tx, None);
+    let (code, tracked) = track(&net, L1, &hash);
+    assert_eq!(code, 200, "{tracked}");
+    wait_for(&format!("{hash} to be pending"), TERMINAL, || {
+        (status(&net, L1, &hash).1["state"] == "STATE_PENDING").then_some(())
+    });
+    let exit = net.daemon.restart(|| {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let answer: Value = client
+            .post(&faults_url)
+            .json(&json!({"kind": "resume_relayer"}))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(answer["relayer_paused"], false, "{answer}");
+        // Down for longer than both deadlines.
+        std::thread::sleep(Duration::from_secs(DEADLINE_SECS as u64 + 3));
+    });
+    assert!(exit.success(), "the daemon's SIGTERM exit: {exit}");
+    net.router = format!(
+        "http://{}",
+        net.daemon.listeners["router"].as_str().unwrap()
+    );
+    let (body, states) = poll_until_terminal(&net, L1, &hash);
+    assert_eq!(
+        body["state"], "STATE_COMPLETED_SUCCESS",
+        "after a downtime of more than {DEADLINE_SECS} s: {body}"
+    );
+    eprintln!("downtime > deadlines: {}", states.join(" → "));
+}

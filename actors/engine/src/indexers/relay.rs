@@ -11,7 +11,7 @@ use crate::chain::types::{BlockBundle, Event};
 use crate::indexers::BlockInput;
 use crate::relay::decode::{decode_relay_event, RelayContext};
 use crate::relay::{RelayBus, RelayEvent, RelayKind};
-use crate::store::relay::{stage_event, META_SEQUENCE};
+use crate::store::relay::{stage_event, META_SEQUENCE, META_TIME};
 use crate::store::{keys, DomainTree, RelayStore};
 
 pub struct RelayIndexer {
@@ -104,6 +104,11 @@ impl DomainIndexer for RelayIndexer {
         if sequence != self.sequence {
             batch.insert(keys::meta(META_SEQUENCE), sequence.to_be_bytes());
         }
+        // Every block: how far the log has come in chain time (the tracker's deadlines).
+        batch.insert(
+            keys::meta(META_TIME),
+            (bundle.time_ns.max(0) as u64).to_be_bytes(),
+        );
         Ok(())
     }
 

@@ -21,6 +21,9 @@ pub const BY_BRIDGE: u8 = b'o';
 pub const BY_TX: u8 = b'x';
 /// `m sequence`: the last relay sequence assigned.
 pub const META_SEQUENCE: &str = "sequence";
+/// `m time`: the block time (ns since the epoch) of the last block indexed (the watermark):
+/// how far the follower has come in the chain's own time (the tracker's deadlines).
+pub const META_TIME: &str = "time";
 
 /// IBC identifiers are at most 128 bytes (ICS-24), so a one-byte length never truncates
 /// a valid one.
@@ -98,6 +101,12 @@ impl RelayStore {
 
     pub fn watermark(&self) -> Result<u64, StoreError> {
         self.domain.watermark()
+    }
+
+    /// The block time (ns) of the last block indexed; `None` before the first one (or in a
+    /// log written before it was kept).
+    pub fn watermark_time(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self.domain.meta_u64(META_TIME)?.map(|t| t as i64))
     }
 
     /// The last relay sequence assigned (0 when the log is empty).

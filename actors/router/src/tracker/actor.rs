@@ -21,6 +21,7 @@ use super::tracked::{Source, TrackKey, Tracked};
 use weaver_engine::chain::{ChainQuery, ChainSource};
 use weaver_engine::relay::RelayEvent;
 use weaver_engine::system::retry::Backoff;
+use weaver_engine::system::Recover;
 
 /// After failed reads or writes of the record: two ticks, doubling, at most 64 ticks (a
 /// store refusing every write must not be asked twice a second by a million trackers).
@@ -93,6 +94,8 @@ pub struct Tracker {
     failures: u8,
     /// Terminal: the tracker is stopping.
     done: bool,
+    /// Counted in `Tracking::running` (from `started()` until dropped).
+    counted: bool,
 }
 
 /// The record's [`Source`] without a failure's details.
@@ -127,6 +130,7 @@ impl Tracker {
             retry_pending: false,
             failures: 0,
             done: false,
+            counted: false,
         }
     }
 
@@ -408,8 +412,10 @@ impl Tracker {
         }
     }
 
-    /// Abandons the tx once it waited too long; until then, checks again at its deadline
-    /// (progress only moves the deadline later).
+    /// Abandons the tx once it waited too long, measured on the chains' own time (a
+    /// follower catching up after a downtime is not a transfer that stopped moving); until
+    /// then, checks again at its deadline (progress only moves the deadline later), or while
+    /// a follower is behind, every few ticks (at most 30 s) as it catches up.
     fn check_abandonment(&mut self, ctx: &mut Context<Self>) {
         let Some(mut tracked) = self.load(ctx) else {
             if !self.done {
@@ -422,6 +428,23 @@ impl Tracker {
         let now = now_ns();
         match self.tracking.abandonment(&tracked, now) {
             Abandonment::Due(reason) => {
+                // What the logs hold that nobody delivered yet (a follower that caught up
+                // meanwhile) is progress: read it before giving up.
+                if self.linked() && self.catch_up(&mut tracked, ctx, true) {
+                    tracked.progressed_ns = now;
+                    if self.commit(tracked, ctx) && !self.done {
+                        ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
+                            tracker.check_abandonment(ctx)
+                        });
+                        return;
+                    }
+                    if !self.done {
+                        ctx.run_later(self.retry_wait(), |tracker, ctx| {
+                            tracker.check_abandonment(ctx)
+                        });
+                    }
+                    return;
+                }
                 tracked.abandoned = Some(reason);
                 if !self.commit(tracked, ctx) {
                     ctx.run_later(self.retry_wait(), |tracker, ctx| {
@@ -429,9 +452,14 @@ impl Tracker {
                     });
                 }
             }
-            Abandonment::At(deadline) => {
-                let wait =
-                    Duration::from_nanos((deadline - now).max(0) as u64) + Duration::from_millis(1);
+            Abandonment::At { deadline, clock } => {
+                let left = Duration::from_nanos((deadline - clock).max(0) as u64);
+                let wait = if clock < now {
+                    // A follower behind: its time moves faster than the wall clock.
+                    left.clamp(self.tracking.settings.tick * 2, Duration::from_secs(30))
+                } else {
+                    left
+                } + Duration::from_millis(1);
                 ctx.run_later(wait, |tracker, ctx| tracker.check_abandonment(ctx));
             }
         }
@@ -457,6 +485,10 @@ impl Actor for Tracker {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        self.counted = true;
+        self.tracking
+            .running
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.refresh(ctx);
         if self.done {
             return;
@@ -473,6 +505,21 @@ impl Actor for Tracker {
         let me = ctx.address();
         for id in std::mem::take(&mut self.watching) {
             self.tracking.unwatch(id, &me);
+        }
+    }
+}
+
+/// A tracker dropped before its tx was terminal died (a panic unwound its task, or its
+/// arbiter stopped): listed for the hub to respawn (`TrackerHub::respawn_dead`).
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        if self.counted {
+            self.tracking
+                .running
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if !self.done {
+            self.tracking.died.lock().recover().push(self.key.clone());
         }
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use actix::prelude::*;
 
 use super::actor::Crash;
-use super::hub::{HubDeps, Register, TrackerHub};
+use super::hub::{HubDeps, Register, TrackError, TrackerHub};
 use super::shared::{TrackerSettings, Tracking};
 use super::tests::{data, ev, hash, ok_ack, packet, topology, ALPHA, HUB};
 use super::tracked::{Source as TxSource, TrackKey, TxState};
@@ -21,7 +21,7 @@ use weaver_engine::chain::{
     BlockBundle, ChainAccess, ChainQuery, LocalChain, QueryAnswer, Source, SourceError,
 };
 use weaver_engine::relay::{RelayBus, RelayEvent, RelayKind};
-use weaver_engine::store::relay::{stage_event, META_SEQUENCE};
+use weaver_engine::store::relay::{stage_event, META_SEQUENCE, META_TIME};
 use weaver_engine::store::{keys, RelayStore, Store};
 use weaver_engine::system::ArbiterPool;
 
@@ -49,6 +49,15 @@ impl Engine {
 
     /// [`Engine::open`] whose trackers look unseen txs up on `sources`.
     fn open_with_sources(store: Store, sources: HashMap<String, Arc<ChainAccess>>) -> Self {
+        Self::open_with(store, sources, settings())
+    }
+
+    /// [`Engine::open`] with its own settings.
+    fn open_with(
+        store: Store,
+        sources: HashMap<String, Arc<ChainAccess>>,
+        settings: TrackerSettings,
+    ) -> Self {
         let bus = RelayBus::default();
         let mut relays = HashMap::new();
         let mut sequences = HashMap::new();
@@ -65,7 +74,7 @@ impl Engine {
             ),
             relays.clone(),
             sources,
-            settings(),
+            settings,
         );
         Engine {
             store,
@@ -93,6 +102,7 @@ impl Engine {
         let sequence = self.sequences.get_mut(chain).unwrap();
         let first = *sequence == 0;
         let height = events[0].height;
+        let time_ns = events[0].time_ns;
         let mut batch = weaver_engine::store::Batch::default();
         let mut committed = vec![];
         for mut event in events {
@@ -106,6 +116,7 @@ impl Engine {
             committed.push(Arc::new(event));
         }
         batch.insert(keys::meta(META_SEQUENCE), sequence.to_be_bytes());
+        batch.insert(keys::meta(META_TIME), (time_ns as u64).to_be_bytes());
         relay.domain().commit(batch, height, first).unwrap();
         if publish {
             self.bus.publish(chain, &committed);
@@ -118,14 +129,26 @@ impl Engine {
         let mut engine = Engine::open(Store::open(dir, 8 << 20).unwrap());
         let hub = engine.start_hub();
         engine.relay(ALPHA, source_tx(), true);
-        hub.send(Register(key())).await.unwrap().unwrap();
+        hub.send(Register(key(), None)).await.unwrap().unwrap();
         // Registering again changes nothing.
-        hub.send(Register(key())).await.unwrap().unwrap();
+        hub.send(Register(key(), None)).await.unwrap().unwrap();
         eventually("the source linked", || {
             engine.state(&key()) == Some(TxState::Pending)
         })
         .await;
         (engine, hub)
+    }
+
+    /// Commits a block of `chain` without relay events at `height` and block time `time_ns`
+    /// (the chain's time moves on).
+    fn quiet_block(&self, chain: &str, height: u64, time_ns: i64) {
+        let mut batch = weaver_engine::store::Batch::default();
+        batch.insert(keys::meta(META_TIME), (time_ns as u64).to_be_bytes());
+        let first = self.relays[chain].watermark().unwrap() == 0;
+        self.relays[chain]
+            .domain()
+            .commit(batch, height, first)
+            .unwrap();
     }
 
     fn state(&self, key: &TrackKey) -> Option<TxState> {
@@ -232,7 +255,10 @@ fn two_trackers_waiting_on_one_key_both_get_its_events() {
         let mut events = source_tx();
         events[0].tx_hash = Some(hash("twin"));
         engine.relay(ALPHA, events, true);
-        hub.send(Register(twin.clone())).await.unwrap().unwrap();
+        hub.send(Register(twin.clone(), None))
+            .await
+            .unwrap()
+            .unwrap();
         eventually("the twin linked", || {
             engine.state(&twin) == Some(TxState::Pending)
         })
@@ -403,7 +429,7 @@ fn a_lookup_answer_whose_code_is_not_a_u32_is_not_a_success() {
                 HashMap::from([(ALPHA.to_string(), access)]),
             );
             let hub = engine.start_hub();
-            hub.send(Register(key())).await.unwrap().unwrap();
+            hub.send(Register(key(), None)).await.unwrap().unwrap();
             let source = || {
                 let tracked = engine.tracking.view.tracked(&key()).unwrap().unwrap();
                 tracked.source
@@ -456,7 +482,7 @@ fn a_lookup_answer_with_a_u32_code_is_read_as_that_code() {
                 HashMap::from([(ALPHA.to_string(), access)]),
             );
             let hub = engine.start_hub();
-            hub.send(Register(key())).await.unwrap().unwrap();
+            hub.send(Register(key(), None)).await.unwrap().unwrap();
             let source = || {
                 let tracked = engine.tracking.view.tracked(&key()).unwrap().unwrap();
                 tracked.source
@@ -474,4 +500,514 @@ fn a_lookup_answer_with_a_u32_code_is_read_as_that_code() {
             engine.pool.stop();
         });
     }
+}
+
+/// `events` as of block time `time_ns` (the chains' time is what deadlines are measured on).
+fn at(mut events: Vec<RelayEvent>, time_ns: i64) -> Vec<RelayEvent> {
+    for event in &mut events {
+        event.time_ns = time_ns;
+    }
+    events
+}
+
+fn now() -> i64 {
+    super::shared::now_ns()
+}
+
+fn junk(i: u32) -> TrackKey {
+    TrackKey {
+        chain_id: ALPHA.into(),
+        tx_hash: format!("{:064X}", 0xBAD0_0000u64 + i as u64),
+    }
+}
+
+/// One IBC hop alpha → hub of tx `tag` on packet `sequence`, as of block time `time_ns`:
+/// the source tx, the receipt (with its acknowledgement), the acknowledgement back on alpha.
+fn hop(tag: &str, sequence: u64, time_ns: i64) -> [Vec<RelayEvent>; 3] {
+    let sent = packet(
+        "channel-0",
+        "channel-1",
+        sequence,
+        Some(data("ualpha", "1000", "init1hub", "")),
+    );
+    let p = packet("channel-0", "channel-1", sequence, None);
+    [
+        vec![ev(ALPHA, 10, tag, RelayKind::SendPacket(sent))],
+        vec![
+            ev(
+                HUB,
+                20,
+                &format!("{tag}-recv"),
+                RelayKind::RecvPacket(p.clone()),
+            ),
+            ev(
+                HUB,
+                20,
+                &format!("{tag}-recv"),
+                RelayKind::WriteAcknowledgement {
+                    packet: p.clone(),
+                    ack: ok_ack(),
+                },
+            ),
+        ],
+        vec![ev(
+            ALPHA,
+            30,
+            &format!("{tag}-ack"),
+            RelayKind::AcknowledgePacket(p),
+        )],
+    ]
+    .map(|events| at(events, time_ns))
+}
+
+fn key_of(tag: &str) -> TrackKey {
+    TrackKey {
+        chain_id: ALPHA.into(),
+        tx_hash: hash(tag),
+    }
+}
+
+/// Issue #30: a client registering random hashes. It may have only so many open at once
+/// (429), the tracker only so many in all (503); once abandoned (never seen) they no longer
+/// count, so a real transfer is registered and completes — also after a restart, which
+/// reloads them abandoned — and they leave the view and the store after the short retention.
+#[test]
+fn junk_registrations_leave_the_cap_once_abandoned_even_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let settings = TrackerSettings {
+        abandon_unseen: Duration::from_millis(200),
+        unseen_retention: Duration::from_millis(50),
+        max_trackers: 4,
+        max_open_per_client: 3,
+        ..settings()
+    };
+    let (a, b): (std::net::IpAddr, std::net::IpAddr) =
+        ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+    let junk_of = |round: u32| (0..4).map(move |i| junk(round * 10 + i));
+    // Fills the tracker with junk (3 from `a`, the rest from `b`) and waits until it is
+    // abandoned; `room`: registrations the cap leaves.
+    async fn fill(
+        engine: &Engine,
+        hub: &Addr<TrackerHub>,
+        keys: Vec<TrackKey>,
+        room: usize,
+        a: std::net::IpAddr,
+        b: std::net::IpAddr,
+    ) {
+        for key in &keys[..3] {
+            hub.send(Register(key.clone(), Some(a)))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(
+            hub.send(Register(keys[3].clone(), Some(a))).await.unwrap(),
+            Err(TrackError::ClientBusy(3))
+        );
+        // Registering an open one again is no new registration.
+        hub.send(Register(keys[0].clone(), Some(a)))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut registered = 3;
+        for key in &keys[3..] {
+            let answer = hub.send(Register(key.clone(), Some(b))).await.unwrap();
+            if registered < room {
+                answer.unwrap();
+                registered += 1;
+            } else {
+                assert_eq!(answer, Err(TrackError::Full(4)));
+            }
+        }
+        assert_eq!(
+            hub.send(Register(junk(99), Some(b))).await.unwrap(),
+            Err(TrackError::Full(4))
+        );
+        // The chain goes on without showing them.
+        eventually("the junk abandoned", || {
+            engine.quiet_block(ALPHA, 5, now());
+            keys.iter()
+                .all(|key| engine.state(key) != Some(TxState::Submitted))
+        })
+        .await;
+        assert_eq!(engine.tracking.view.open_of(&a), 0);
+        assert_eq!(engine.tracking.view.open_of(&b), 0);
+    }
+    let cfg = settings.clone();
+    let store_path = path.clone();
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&store_path, 8 << 20).unwrap(),
+            HashMap::new(),
+            cfg,
+        );
+        let hub = engine.start_hub();
+        fill(&engine, &hub, junk_of(0).collect(), 4, a, b).await;
+        assert_eq!(
+            engine.tracking.view.counted(),
+            0,
+            "abandoned junk still counted"
+        );
+        // A real transfer is registered (by the same client) and completes.
+        let [source, receipt, ack] = hop("real1", 11, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("real1"), Some(a)))
+            .await
+            .unwrap()
+            .unwrap();
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the real transfer completed", || {
+            engine.state(&key_of("real1")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        // More junk, to the cap (the completed transfer counts), abandoned before the restart.
+        fill(&engine, &hub, junk_of(1).collect(), 3, a, b).await;
+        engine.pool.stop();
+        engine.store.flush().unwrap();
+    });
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&path, 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        // Reloaded abandoned, and not counted.
+        eventually("the store reloaded", || {
+            engine.state(&key_of("real1")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        assert_eq!(
+            engine.tracking.view.counted(),
+            1,
+            "only the real transfer counts"
+        );
+        let [source, receipt, ack] = hop("real2", 12, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("real2"), Some(b)))
+            .await
+            .unwrap()
+            .unwrap();
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the real transfer completed after the restart", || {
+            engine.state(&key_of("real2")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        // The junk leaves after its short retention (the hub's sweep); the real ones stay.
+        eventually("the junk forgotten", || {
+            junk_of(0).chain(junk_of(1)).all(|key| {
+                engine.state(&key).is_none() && engine.tracking.store().get(&key).unwrap().is_none()
+            })
+        })
+        .await;
+        assert_eq!(engine.tracking.view.len(), 2);
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: the daemon is down for longer than the deadlines while a transfer is pending;
+/// the chains went on meanwhile. At start its followers have not caught up: the transfer
+/// must not be abandoned for the downtime, and completes once they catch up.
+#[test]
+fn a_restart_after_a_downtime_longer_than_the_deadlines_resumes_open_transfers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let settings = TrackerSettings {
+        abandon_unseen: Duration::from_millis(300),
+        abandon_stalled: Duration::from_millis(300),
+        ..settings()
+    };
+    let cfg = settings.clone();
+    let store_path = path.clone();
+    let linked_at = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let linked = linked_at.clone();
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&store_path, 8 << 20).unwrap(),
+            HashMap::new(),
+            cfg,
+        );
+        let hub = engine.start_hub();
+        let [source, _, _] = hop("slow", 21, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("slow"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the source linked", || {
+            engine.state(&key_of("slow")) == Some(TxState::Pending)
+        })
+        .await;
+        linked.store(now(), std::sync::atomic::Ordering::SeqCst);
+        engine.pool.stop();
+        engine.store.flush().unwrap();
+    });
+    // The downtime: twice the deadlines.
+    std::thread::sleep(Duration::from_millis(600));
+    run(|| async move {
+        let mut engine = Engine::open_with(
+            Store::open(&path, 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let _hub = engine.start_hub();
+        // The followers take a while to catch up (several of the tracker's ticks)...
+        actix::clock::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            engine.state(&key_of("slow")),
+            Some(TxState::Pending),
+            "abandoned before the followers caught up"
+        );
+        // ...then index what the chains did during the downtime, soon after the link.
+        let during = linked_at.load(std::sync::atomic::Ordering::SeqCst) + 100_000_000;
+        let [_, receipt, ack] = hop("slow", 21, during);
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the resumed transfer completed", || {
+            engine.state(&key_of("slow")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: a transfer abandoned for want of progress, whose hops then show up in the
+/// relay logs: registering it again revives it, and it completes.
+#[test]
+fn registering_an_abandoned_transfer_again_revives_it_once_its_hops_are_seen() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = TrackerSettings {
+            abandon_stalled: Duration::from_millis(200),
+            ..settings()
+        };
+        let mut engine = Engine::open_with(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        let [source, receipt, ack] = hop("late", 31, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("late"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        // Both chains move on without the transfer.
+        eventually("the transfer abandoned", || {
+            let later = now();
+            engine.quiet_block(ALPHA, 15, later);
+            engine.quiet_block(HUB, 15, later);
+            engine.state(&key_of("late")) == Some(TxState::Abandoned)
+        })
+        .await;
+        // Delivered to no one: the transfer is abandoned.
+        engine.relay(HUB, at(receipt, now()), true);
+        engine.relay(ALPHA, at(ack, now()), true);
+        hub.send(Register(key_of("late"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the revived transfer completed", || {
+            engine.state(&key_of("late")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: the hub marks the store resumed only once every record is loaded, so a hub
+/// that died half-way through its resume resumes again; and resuming again never starts a
+/// second tracker for a transfer whose tracker runs (it would be listed twice and get every
+/// event twice).
+#[test]
+fn resuming_again_keeps_the_running_tracker_of_each_transfer() {
+    use std::sync::atomic::Ordering::SeqCst;
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, _hub) = Engine::tracking_one(dir.path()).await;
+        let first = engine.tracking.tracker_of(&key()).unwrap();
+        assert!(engine.tracking.resumed.load(SeqCst));
+        // What a hub that died half-way through its resume leaves behind.
+        engine.tracking.resumed.store(false, SeqCst);
+        let _again = engine.start_hub();
+        eventually("the second hub resumed", || {
+            engine.tracking.resumed.load(SeqCst)
+        })
+        .await;
+        assert_eq!(
+            engine.tracking.tracker_of(&key()),
+            Some(first),
+            "a second tracker was started for the transfer"
+        );
+        assert_eq!(engine.tracking.live_trackers(), 1);
+        engine.relay(HUB, receipt(), true);
+        engine.relay(ALPHA, acknowledgement(), true);
+        eventually("the transfer completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: txs abandoned unseen do not count against `max_trackers`, but they are still
+/// held (view and store) for their short retention; clients on many addresses must not grow
+/// that without bound. With as many of them as `max_trackers` held, a registration first
+/// forgets them (a real transfer's registration still succeeds).
+#[test]
+fn never_seen_abandoned_txs_are_forgotten_early_when_they_pile_up() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = TrackerSettings {
+            abandon_unseen: Duration::from_millis(100),
+            max_trackers: 3,
+            max_open_per_client: 0,
+            ..settings()
+        };
+        let mut engine = Engine::open_with(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        for round in 0..4u32 {
+            let keys: Vec<TrackKey> = (0..3).map(|i| junk(100 + round * 10 + i)).collect();
+            for key in &keys {
+                hub.send(Register(key.clone(), None))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+            eventually("the junk abandoned", || {
+                engine.quiet_block(ALPHA, 5, now());
+                keys.iter()
+                    .all(|key| engine.state(key) == Some(TxState::Abandoned))
+            })
+            .await;
+            assert!(
+                engine.tracking.view.len() <= 2 * 3,
+                "round {round}: {} entries held for a cap of 3",
+                engine.tracking.view.len()
+            );
+        }
+        let [source, receipt, ack] = hop("real", 41, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("real"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        engine.relay(HUB, receipt, true);
+        engine.relay(ALPHA, ack, true);
+        eventually("the real transfer completed", || {
+            engine.state(&key_of("real")) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: the hub's look for dead trackers (every ten ticks) does not walk every tracked
+/// tx: with nothing dead it visits no entry, however many are tracked.
+#[test]
+fn looking_for_dead_trackers_walks_no_entries_when_none_died() {
+    use std::sync::atomic::Ordering::SeqCst;
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = Engine::open(Store::open(dir.path(), 8 << 20).unwrap());
+        let hub = engine.start_hub();
+        // Fifty finished transfers and one open one.
+        for i in 0..50u64 {
+            let tag = format!("fin{i}");
+            let [source, receipt, ack] = hop(&tag, 200 + i, now());
+            engine.relay(ALPHA, source, true);
+            hub.send(Register(key_of(&tag), None))
+                .await
+                .unwrap()
+                .unwrap();
+            engine.relay(HUB, receipt, true);
+            engine.relay(ALPHA, ack, true);
+        }
+        let [source, _, _] = hop("open", 300, now());
+        engine.relay(ALPHA, source, true);
+        hub.send(Register(key_of("open"), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("fifty complete, one pending", || {
+            (0..50u64).all(|i| {
+                engine.state(&key_of(&format!("fin{i}"))) == Some(TxState::CompletedSuccess)
+            }) && engine.state(&key_of("open")) == Some(TxState::Pending)
+        })
+        .await;
+        let before = engine.tracking.housekeeping_visits.load(SeqCst);
+        // Several rounds of the look (every ten 20 ms ticks).
+        actix::clock::sleep(Duration::from_millis(700)).await;
+        assert_eq!(
+            engine.tracking.housekeeping_visits.load(SeqCst) - before,
+            0,
+            "entries walked while no tracker died"
+        );
+        assert_eq!(engine.tracking.live_trackers(), 1);
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: the retention sweep (every 120 ticks) does not walk every tracked tx either:
+/// with nothing expired it visits no entry; what expires is still forgotten.
+#[test]
+fn the_retention_sweep_walks_no_entries_when_none_expired() {
+    use std::sync::atomic::Ordering::SeqCst;
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = TrackerSettings {
+            tick: Duration::from_millis(5),
+            abandon_unseen: Duration::from_millis(50),
+            unseen_retention: Duration::from_millis(100),
+            ..settings()
+        };
+        let mut engine = Engine::open_with(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::new(),
+            settings,
+        );
+        let hub = engine.start_hub();
+        for i in 0..50u64 {
+            let tag = format!("kept{i}");
+            let [source, receipt, ack] = hop(&tag, 400 + i, now());
+            engine.relay(ALPHA, source, true);
+            hub.send(Register(key_of(&tag), None))
+                .await
+                .unwrap()
+                .unwrap();
+            engine.relay(HUB, receipt, true);
+            engine.relay(ALPHA, ack, true);
+        }
+        eventually("fifty complete", || {
+            (0..50u64).all(|i| {
+                engine.state(&key_of(&format!("kept{i}"))) == Some(TxState::CompletedSuccess)
+            })
+        })
+        .await;
+        let before = engine.tracking.housekeeping_visits.load(SeqCst);
+        // Two sweeps (every 120 ticks of 5 ms).
+        actix::clock::sleep(Duration::from_millis(1300)).await;
+        assert_eq!(
+            engine.tracking.housekeeping_visits.load(SeqCst) - before,
+            0,
+            "entries walked while none expired"
+        );
+        // Junk abandoned unseen is still forgotten after its short retention.
+        hub.send(Register(junk(7), None)).await.unwrap().unwrap();
+        eventually("the junk forgotten", || {
+            engine.quiet_block(ALPHA, 5, now());
+            engine.state(&junk(7)).is_none()
+        })
+        .await;
+        assert_eq!(engine.tracking.view.len(), 50);
+        engine.pool.stop();
+    });
 }

@@ -4,6 +4,7 @@
 //! every stored tracker at start, respawns a tracker that died, and forgets terminal txs
 //! past their retention.
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -13,10 +14,10 @@ use actix::WeakAddr;
 use super::actor::{CatchUp, Relay, Stage, Tracker};
 use super::machine::WatchKey;
 use super::shared::{now_ns, Tracking};
-use super::tracked::{TrackKey, Tracked};
+use super::tracked::{Source, TrackKey, Tracked, TxState};
 use super::view::Entry;
 use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
-use weaver_engine::system::ArbiterPool;
+use weaver_engine::system::{ArbiterPool, Recover};
 
 /// What the hub needs; cloned into each (re)started hub, so trackers outlive a hub restart.
 #[derive(Clone)]
@@ -31,14 +32,19 @@ pub struct HubDeps {
 pub enum TrackError {
     #[error("too many transfers are tracked ({0}); try again later")]
     Full(usize),
+    #[error(
+        "this client has {0} open registrations, the most it may have; try again when one ends"
+    )]
+    ClientBusy(usize),
     #[error("the tracker store refused the write: {0}")]
     Store(String),
 }
 
-/// Register a tx (idempotent).
+/// Register a tx (idempotent), for a client (an IPv4 address or an IPv6 /64, as the HTTP
+/// limits key clients; `None`: a trusted caller, not capped per client).
 #[derive(Message)]
 #[rtype(result = "Result<(), TrackError>")]
-pub struct Register(pub TrackKey);
+pub struct Register(pub TrackKey, pub Option<IpAddr>);
 
 pub struct TrackerHub {
     deps: HubDeps,
@@ -54,16 +60,25 @@ impl TrackerHub {
         &self.deps.tracking
     }
 
-    /// Starts the tracker of an open tx on the pool and lists it in the tx's entry.
+    /// Lists a new tracker of an open tx in the tx's entry, then starts it on the pool. Its
+    /// address is listed before it starts: a tracker that ends in `started()` (its record
+    /// read back terminal) takes itself off its entry like any other, never leaving a dead
+    /// address behind for the hub's sweep.
     fn spawn(&self, key: Arc<TrackKey>, stage: Stage) {
         let tracking = self.deps.tracking.clone();
         let actor_key = key.clone();
-        let addr = Tracker::start_in_arbiter(&self.deps.pool.pick(), move |_| {
-            Tracker::new(tracking, actor_key, stage)
-        });
+        let (sender, receiver) = actix::dev::channel::channel(16);
+        let addr = Addr::<Tracker>::new(sender);
         if let Some(mut entry) = self.tracking().view.entries.get_mut(&*key) {
             entry.tracker = Some(addr.downgrade());
         }
+        let started = self.deps.pool.pick().spawn_fn(move || {
+            Context::with_receiver(receiver).run(Tracker::new(tracking, actor_key, stage));
+        });
+        if !started {
+            tracing::warn!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, "tracker not started: its arbiter is stopping");
+        }
+        drop(addr);
     }
 
     fn on_event(&mut self, event: RelayEvent) {
@@ -102,14 +117,22 @@ impl TrackerHub {
         let loaded = tracking.store().each(|tracked| {
             let state = tracked.state();
             let key = Arc::new(tracked.key.clone());
-            tracking
-                .view
-                .load(key.clone(), Entry::new(state, tracked.terminal_ns));
+            // A tracker still running (a hub that died while resuming resumes again) stays
+            // the tx's tracker: never a second one.
+            let running = tracking.tracker_of(&key);
+            tracking.view.load(key.clone(), Entry::of(&tracked));
             if state.is_terminal() {
                 terminal += 1;
             } else {
                 open += 1;
-                self.spawn(key, Stage::of(&tracked.source));
+                match running {
+                    Some(tracker) => {
+                        if let Some(mut entry) = tracking.view.entries.get_mut(&*key) {
+                            entry.tracker = Some(tracker.downgrade());
+                        }
+                    }
+                    None => self.spawn(key, Stage::of(&tracked.source)),
+                }
             }
         });
         if let Err(e) = loaded {
@@ -120,34 +143,31 @@ impl TrackerHub {
         }
     }
 
-    /// Respawns trackers whose actor died (a panic unwinds its arbiter task), from their
-    /// last committed state; the trackers that were running (one pass over the entries
-    /// for both).
+    /// Respawns trackers whose actor died (a panic unwinds its arbiter task and drops it;
+    /// the tracker lists itself in `died` as it is dropped), from their last committed
+    /// state; the trackers running. Walks no entry unless one died.
     fn respawn_dead(&mut self) -> usize {
-        let mut running = 0;
-        let mut dead: Vec<Arc<TrackKey>> = vec![];
-        for entry in self.tracking().view.entries.iter() {
-            match entry.tracker_runs() {
-                Some(true) => running += 1,
-                Some(false) => dead.push(entry.key().clone()),
-                None => {}
-            }
-        }
+        let dead = std::mem::take(&mut *self.tracking().died.lock().recover());
+        let running = self.tracking().running.load(Ordering::Relaxed).max(0) as usize;
         if dead.is_empty() {
             return running;
         }
         self.tracking().forget_stopped_watchers();
         for key in dead {
+            #[cfg(test)]
+            self.tracking()
+                .housekeeping_visits
+                .fetch_add(1, Ordering::Relaxed);
             let state = match self.tracking().view.entries.get_mut(&*key) {
+                // Another tracker runs for it already (a revival, a resume).
+                Some(entry) if entry.tracker_runs() == Some(true) => continue,
                 Some(mut entry) => {
                     entry.tracker = None;
                     entry.state
                 }
                 None => continue,
             };
-            // A tracker that reached a terminal state stops by itself; if it did so before
-            // the hub listed its address (it runs on another arbiter), its entry is left
-            // behind closed. That is no death: forget the address quietly.
+            // Terminal meanwhile (committed before it was dropped): no death.
             if state.is_terminal() {
                 continue;
             }
@@ -164,29 +184,100 @@ impl TrackerHub {
             metrics::counter!("weaver_actor_restarts_total", "actor" => "tracker", "reason" => "died")
                 .increment(1);
             self.spawn(key, stage);
-            running += 1;
         }
         running
     }
 
-    /// Forgets terminal txs past their retention.
-    fn sweep_expired(&mut self) {
+    /// Registering an abandoned tx again revives it if its tx is seen now: one that stalled
+    /// (its source was seen; a follower may have been behind), or one never seen whose chain's
+    /// relay log now holds it. Tracking starts over from the stored record with a fresh
+    /// deadline (the relay logs are read again). A never-seen tx its chain still has not
+    /// shown stays abandoned (registering junk again does not keep it alive).
+    fn revive(
+        &mut self,
+        key: TrackKey,
+        client: Option<IpAddr>,
+        client_busy: impl Fn(Option<IpAddr>) -> Result<(), TrackError>,
+    ) -> Result<(), TrackError> {
+        let tracking = self.deps.tracking.clone();
+        let mut tracked = match tracking.store().get(&key) {
+            Ok(Some(tracked)) if tracked.abandoned.is_some() => tracked,
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(TrackError::Store(e.to_string())),
+        };
+        if tracked.source == Source::Unseen {
+            let seen = tracking
+                .tx_events(&key.chain_id, &key.tx_hash)
+                .is_some_and(|events| !events.is_empty());
+            if !seen {
+                return Ok(());
+            }
+        }
+        client_busy(client)?;
         let now = now_ns();
-        let retention = self.tracking().settings.retention.as_nanos() as i64;
-        let expired: Vec<Arc<TrackKey>> = self
+        tracked.abandoned = None;
+        tracked.terminal_ns = None;
+        tracked.progressed_ns = now;
+        if tracked.source == Source::Unseen {
+            tracked.registered_ns = now;
+        }
+        tracking
+            .store()
+            .put(&tracked)
+            .map_err(|e| TrackError::Store(e.to_string()))?;
+        let key = Arc::new(tracked.key.clone());
+        tracking.publish(&key, &tracked);
+        if let Some(client) = client {
+            tracking.view.own(&key, client);
+        }
+        tracing::info!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, state = tracked.state().name(), "abandoned transfer revived by a registration");
+        self.spawn(key, Stage::of(&tracked.source));
+        Ok(())
+    }
+
+    /// Forgets every tx abandoned unseen before its retention is over (they pile up beyond
+    /// `max_trackers`); a scan, only then.
+    fn forget_never_seen(&mut self) {
+        let junk: Vec<Arc<TrackKey>> = self
             .tracking()
             .view
             .entries
             .iter()
-            .filter(|entry| {
-                entry.state.is_terminal()
-                    && entry.terminal_ns().is_some_and(|at| now - at > retention)
-            })
+            .filter(|entry| entry.never_seen)
             .map(|entry| entry.key().clone())
             .collect();
-        for key in expired {
+        tracing::warn!(
+            count = junk.len(),
+            "more txs abandoned unseen than max_trackers: forgotten before their retention"
+        );
+        for key in junk {
+            if let Err(e) = self.tracking().store().remove(&key) {
+                tracing::warn!(error = %e, "abandoned tracker record not removed");
+                continue;
+            }
+            self.tracking().view.remove(&key);
+        }
+    }
+
+    /// Forgets terminal txs past their retention (never-seen abandoned ones past the short
+    /// `unseen_retention`): only those, from the view's retention queue (no walk over every
+    /// entry).
+    fn sweep_expired(&mut self) {
+        let now = now_ns();
+        let settings = &self.tracking().settings;
+        let expired = self.tracking().view.expired(
+            now,
+            settings.retention.as_nanos() as i64,
+            settings.unseen_retention.as_nanos() as i64,
+        );
+        for (key, at, never_seen) in expired {
+            #[cfg(test)]
+            self.tracking()
+                .housekeeping_visits
+                .fetch_add(1, Ordering::Relaxed);
             if let Err(e) = self.tracking().store().remove(&key) {
                 tracing::warn!(error = %e, "expired tracker record not removed");
+                self.tracking().view.requeue(key, at, never_seen);
                 continue;
             }
             self.tracking().view.remove(&key);
@@ -218,7 +309,7 @@ impl Actor for TrackerHub {
                 }
             },
         ));
-        if self.tracking().resumed.swap(true, Ordering::SeqCst) {
+        if self.tracking().resumed.load(Ordering::SeqCst) {
             // A restarted hub: the trackers lived on, but events published while no hub
             // listened were not delivered; they are in the relay logs.
             for entry in self.tracking().view.entries.iter() {
@@ -228,6 +319,9 @@ impl Actor for TrackerHub {
             }
         } else {
             self.resume();
+            // Only once every record is loaded: a hub that died while resuming resumes
+            // again (a tracker it started already is not started twice).
+            self.tracking().resumed.store(true, Ordering::SeqCst);
         }
         ctx.run_interval(self.tracking().settings.tick, |hub, _| {
             hub.ticks += 1;
@@ -258,13 +352,29 @@ impl StreamHandler<RelayEvent> for TrackerHub {
 impl Handler<Register> for TrackerHub {
     type Result = Result<(), TrackError>;
 
-    fn handle(&mut self, Register(key): Register, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, Register(key, client): Register, _: &mut Context<Self>) -> Self::Result {
         let tracking = self.deps.tracking.clone();
-        if tracking.view.entries.contains_key(&key) {
-            return Ok(());
+        let per_client = tracking.settings.max_open_per_client;
+        let client = client.filter(|_| per_client > 0);
+        let client_busy = |client: Option<IpAddr>| match client {
+            Some(client) if tracking.view.open_of(&client) >= per_client => {
+                Err(TrackError::ClientBusy(per_client))
+            }
+            _ => Ok(()),
+        };
+        match tracking.view.state(&key) {
+            Some(TxState::Abandoned) => return self.revive(key, client, client_busy),
+            Some(_) => return Ok(()),
+            None => {}
         }
+        client_busy(client)?;
         let limit = tracking.settings.max_trackers;
-        if tracking.view.entries.len() >= limit {
+        // Txs abandoned unseen do not count, but are held until their short retention:
+        // more of them than `max_trackers` (clients on many addresses) are forgotten now.
+        if tracking.view.len() - tracking.view.counted() > limit {
+            self.forget_never_seen();
+        }
+        if tracking.view.counted() >= limit {
             return Err(TrackError::Full(limit));
         }
         let tracked = Tracked::new(key, now_ns());
@@ -275,6 +385,9 @@ impl Handler<Register> for TrackerHub {
         // Written above (a refused write refuses the registration); published once.
         let key = Arc::new(tracked.key.clone());
         tracking.publish(&key, &tracked);
+        if let Some(client) = client {
+            tracking.view.own(&key, client);
+        }
         self.spawn(key, Stage::of(&tracked.source));
         Ok(())
     }

@@ -35,8 +35,14 @@ pub struct TrackerSettings {
     pub abandon_stalled: Duration,
     /// Terminal trackers stay queryable this long.
     pub retention: Duration,
-    /// Registrations beyond this are refused (503).
+    /// ...except a tx abandoned without its chain ever showing it (junk, or a tx never
+    /// broadcast): queryable this long, and never counted against `max_trackers`.
+    pub unseen_retention: Duration,
+    /// Registrations beyond this are refused (503); never-seen abandoned txs do not count.
     pub max_trackers: usize,
+    /// Open (non-terminal) registrations one client (an IPv4 address, an IPv6 /64) may
+    /// have at once; beyond, 429 (0 = no cap).
+    pub max_open_per_client: usize,
     /// Chain lookups of unseen txs in flight at once (across all trackers).
     pub lookups_in_flight: usize,
     /// The hub's housekeeping period, and the unit of a tracker's backoffs: a relay-log
@@ -51,7 +57,9 @@ impl Default for TrackerSettings {
             abandon_unseen: Duration::from_secs(300),
             abandon_stalled: Duration::from_secs(1800),
             retention: Duration::from_secs(7 * 24 * 3600),
+            unseen_retention: Duration::from_secs(3600),
             max_trackers: 2_000_000,
+            max_open_per_client: 1000,
             lookups_in_flight: 32,
             tick: Duration::from_millis(500),
         }
@@ -72,10 +80,11 @@ fn is_or_gone(watcher: &Watcher, tracker: Option<&Addr<Tracker>>) -> bool {
         .is_none_or(|t| !t.connected() || Some(&t) == tracker)
 }
 
-/// Whether a tracked tx waited too long, and if not, until when it may wait.
+/// Whether a tracked tx waited too long, and if not, its deadline and the clock it is
+/// measured on (the chains' time: behind the wall clock while a follower catches up).
 pub(super) enum Abandonment {
     Due(String),
-    At(i64),
+    At { deadline: i64, clock: i64 },
 }
 
 pub struct Tracking {
@@ -93,8 +102,18 @@ pub struct Tracking {
     /// one would only deliver a tracker an event it finds nothing in).
     watch_ids: RandomState,
     pub(super) lookups: Arc<Semaphore>,
-    /// Set once the stored trackers were resumed (a restarted hub finds them alive).
+    /// Set once every stored tracker was resumed (a restarted hub finds them alive); a hub
+    /// that died before it finished resumes again.
     pub(super) resumed: AtomicBool,
+    /// Trackers that stopped before their tx was terminal (a panic unwinds its task and
+    /// drops it): the hub respawns them from their last committed state, without walking
+    /// every entry to find them.
+    pub(super) died: std::sync::Mutex<Vec<Arc<TrackKey>>>,
+    /// Tracker actors running (started, not yet dropped).
+    pub(super) running: std::sync::atomic::AtomicI64,
+    /// Entries the hub's housekeeping walked (tests of what it walks).
+    #[cfg(test)]
+    pub(super) housekeeping_visits: std::sync::atomic::AtomicUsize,
 }
 
 pub(super) fn now_ns() -> i64 {
@@ -132,6 +151,10 @@ impl Tracking {
             more_watchers: DashMap::new(),
             watch_ids: RandomState::new(),
             resumed: AtomicBool::new(false),
+            died: Default::default(),
+            running: Default::default(),
+            #[cfg(test)]
+            housekeeping_visits: Default::default(),
         })
     }
 
@@ -362,12 +385,25 @@ impl Tracking {
         changed
     }
 
-    /// Whether `tracked` waited too long at `now`.
+    /// How far `chain`'s follower has come in the chain's own time: the block time of the
+    /// last block its relay log holds, never ahead of `wall`; `wall` for a chain with no
+    /// relay log here (or none indexed yet). Deadlines are measured on it, so a follower
+    /// catching up after a downtime is not taken for a transfer that stopped moving.
+    pub(super) fn chain_now(&self, chain: &str, wall: i64) -> i64 {
+        self.relay_stores
+            .get(chain)
+            .and_then(|store| store.watermark_time().ok().flatten())
+            .map_or(wall, |time| time.min(wall))
+    }
+
+    /// Whether `tracked` waited too long at wall-clock `now`, measured on the chains it
+    /// waits on ([`Tracking::chain_now`]: the slowest of them).
     pub(super) fn abandonment(&self, tracked: &Tracked, now: i64) -> Abandonment {
         let settings = &self.settings;
         if matches!(tracked.source, Source::Unseen) {
+            let clock = self.chain_now(&tracked.key.chain_id, now);
             let deadline = tracked.registered_ns + settings.abandon_unseen.as_nanos() as i64;
-            return if now > deadline {
+            return if clock > deadline {
                 Abandonment::Due(format!(
                     "{} never showed tx {} within {} s of its registration",
                     tracked.key.chain_id,
@@ -375,9 +411,24 @@ impl Tracking {
                     settings.abandon_unseen.as_secs()
                 ))
             } else {
-                Abandonment::At(deadline)
+                Abandonment::At { deadline, clock }
             };
         }
+        let mut chains: SmallVec<[String; 4]> = tracked
+            .watches()
+            .into_iter()
+            .map(|watch| match watch {
+                WatchKey::Packet { chain, .. } | WatchKey::Bridge { chain, .. } => chain,
+            })
+            .collect();
+        if chains.is_empty() {
+            chains.push(tracked.key.chain_id.clone());
+        }
+        let clock = chains
+            .iter()
+            .map(|chain| self.chain_now(chain, now))
+            .min()
+            .unwrap_or(now);
         let waiting_withdrawal = tracked
             .transfers
             .iter()
@@ -393,13 +444,13 @@ impl Tracking {
         let limit =
             settings.abandon_stalled.as_nanos() as i64 + waiting_withdrawal as i64 * 1_000_000_000;
         let deadline = tracked.progressed_ns + limit;
-        if now > deadline {
+        if clock > deadline {
             Abandonment::Due(format!(
                 "no progress for {} s",
-                (now - tracked.progressed_ns) / 1_000_000_000
+                (clock - tracked.progressed_ns) / 1_000_000_000
             ))
         } else {
-            Abandonment::At(deadline)
+            Abandonment::At { deadline, clock }
         }
     }
 }

@@ -7,6 +7,9 @@
 //! in the store only, read when a status is asked for. That is what lets a million open
 //! transfers fit in a couple of GiB (issue #15).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::IpAddr;
 use std::num::NonZeroI64;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -18,10 +21,11 @@ use tokio::sync::broadcast;
 
 use super::actor::Tracker;
 use super::topology::Topology;
-use super::tracked::{TrackKey, Tracked, TxState};
+use super::tracked::{Source, TrackKey, Tracked, TxState};
 use crate::planner::SnapshotHandle;
 use crate::tracker::store::TrackerStore;
 use weaver_engine::store::StoreError;
+use weaver_engine::system::Recover;
 
 /// What is kept in memory of one tracked tx.
 pub struct Entry {
@@ -32,6 +36,16 @@ pub struct Entry {
     /// scheduled, which keeps it alive without an address (8 bytes here instead of a sender
     /// and its two allocations); one whose actor is gone is respawned by the hub.
     pub(super) tracker: Option<WeakAddr<Tracker>>,
+    /// Abandoned without its chain ever showing the tx ([`never_seen`]): not counted against
+    /// `max_trackers`, forgotten after the short `unseen_retention` (in the padding: the
+    /// entry stays 24 bytes).
+    pub(super) never_seen: bool,
+}
+
+/// Whether `tracked` was abandoned without its chain ever showing its tx (junk, or a tx that
+/// was never broadcast).
+pub(super) fn never_seen(tracked: &Tracked) -> bool {
+    tracked.abandoned.is_some() && tracked.source == Source::Unseen
 }
 
 impl Entry {
@@ -40,6 +54,15 @@ impl Entry {
             state,
             terminal_ns: terminal_ns.and_then(NonZeroI64::new),
             tracker: None,
+            never_seen: false,
+        }
+    }
+
+    /// The entry of a stored record (the hub's resume).
+    pub(super) fn of(tracked: &Tracked) -> Self {
+        Entry {
+            never_seen: never_seen(tracked),
+            ..Entry::new(tracked.state(), tracked.terminal_ns)
         }
     }
 
@@ -66,6 +89,40 @@ pub struct TrackerView {
     /// status page reads them on every request; walking the entries would take every
     /// shard's lock).
     counts: [AtomicI64; TxState::ALL.len()],
+    /// Entries abandoned without their chain ever showing the tx (not counted against
+    /// `max_trackers`).
+    never_seen: AtomicI64,
+    /// Who registered each open tx (in memory only: a restart forgets it), and how many open
+    /// registrations each client has: the per-client cap (`max_open_per_client`).
+    owners: DashMap<Arc<TrackKey>, IpAddr>,
+    open_by_client: DashMap<IpAddr, usize>,
+    /// Terminal txs by the time they became terminal, for the retention sweep (which then
+    /// looks only at what expired, never at every entry): those kept the whole retention,
+    /// and those abandoned unseen (kept a short one). 16 bytes per terminal tx.
+    expiring: std::sync::Mutex<[BinaryHeap<Reverse<Expiring>>; 2]>,
+}
+
+/// A terminal tx in the retention queue, ordered by the time it became terminal.
+struct Expiring(i64, Arc<TrackKey>);
+
+impl PartialEq for Expiring {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Expiring {}
+
+impl PartialOrd for Expiring {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Expiring {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
 }
 
 impl TrackerView {
@@ -82,7 +139,105 @@ impl TrackerView {
             registry: registry.into(),
             updates: broadcast::channel(4096).0,
             counts: Default::default(),
+            never_seen: AtomicI64::new(0),
+            owners: DashMap::new(),
+            open_by_client: DashMap::new(),
+            expiring: Default::default(),
         })
+    }
+
+    /// Queues a terminal tx for the retention sweep.
+    fn queue_expiry(&self, key: &Arc<TrackKey>, terminal_ns: Option<i64>, never_seen: bool) {
+        if let Some(at) = terminal_ns {
+            self.expiring.lock().recover()[usize::from(never_seen)]
+                .push(Reverse(Expiring(at, key.clone())));
+        }
+    }
+
+    /// Takes the terminal txs past their retention (`unseen_retention` for those abandoned
+    /// unseen) at `now` out of the retention queue: what became terminal (ns) and whether it
+    /// was abandoned unseen, for each. Visits only those; a tx revived or forgotten since is
+    /// dropped from the queue.
+    pub(super) fn expired(
+        &self,
+        now: i64,
+        retention: i64,
+        unseen_retention: i64,
+    ) -> Vec<(Arc<TrackKey>, i64, bool)> {
+        let mut expired = vec![];
+        let mut queues = self.expiring.lock().recover();
+        for (kind, kept) in [(false, retention), (true, unseen_retention)] {
+            let queue = &mut queues[usize::from(kind)];
+            while let Some(Reverse(Expiring(at, _))) = queue.peek() {
+                if now - *at <= kept {
+                    break;
+                }
+                let Some(Reverse(Expiring(at, key))) = queue.pop() else {
+                    break;
+                };
+                let current = self.entries.get(&key).is_some_and(|entry| {
+                    entry.state.is_terminal()
+                        && entry.terminal_ns() == Some(at)
+                        && entry.never_seen == kind
+                });
+                if current {
+                    expired.push((key, at, kind));
+                }
+            }
+        }
+        expired
+    }
+
+    /// Puts back a tx [`TrackerView::expired`] took whose removal failed (tried again at the
+    /// next sweep).
+    pub(super) fn requeue(&self, key: Arc<TrackKey>, terminal_ns: i64, never_seen: bool) {
+        self.queue_expiry(&key, Some(terminal_ns), never_seen);
+    }
+
+    /// Tracked txs that count against `max_trackers`: all but those abandoned without their
+    /// chain ever showing them.
+    pub fn counted(&self) -> usize {
+        let never_seen = self.never_seen.load(Ordering::Relaxed).max(0) as usize;
+        self.entries.len().saturating_sub(never_seen)
+    }
+
+    /// Open registrations of `client` (keyed as the HTTP limits key clients: an IPv4
+    /// address or an IPv6 /64).
+    pub fn open_of(&self, client: &IpAddr) -> usize {
+        self.open_by_client.get(client).map(|n| *n).unwrap_or(0)
+    }
+
+    /// Counts the open tx `key` as registered by `client` until it is terminal or forgotten.
+    pub(super) fn own(&self, key: &Arc<TrackKey>, client: IpAddr) {
+        if self.owners.insert(key.clone(), client).is_none() {
+            *self.open_by_client.entry(client).or_insert(0) += 1;
+        }
+    }
+
+    /// Stops counting `key` against its registrant (terminal, or forgotten).
+    fn disown(&self, key: &TrackKey) {
+        let Some((_, client)) = self.owners.remove(key) else {
+            return;
+        };
+        if let dashmap::Entry::Occupied(mut open) = self.open_by_client.entry(client) {
+            *open.get_mut() -= 1;
+            if *open.get() == 0 {
+                open.remove();
+            }
+        }
+    }
+
+    /// Moves the never-seen count by an entry's flag change.
+    fn count_never_seen(&self, before: bool, after: bool) {
+        match (before, after) {
+            (false, true) => {
+                self.never_seen.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                self.never_seen.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
     }
 
     /// The registry as tracking reads it now: the topology of the published snapshot, so
@@ -125,16 +280,24 @@ impl TrackerView {
     /// Adds an entry loaded from the store (the hub's resume), counted.
     pub(super) fn load(&self, key: Arc<TrackKey>, entry: Entry) {
         let state = entry.state;
+        let never_seen = entry.never_seen;
+        if state.is_terminal() {
+            self.queue_expiry(&key, entry.terminal_ns(), never_seen);
+        }
         if let Some(replaced) = self.entries.insert(key, entry) {
             self.count(replaced.state, -1);
+            self.count_never_seen(replaced.never_seen, false);
         }
         self.count(state, 1);
+        self.count_never_seen(false, never_seen);
     }
 
     /// Forgets a tracked tx (expired, or refused); its entry, if it had one.
     pub(super) fn remove(&self, key: &TrackKey) -> Option<Entry> {
         let (_, entry) = self.entries.remove(key)?;
         self.count(entry.state, -1);
+        self.count_never_seen(entry.never_seen, false);
+        self.disown(key);
         Some(entry)
     }
 
@@ -164,22 +327,28 @@ impl TrackerView {
 
     /// Records a tx's state as committed; the state it had before, if it was known.
     pub(super) fn set_state(&self, key: &Arc<TrackKey>, tracked: &Tracked) -> Option<TxState> {
-        let before = match self.entries.get_mut(&**key) {
+        let now_never_seen = never_seen(tracked);
+        let (before, was_never_seen) = match self.entries.get_mut(&**key) {
             Some(mut entry) => {
-                let before = entry.state;
+                let before = (entry.state, entry.never_seen);
                 entry.state = tracked.state();
                 entry.terminal_ns = tracked.terminal_ns.and_then(NonZeroI64::new);
-                Some(before)
+                entry.never_seen = now_never_seen;
+                (Some(before.0), before.1)
             }
             None => {
-                self.entries.insert(
-                    key.clone(),
-                    Entry::new(tracked.state(), tracked.terminal_ns),
-                );
-                None
+                self.entries.insert(key.clone(), Entry::of(tracked));
+                (None, false)
             }
         };
+        self.count_never_seen(was_never_seen, now_never_seen);
         let state = tracked.state();
+        if state.is_terminal() {
+            self.disown(key);
+            if !before.is_some_and(TxState::is_terminal) || was_never_seen != now_never_seen {
+                self.queue_expiry(key, tracked.terminal_ns, now_never_seen);
+            }
+        }
         if before != Some(state) {
             if let Some(before) = before {
                 self.count(before, -1);
