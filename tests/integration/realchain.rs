@@ -3,8 +3,7 @@
 //! answered.
 //!
 //! The data is other projects' recordings and is not part of this repository: the tests read
-//! it from `WEAVER_REALCHAIN_DIR` (`.ci/run` sets it when `../shared/realchain` exists) and
-//! print SKIPPED without it. The LCD answers carry no raw tx bytes: `@initia/initia.js` (the
+//! it from `WEAVER_REALCHAIN_DIR` (CI sets it) and print SKIPPED without it. The LCD answers carry no raw tx bytes: `@initia/initia.js` (the
 //! encoder wallets sign with, tests/msgs_sdk) re-encodes each tx, and a tx whose bytes hash to
 //! its recorded txhash is served by a replay node as the block the chain held — its bytes, its
 //! events (from the LCD answer), its time — to a daemon following it over HTTP.
@@ -27,7 +26,7 @@ const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STA
 /// The recorded data's folder, or `None` (SKIPPED) when it is not configured.
 fn realchain_dir(test: &str) -> Option<PathBuf> {
     let Ok(dir) = std::env::var("WEAVER_REALCHAIN_DIR") else {
-        println!("SKIPPED {test}: WEAVER_REALCHAIN_DIR is not set (the real-chain recordings are not part of the repository; .ci/run sets it when ../shared/realchain exists)");
+        println!("SKIPPED {test}: WEAVER_REALCHAIN_DIR is not set (the real-chain recordings are not part of the repository; CI sets it)");
         return None;
     };
     let dir = PathBuf::from(dir);
