@@ -49,7 +49,8 @@ fn signer_of(tx: &Value) -> String {
     panic!("tx without acc_seq: {tx}");
 }
 
-fn msg_types(tx: &Value) -> BTreeSet<String> {
+/// The message types of a tx record (or an LCD tx answer), without the leading `/`.
+pub(crate) fn msg_types(tx: &Value) -> BTreeSet<String> {
     tx["tx"]["body"]["messages"]
         .as_array()
         .unwrap()

@@ -86,19 +86,8 @@ impl RealTx {
         }
     }
 
-    fn msg_types(&self) -> Vec<String> {
-        self.response["tx"]["body"]["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| {
-                m["@type"]
-                    .as_str()
-                    .unwrap()
-                    .trim_start_matches('/')
-                    .to_string()
-            })
-            .collect()
+    fn msg_types(&self) -> BTreeSet<String> {
+        crate::api::msg_types(&self.response)
     }
 }
 

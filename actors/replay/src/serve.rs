@@ -204,27 +204,6 @@ pub(crate) fn not_yet(height: u64, tip: u64, results: bool) -> HttpResponse {
     })
 }
 
-/// The recorded height asked for, or the error a node gives for it: "not yet" above the
-/// tip, a pruned node's below it (or in a gap).
-#[allow(clippy::result_large_err)] // an answer either way, built once per request
-fn recorded<'a>(
-    replay: &'a Replay,
-    req: &HttpRequest,
-    results: bool,
-) -> Result<&'a crate::RecordedBlock, HttpResponse> {
-    let recording = &replay.recording;
-    let tip = recording.tip();
-    let height = query_height(req).unwrap_or(tip);
-    match recording.blocks.get(&height) {
-        Some(block) => Ok(block),
-        None if height > tip => Err(not_yet(height, tip, results)),
-        None => Err(rpc_error(format!(
-            "height {height} is not available, lowest height is {} (not in the recording)",
-            recording.earliest()
-        ))),
-    }
-}
-
 async fn block(replay: web::Data<Replay>, req: HttpRequest) -> HttpResponse {
     rendered_answer(&replay, &req, false)
 }
@@ -233,15 +212,22 @@ async fn block_results(replay: web::Data<Replay>, req: HttpRequest) -> HttpRespo
     rendered_answer(&replay, &req, true)
 }
 
+/// The recorded height's answer, or the error a node gives for it: "not yet" above the tip,
+/// a pruned node's below it (or in a gap).
 fn rendered_answer(replay: &Replay, req: &HttpRequest, results: bool) -> HttpResponse {
-    if let Err(answer) = recorded(replay, req, results) {
-        return answer;
+    let recording = &replay.recording;
+    let tip = recording.tip();
+    let height = query_height(req).unwrap_or(tip);
+    match replay.rendered.get(&height) {
+        Some((block, block_results)) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(if results { block_results } else { block }.clone()),
+        None if height > tip => not_yet(height, tip, results),
+        None => rpc_error(format!(
+            "height {height} is not available, lowest height is {} (not in the recording)",
+            recording.earliest()
+        )),
     }
-    let height = query_height(req).unwrap_or(replay.recording.tip());
-    let (block, block_results) = &replay.rendered[&height];
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(if results { block_results } else { block }.clone())
 }
 
 async fn rpc_unknown(req: HttpRequest) -> HttpResponse {

@@ -114,7 +114,8 @@ impl RestartRequest {
 #[derive(Clone)]
 pub struct Ingestion {
     chain_id: Arc<str>,
-    status: Arc<RwLock<IngestionStatus>>,
+    /// What `/status` shows, and what holds the chain (`None`: running), written together.
+    status: Arc<RwLock<(IngestionStatus, Option<Hold>)>>,
     /// A file in the data directory the stalled follower writes to find out whether the
     /// disk accepts writes again (`None`: no probe, the chain stays stalled).
     probe: Option<Arc<PathBuf>>,
@@ -123,8 +124,6 @@ pub struct Ingestion {
     committed: Arc<RwLock<Arc<std::sync::atomic::AtomicU64>>>,
     /// The node's latest height as the follower last learned it (0 until it has asked).
     tip: Arc<std::sync::atomic::AtomicU64>,
-    /// What holds the chain, when something does (`None`: running).
-    hold: Arc<RwLock<Option<Hold>>>,
     /// The `weaver_ingestion_stalled` labels this state reports under (`None`: not
     /// reported): the chain's, or a follower of one domain's (`follower` label).
     gauge: Option<Arc<[(&'static str, String)]>>,
@@ -170,12 +169,11 @@ impl Ingestion {
     pub fn detached(chain_id: &str) -> Self {
         Ingestion {
             chain_id: chain_id.into(),
-            status: Arc::new(RwLock::new(IngestionStatus::running())),
+            status: Arc::new(RwLock::new((IngestionStatus::running(), None))),
             probe: None,
             restart: RestartRequest::default(),
             committed: Arc::new(RwLock::new(Arc::default())),
             tip: Arc::default(),
-            hold: Arc::default(),
             gauge: None,
         }
     }
@@ -219,7 +217,7 @@ impl Ingestion {
     /// Read by `/status`: a poisoned lock (a thread panicked holding it) is read through,
     /// as every lock here is; the state is one whole value, written in one assignment.
     pub fn status(&self) -> IngestionStatus {
-        self.status.read().recover().clone()
+        self.status.read().recover().0.clone()
     }
 
     pub fn state(&self) -> IngestionState {
@@ -228,7 +226,7 @@ impl Ingestion {
 
     /// What holds the chain, if anything.
     pub fn hold(&self) -> Option<Hold> {
-        *self.hold.read().recover()
+        self.status.read().recover().1
     }
 
     /// Something holds the chain (`reason`: what, for an operator). `since` is kept while
@@ -245,23 +243,25 @@ impl Ingestion {
             .load(std::sync::atomic::Ordering::Relaxed)
             + 1;
         self.publish(1.0);
-        let held_before = self.hold();
-        let mut status = self.status.write().recover();
+        let mut held = self.status.write().recover();
+        let (status, held_before) = &*held;
         // The same hold at the same height goes on; another hold, or one after the chain
         // moved on, starts anew.
         let since = match &status.since {
-            Some(since) if held_before == Some(hold) && status.height == Some(height) => {
+            Some(since) if *held_before == Some(hold) && status.height == Some(height) => {
                 since.clone()
             }
             _ => crate::chain::timefmt::rfc3339_seconds(crate::chain::clock::now_ns()),
         };
-        *status = IngestionStatus {
-            state,
-            reason: Some(reason),
-            since: Some(since),
-            height: Some(height),
-        };
-        *self.hold.write().recover() = Some(hold);
+        *held = (
+            IngestionStatus {
+                state,
+                reason: Some(reason),
+                since: Some(since),
+                height: Some(height),
+            },
+            Some(hold),
+        );
     }
 
     /// The chain advances again (a step after failed ones indexed or found the tip).
@@ -270,8 +270,7 @@ impl Ingestion {
             return;
         }
         self.publish(0.0);
-        *self.status.write().recover() = IngestionStatus::running();
-        *self.hold.write().recover() = None;
+        *self.status.write().recover() = (IngestionStatus::running(), None);
     }
 
     fn publish(&self, stalled: f64) {
@@ -332,7 +331,7 @@ mod tests {
             since: Some("2020-01-01T00:00:00Z".into()),
             ..first.clone()
         };
-        *ingestion.status.write().unwrap() = old();
+        ingestion.status.write().unwrap().0 = old();
         ingestion.held(Hold::Retrying, "second".into());
         let second = ingestion.status();
         assert_eq!(second.reason.as_deref(), Some("second"));
@@ -346,7 +345,7 @@ mod tests {
         );
         assert_eq!(ingestion.status().height, Some(51));
         // Another kind of hold starts anew.
-        *ingestion.status.write().unwrap() = IngestionStatus {
+        ingestion.status.write().unwrap().0 = IngestionStatus {
             height: Some(51),
             ..old()
         };
@@ -362,7 +361,6 @@ mod tests {
         let ingestion = Ingestion::detached("weaver-l1-1");
         ingestion.held(Hold::Store, "disk full".into());
         poison(&ingestion.status);
-        poison(&ingestion.hold);
         let status = ingestion.status();
         assert_eq!(
             (status.state, status.reason.as_deref(), status.height),
