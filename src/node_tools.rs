@@ -159,7 +159,7 @@ async fn record_through(
     let _ = child.kill();
     let _ = child.wait();
     indexed.and_then(|()| {
-        let mut recording = captured.snapshot();
+        let mut recording = captured.take();
         recording.trim(args.from, args.to);
         recording.compact();
         // Every height whole: its block, its results, and one REST tx per raw tx.

@@ -43,9 +43,9 @@ impl Captured {
         self.recording.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A copy of the recording as of now.
-    pub fn snapshot(&self) -> Recording {
-        self.lock().clone()
+    /// The recording so far, taken out (what is captured after this starts anew).
+    pub fn take(&self) -> Recording {
+        std::mem::replace(&mut *self.lock(), Recording::new(""))
     }
 }
 

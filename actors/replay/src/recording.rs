@@ -271,18 +271,20 @@ impl Recording {
     }
 
     /// The REST answers by request (the last one recorded for a request wins).
-    pub(crate) fn rest_index(&self) -> HashMap<RestKey, (u16, String)> {
-        self.rest
-            .iter()
-            .map(|e| (e.key(), (e.status, e.answer.clone())))
+    /// Moved out of the recording: the replay node answers from the index alone.
+    pub(crate) fn take_rest_index(&mut self) -> HashMap<RestKey, (u16, String)> {
+        std::mem::take(&mut self.rest)
+            .into_iter()
+            .map(|e| (e.key(), (e.status, e.answer)))
             .collect()
     }
 
     /// The JSON-RPC responses by call (the last one recorded for a call wins).
-    pub(crate) fn rpc_index(&self) -> HashMap<(String, String), Value> {
-        self.json_rpc
-            .iter()
-            .map(|e| (rpc_key(&e.method, &e.params), e.response.clone()))
+    /// Moved out of the recording, as [`Self::take_rest_index`].
+    pub(crate) fn take_rpc_index(&mut self) -> HashMap<(String, String), Value> {
+        std::mem::take(&mut self.json_rpc)
+            .into_iter()
+            .map(|e| (rpc_key(&e.method, &e.params), e.response))
             .collect()
     }
 }

@@ -64,7 +64,7 @@ fn rpc_envelope(result: &Value) -> web::Bytes {
 
 /// Binds the replay node's listeners for `recording`; run the servers on an actix system.
 pub fn bind(
-    recording: Recording,
+    mut recording: Recording,
     listen: Listen,
 ) -> anyhow::Result<(Vec<actix_web::dev::Server>, Bound)> {
     let rendered = recording
@@ -73,8 +73,8 @@ pub fn bind(
         .map(|(h, b)| (*h, (rpc_envelope(&b.block), rpc_envelope(&b.block_results))))
         .collect();
     let replay = web::Data::new(Replay {
-        rest: recording.rest_index(),
-        rpc: recording.rpc_index(),
+        rest: recording.take_rest_index(),
+        rpc: recording.take_rpc_index(),
         rendered,
         recording,
     });
