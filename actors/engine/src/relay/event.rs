@@ -172,6 +172,43 @@ impl RelayKind {
         }
     }
 
+    /// The accounts a transfer this event starts names as its sender and its receiver:
+    /// the ICS-20 `sender`/`receiver` of a `send_packet` (an ICS-20 packet: its data has a
+    /// `denom`), the `from`/`to` of an OPinit deposit or withdrawal it initiates — each as
+    /// account bytes (bech32 of any prefix, or hex), once. Other events name none: a
+    /// receipt repeats its send's parties, and a transfer's history is found by its send.
+    pub fn parties(&self) -> Vec<Vec<u8>> {
+        let texts: [Option<&str>; 2];
+        let data: serde_json::Value;
+        match self {
+            RelayKind::SendPacket(p) => {
+                data = p
+                    .data
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .unwrap_or_default();
+                if data.get("denom").is_none() {
+                    return vec![];
+                }
+                texts = [data["sender"].as_str(), data["receiver"].as_str()];
+            }
+            RelayKind::InitiateTokenDeposit(d) => texts = [Some(&d.from), Some(&d.to)],
+            RelayKind::InitiateTokenWithdrawal(w) => texts = [Some(&w.from), Some(&w.to)],
+            _ => return vec![],
+        }
+        let mut parties: Vec<Vec<u8>> = Vec::with_capacity(2);
+        for account in texts
+            .into_iter()
+            .flatten()
+            .filter_map(|text| crate::chain::address::parse_account(text).ok())
+        {
+            if !parties.contains(&account) {
+                parties.push(account);
+            }
+        }
+        parties
+    }
+
     /// The IBC packet this event is about, by its source (port, channel, sequence).
     pub fn packet_key(&self) -> Option<PacketKey> {
         self.packet().map(|(p, _)| p.key())

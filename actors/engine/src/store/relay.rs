@@ -2,7 +2,7 @@
 //! and its lookups by IBC packet, OPinit transfer and tx hash.
 
 use super::keys;
-use super::pager::{keys_under, Order};
+use super::pager::{keys_under, CursorKey, Keys, Order};
 use super::{corrupt, DomainTree, StoreError};
 use crate::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent};
 
@@ -19,6 +19,10 @@ pub const BY_PACKET: u8 = b'p';
 pub const BY_BRIDGE: u8 = b'o';
 /// `x` tx-hash event-sequence → ().
 pub const BY_TX: u8 = b'x';
+/// `a` len account time event-sequence → (): the send-side events (a transfer's start or
+/// one hop of it) naming the account as sender or receiver, by block time (a wallet's
+/// transfer history, newest first).
+pub const BY_ACCOUNT: u8 = b'a';
 /// `m sequence`: the last relay sequence assigned.
 pub const META_SEQUENCE: &str = "sequence";
 /// `m time`: the block time (ns since the epoch) of the last block indexed (the watermark):
@@ -51,6 +55,33 @@ pub fn bridge_prefix(key: &BridgeKey, deposit: bool) -> Vec<u8> {
     prefix
 }
 
+pub fn account_prefix(account: &[u8]) -> Vec<u8> {
+    keys::account_prefix(BY_ACCOUNT, account)
+}
+
+/// Where an event sits in an account's history: its block time, then its relay sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AccountCursor {
+    /// Block time, ns since the epoch.
+    pub time_ns: u64,
+    pub sequence: u64,
+}
+
+impl CursorKey for AccountCursor {
+    fn encode(&self, key: &mut Vec<u8>) {
+        key.extend_from_slice(&self.time_ns.to_be_bytes());
+        key.extend_from_slice(&self.sequence.to_be_bytes());
+    }
+
+    fn decode(suffix: &[u8]) -> Option<Self> {
+        let (time, sequence) = suffix.split_at_checked(8)?;
+        Some(AccountCursor {
+            time_ns: u64::from_be_bytes(time.try_into().ok()?),
+            sequence: u64::from_be_bytes(sequence.try_into().ok()?),
+        })
+    }
+}
+
 pub fn tx_prefix(hash: &[u8; 32]) -> Vec<u8> {
     let mut prefix = vec![BY_TX];
     prefix.extend_from_slice(hash);
@@ -76,6 +107,15 @@ pub fn stage_event(
     }
     if let Some(hash) = tx_hash {
         batch.insert(keys::with_sequence(&tx_prefix(hash), sequence), []);
+    }
+    let at = AccountCursor {
+        time_ns: event.time_ns.max(0) as u64,
+        sequence,
+    };
+    for account in event.event.parties() {
+        let mut key = account_prefix(&account);
+        at.encode(&mut key);
+        batch.insert(key, []);
     }
     batch.insert(keys::by_u64(EVENT, sequence), serde_json::to_vec(event)?);
     Ok(())
@@ -171,5 +211,22 @@ impl RelayStore {
 
     pub fn events_of_tx(&self, hash: &[u8; 32]) -> Result<Vec<RelayEvent>, StoreError> {
         self.events_under(&tx_prefix(hash))
+    }
+
+    /// The send-side events naming `account` ([`RelayKind::parties`]), newest first,
+    /// strictly before `before`: their places, each event read with [`RelayStore::event`].
+    ///
+    /// [`RelayKind::parties`]: crate::relay::RelayKind::parties
+    pub fn account_history(
+        &self,
+        account: &[u8],
+        before: Option<&AccountCursor>,
+    ) -> Keys<'static, AccountCursor> {
+        keys_under(
+            self.domain.tree(),
+            &account_prefix(account),
+            before,
+            Order::Desc,
+        )
     }
 }

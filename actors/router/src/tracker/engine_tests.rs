@@ -25,16 +25,16 @@ use weaver_engine::store::relay::{stage_event, META_SEQUENCE, META_TIME};
 use weaver_engine::store::{keys, RelayStore, Store};
 use weaver_engine::system::ArbiterPool;
 
-struct Engine {
+pub(super) struct Engine {
     store: Store,
     bus: RelayBus,
     relays: HashMap<String, RelayStore>,
     sequences: HashMap<String, u64>,
-    tracking: Arc<Tracking>,
+    pub(super) tracking: Arc<Tracking>,
     pool: Arc<ArbiterPool>,
 }
 
-fn settings() -> TrackerSettings {
+pub(super) fn settings() -> TrackerSettings {
     TrackerSettings {
         tick: Duration::from_millis(20),
         ..Default::default()
@@ -58,10 +58,20 @@ impl Engine {
         sources: HashMap<String, Arc<ChainAccess>>,
         settings: TrackerSettings,
     ) -> Self {
+        Self::open_on(store, &[ALPHA, HUB], sources, settings)
+    }
+
+    /// [`Engine::open_with`] following the relay logs of `chains`.
+    pub(super) fn open_on(
+        store: Store,
+        chains: &[&str],
+        sources: HashMap<String, Arc<ChainAccess>>,
+        settings: TrackerSettings,
+    ) -> Self {
         let bus = RelayBus::default();
         let mut relays = HashMap::new();
         let mut sequences = HashMap::new();
-        for chain in [ALPHA, HUB] {
+        for &chain in chains {
             let relay = store.relay(chain).unwrap();
             bus.register(relay.clone()).unwrap();
             sequences.insert(chain.to_string(), relay.last_sequence().unwrap());
@@ -86,7 +96,7 @@ impl Engine {
         }
     }
 
-    fn start_hub(&self) -> Addr<TrackerHub> {
+    pub(super) fn start_hub(&self) -> Addr<TrackerHub> {
         TrackerHub::new(HubDeps {
             tracking: self.tracking.clone(),
             bus: self.bus.clone(),
@@ -97,7 +107,7 @@ impl Engine {
 
     /// Commits `events` as one block of `chain` to its relay log, as the relay indexer
     /// does; published on the bus if `publish`.
-    fn relay(&mut self, chain: &str, events: Vec<RelayEvent>, publish: bool) {
+    pub(super) fn relay(&mut self, chain: &str, events: Vec<RelayEvent>, publish: bool) {
         let relay = &self.relays[chain];
         let sequence = self.sequences.get_mut(chain).unwrap();
         let first = *sequence == 0;

@@ -73,10 +73,11 @@ fn leg(event: &RelayEvent) -> Leg {
         tx_hash: event.tx_hash.clone().unwrap_or_default(),
         height: event.height,
         time_ns: event.time_ns,
+        sequence: event.sequence,
     }
 }
 
-fn carried(p: &Packet) -> Carried {
+pub(super) fn carried(p: &Packet) -> Carried {
     p.data
         .as_deref()
         .and_then(|d| serde_json::from_str(d).ok())
@@ -121,6 +122,8 @@ fn starting_hop(event: &RelayEvent, topology: &Topology) -> Option<Hop> {
             dest_denom: d.l2_denom.clone(),
             source_denom: d.l1_denom.clone(),
             amount: d.amount.clone(),
+            from: d.from.clone(),
+            to: d.to.clone(),
             send: leg(event),
             receive: None,
             failed: None,
@@ -141,6 +144,8 @@ fn starting_hop(event: &RelayEvent, topology: &Topology) -> Option<Hop> {
                 dest_denom: w.base_denom.clone(),
                 source_denom: w.denom.clone(),
                 amount: w.amount.clone(),
+                from: w.from.clone(),
+                to: w.to.clone(),
                 send: leg(event),
                 receive: None,
                 failed: None,

@@ -9,9 +9,11 @@
 //! - [`shared`]: what the hub and the trackers share (stores, sources, the watch index).
 //! - [`store`]: the tracker tree, one record per registered tx.
 //! - [`view`]: the `TrackerView` handlers read.
+//! - [`history`]: an account's transfers derived from the relay logs, without registration.
 //! - [`topology`]: the registry, indexed for linking hops.
 
 pub mod actor;
+pub mod history;
 pub mod hub;
 pub mod machine;
 pub mod shared;
@@ -30,5 +32,7 @@ pub use view::TrackerView;
 
 #[cfg(test)]
 mod engine_tests;
+#[cfg(test)]
+mod history_tests;
 #[cfg(test)]
 mod tests;

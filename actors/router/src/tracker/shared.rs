@@ -290,8 +290,20 @@ impl Tracking {
         trackers
     }
 
-    /// Stored relay events under `watch`.
+    /// Stored relay events under `watch` (none when the store could not be read: the
+    /// tracker retries with the next event).
     pub(super) fn relay_events(&self, watch: &WatchKey) -> Vec<RelayEvent> {
+        self.read_relay_events(watch).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "relay store read failed; the tracker retries with the next event");
+            vec![]
+        })
+    }
+
+    /// Stored relay events under `watch`, or the store's error.
+    pub(super) fn read_relay_events(
+        &self,
+        watch: &WatchKey,
+    ) -> Result<Vec<RelayEvent>, StoreError> {
         let result = match watch {
             WatchKey::Packet {
                 chain,
@@ -329,35 +341,36 @@ impl Tracking {
                 )
             }),
         };
-        match result {
-            Some(Ok(events)) => events,
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "relay store read failed; the tracker retries with the next event");
-                vec![]
-            }
-            None => vec![],
-        }
+        result.unwrap_or(Ok(vec![]))
     }
 
     /// Stored relay events of one tx; `None` when the store could not be read (ask again
     /// later: an unread log is not an empty one).
     pub(super) fn tx_events(&self, chain: &str, tx_hash: &str) -> Option<Vec<RelayEvent>> {
+        self.read_tx_events(chain, tx_hash)
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "relay store read failed; the tracker asks again"),
+            )
+            .ok()
+    }
+
+    /// Stored relay events of one tx (none on a chain without a relay log here, or for a
+    /// hash that is not one), or the store's error.
+    pub(super) fn read_tx_events(
+        &self,
+        chain: &str,
+        tx_hash: &str,
+    ) -> Result<Vec<RelayEvent>, StoreError> {
         let Some(store) = self.relay_stores.get(chain) else {
-            return Some(vec![]);
+            return Ok(vec![]);
         };
         let Some(hash) = hex::decode(tx_hash)
             .ok()
             .and_then(|b| <[u8; 32]>::try_from(b).ok())
         else {
-            return Some(vec![]);
+            return Ok(vec![]);
         };
-        match store.events_of_tx(&hash) {
-            Ok(events) => Some(events),
-            Err(e) => {
-                tracing::warn!(error = %e, "relay store read failed; the tracker asks again");
-                None
-            }
-        }
+        store.events_of_tx(&hash)
     }
 
     /// Whether `chain`'s relay log is complete up to `height` (an unknown height, 0, never

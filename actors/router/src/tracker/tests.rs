@@ -17,12 +17,12 @@ use weaver_engine::relay::{
 
 pub(super) const HUB: &str = "hub-1";
 pub(super) const ALPHA: &str = "alpha-1";
-const BETA: &str = "beta-1";
-const GAMMA: &str = "gamma-1";
-const ROLLUP: &str = "rollup-1";
-const BRIDGE: u64 = 7;
+pub(super) const BETA: &str = "beta-1";
+pub(super) const GAMMA: &str = "gamma-1";
+pub(super) const ROLLUP: &str = "rollup-1";
+pub(super) const BRIDGE: u64 = 7;
 /// 2023-11-14T22:13:20Z.
-const T0: i64 = 1_700_000_000_000_000_000;
+pub(super) const T0: i64 = 1_700_000_000_000_000_000;
 
 /// alpha ─ch0/ch1─ hub ─ch2/ch0─ beta ─ch1/ch0─ gamma, and rollup ─ch0/ch3─ hub with
 /// OPinit bridge 7 between hub and rollup. beta has an explorer template of its own.
@@ -98,7 +98,7 @@ pub(super) fn ok_ack() -> Acknowledgement {
     }
 }
 
-fn error_ack(text: &str) -> Acknowledgement {
+pub(super) fn error_ack(text: &str) -> Acknowledgement {
     Acknowledgement {
         raw: format!(r#"{{"error":"{text}"}}"#),
         success: false,

@@ -25,6 +25,10 @@ pub struct Leg {
     pub height: u64,
     /// Block time, ns since the epoch (0: unknown).
     pub time_ns: i64,
+    /// The event's place in its chain's relay log (0 in records written before it was
+    /// kept): a wallet's history tells its own entries by it.
+    #[serde(default)]
+    pub sequence: u64,
 }
 
 /// The ICS-20 packet data a hop carries.
@@ -32,6 +36,8 @@ pub struct Leg {
 pub struct Carried {
     pub denom: String,
     pub amount: String,
+    #[serde(default)]
+    pub sender: String,
     #[serde(default)]
     pub receiver: String,
     #[serde(default)]
@@ -72,6 +78,12 @@ pub struct OpHop {
     #[serde(default)]
     pub source_denom: String,
     pub amount: String,
+    /// The sender and the recipient, as the initiating event names them (empty in records
+    /// written before they were kept).
+    #[serde(default)]
+    pub from: String,
+    #[serde(default)]
+    pub to: String,
     pub send: Leg,
     pub receive: Option<Leg>,
     /// A deposit the L2 could not finalize (`success=false`), with its reason.
