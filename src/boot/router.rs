@@ -77,6 +77,7 @@ pub(super) fn start_router(
                 http::router::routes(cfg);
                 http::info::routes(cfg);
                 http::tracking::routes(cfg);
+                http::history::routes(cfg);
                 http::openapi::routes(cfg, docs);
             })
             .app_data(snapshot.clone())
@@ -103,6 +104,8 @@ fn start_tracking(
     sources: HashMap<String, Arc<ChainAccess>>,
     bus: &RelayBus,
 ) -> anyhow::Result<http::tracking::TrackingApi> {
+    use weaver_router::tracker::history::TransferHistory;
+    use weaver_router::tracker::history_watch::HistoryWatch;
     use weaver_router::tracker::{HubDeps, TrackerHub, TrackerSettings, Tracking};
     let settings = &config.tracker;
     let view = TrackerView::new(
@@ -127,11 +130,32 @@ fn start_tracking(
         bus: bus.clone(),
         pool: supervision.pool().clone(),
     };
+    let history = Arc::new(TransferHistory::new(deps.tracking.clone()));
+    let history_watch = Arc::new(HistoryWatch::default());
+    // The history streams hear of what happens from now on (each chain's log from its
+    // current end).
+    let from = deps
+        .tracking
+        .relay_stores
+        .iter()
+        .map(|(chain, store)| Ok((chain.clone(), store.last_sequence()?)))
+        .collect::<Result<_, weaver_engine::store::StoreError>>()?;
+    let topology_of = {
+        let view = view.clone();
+        move || view.topology()
+    };
+    actix::spawn(
+        history_watch
+            .clone()
+            .run(bus.subscribe(from, 4096), topology_of),
+    );
     // On a thread of its own: its resume reads every stored record.
     let hub = supervision.start_on_own_thread("tracker_hub", move || TrackerHub::new(deps.clone()));
     Ok(http::tracking::TrackingApi {
         view,
         hub,
+        history,
+        history_watch,
         streams: http::tracking::StreamLimits::new(
             settings.max_streams,
             settings.max_streams_per_ip,

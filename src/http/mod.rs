@@ -14,6 +14,7 @@ pub mod answer_cache;
 pub mod cors;
 pub mod error;
 pub mod evm;
+pub mod history;
 pub mod indexer;
 pub mod info;
 pub mod limits;

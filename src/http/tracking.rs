@@ -14,6 +14,8 @@ use serde::Deserialize;
 use serde_json::json;
 use weaver_engine::system::{Recover, Supervised};
 use weaver_router::planner::{RegistrySnapshot, SnapshotHandle};
+use weaver_router::tracker::history::TransferHistory;
+use weaver_router::tracker::history_watch::HistoryWatch;
 use weaver_router::tracker::{Register, TrackError, TrackKey, TrackerHub, TrackerView};
 
 use super::error::{ApiError, ApiResult};
@@ -22,7 +24,12 @@ use super::error::{ApiError, ApiResult};
 pub struct TrackingApi {
     pub view: Arc<TrackerView>,
     pub hub: Supervised<TrackerHub>,
+    /// Status and history streams share these limits.
     pub streams: StreamLimits,
+    /// An account's transfers, read from the relay logs (`/v2/tx/transfers`).
+    pub history: Arc<TransferHistory>,
+    /// What wakes the history streams.
+    pub history_watch: Arc<HistoryWatch>,
 }
 
 /// Open SSE streams, in total and per client.
@@ -49,13 +56,13 @@ impl StreamLimits {
 
 /// One open stream, counted until dropped (it lives in the stream's body, which actix drops
 /// when the stream ends or the client goes away).
-struct StreamSlot {
-    api: web::Data<TrackingApi>,
+pub(super) struct StreamSlot {
+    pub(super) api: web::Data<TrackingApi>,
     ip: IpAddr,
 }
 
 impl StreamSlot {
-    fn open(api: &web::Data<TrackingApi>, ip: IpAddr) -> Result<StreamSlot, ApiError> {
+    pub(super) fn open(api: &web::Data<TrackingApi>, ip: IpAddr) -> Result<StreamSlot, ApiError> {
         let limits = &api.streams;
         let mut per_ip = limits.per_ip.lock().recover();
         let mine = per_ip.entry(ip).or_default();
@@ -136,7 +143,7 @@ fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, ApiEr
 
 /// The client a request counts against in the per-client caps: its TCP peer's address, an
 /// IPv6 one by its /64 (as every per-IP limit keys clients, `http::limits::client_key`).
-fn client_of(req: &HttpRequest) -> IpAddr {
+pub(super) fn client_of(req: &HttpRequest) -> IpAddr {
     let ip = req
         .peer_addr()
         .map(|a| a.ip().to_canonical())
@@ -237,7 +244,7 @@ pub(super) async fn status(
 }
 
 /// A stream quiet this long gets a keepalive comment (and its tx is read again).
-const KEEPALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
 
 fn event_bytes(body: &serde_json::Value) -> Bytes {
     Bytes::from(format!("event: status\ndata: {body}\n\n"))

@@ -42,3 +42,4 @@ mod status_page;
 mod storage_faults;
 mod supervision;
 mod tracking;
+mod transfer_history;

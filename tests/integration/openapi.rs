@@ -387,6 +387,8 @@ fn the_router_is_documented_and_swagger_ui_is_local() {
         "/v2/tx/track",
         "/v2/tx/status",
         "/v2/tx/status/stream",
+        "/v2/tx/transfers",
+        "/v2/tx/transfers/stream",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is not documented");
     }
@@ -395,6 +397,7 @@ fn the_router_is_documented_and_swagger_ui_is_local() {
         "Operation",
         "MsgsAnswer",
         "TxStatusResponse",
+        "TransferHistoryResponse",
         "BalancesRequest",
         "BalancesResponse",
         "VenuesResponse",

@@ -22,6 +22,7 @@ use crate::devnet_network::{
     network_config, wait_for, Mode, Network, EVM_ROLLUP, INIT_MOVE, L1, MOVE_ROLLUP, NOBLE,
     ONE_NETWORK, USDC_DIRECT_MOVE, USDC_L1, USDC_MOVE,
 };
+use crate::transfer_history;
 
 /// How long a tracked transfer may take to reach a terminal status.
 const TERMINAL: Duration = Duration::from_secs(90);
@@ -135,6 +136,9 @@ struct Case {
 }
 
 struct Outcome {
+    hash: String,
+    /// The final `/v2/tx/status` body.
+    body: Value,
     /// Broadcast (sync) to the terminal status.
     seconds: f64,
     states: Vec<String>,
@@ -641,6 +645,8 @@ fn run(net: &Network, case: &Case) -> Outcome {
     assert_eq!(code, 200, "{}: {again}", case.name);
     assert_eq!(status(net, from_chain, &hash).1, body, "{}", case.name);
     Outcome {
+        hash,
+        body,
         seconds,
         states,
         detail,
@@ -888,17 +894,29 @@ fn tracked_transfers_reach_their_terminal_state_on_the_devnet_network() {
             failures.push(format!("http_errors: {}", panic_message(panic)));
         }
     }
+    let mut made = vec![];
     for case in &cases {
         let started = Instant::now();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&net, case))) {
-            Ok(o) => summary.push_str(&format!(
-                "ok   {:<18} {:5.1}s (broadcast → terminal {:.1}s) {} {}\n",
-                case.name,
-                started.elapsed().as_secs_f64(),
-                o.seconds,
-                o.states.join(" → "),
-                o.detail
-            )),
+            Ok(o) => {
+                summary.push_str(&format!(
+                    "ok   {:<18} {:5.1}s (broadcast → terminal {:.1}s) {} {}\n",
+                    case.name,
+                    started.elapsed().as_secs_f64(),
+                    o.seconds,
+                    o.states.join(" → "),
+                    o.detail
+                ));
+                if case.expect != Expect::SourceFails {
+                    made.push(transfer_history::Made {
+                        name: case.name,
+                        account: case.account,
+                        chain: case.from.0,
+                        hash: o.hash,
+                        status: o.body,
+                    });
+                }
+            }
             Err(panic) => {
                 summary.push_str(&format!(
                     "FAIL {:<18} {:5.1}s\n",
@@ -907,6 +925,29 @@ fn tracked_transfers_reach_their_terminal_state_on_the_devnet_network() {
                 ));
                 failures.push(format!("{}: {}", case.name, panic_message(panic)));
             }
+        }
+    }
+    // Issue #30: every account's history, without registration.
+    let started = Instant::now();
+    let history = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let lists = transfer_history::check_lists(&net, &made);
+        // The tx that failed in DeliverTx started no transfer.
+        assert!(
+            transfer_history::all_pages(&net, &net.address(6, L1), 10).is_empty(),
+            "source_fails is listed"
+        );
+        transfer_history::check_errors(&net, &net.address(0, L1));
+        lists + &unregistered_transfer_is_streamed(&net)
+    }));
+    match history {
+        Ok(detail) => summary.push_str(&format!(
+            "ok   {:<18} {:5.1}s {detail}\n",
+            "transfer_history",
+            started.elapsed().as_secs_f64()
+        )),
+        Err(panic) => {
+            summary.push_str("FAIL transfer_history\n");
+            failures.push(format!("transfer_history: {}", panic_message(panic)));
         }
     }
     assert!(
@@ -920,6 +961,40 @@ fn tracked_transfers_reach_their_terminal_state_on_the_devnet_network() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Account 10 sends L1 → Noble and nobody registers it: the account's history stream tells
+/// of it until it arrives, the list holds it with the stream's last body, and the status
+/// route does not know it.
+fn unregistered_transfer_is_streamed(net: &Network) -> String {
+    let account = 10;
+    let address = net.address(account, L1);
+    let send = || {
+        let route = route(
+            net,
+            600_000,
+            (L1, USDC_L1),
+            (NOBLE, "uusdc"),
+            false,
+            &["transfer"],
+        );
+        broadcast_sync(net, account, &cosmos_tx(net, account, &route), None)
+    };
+    let last = transfer_history::stream_sees_a_new_one(net, &address, send, TERMINAL);
+    let hash = last["tx_hash"].as_str().unwrap().to_string();
+    assert_eq!(last["state"], "STATE_COMPLETED_SUCCESS", "{last}");
+    assert_eq!(last["direction"], "sent", "{last}");
+    let listed = transfer_history::all_pages(net, &address, 10);
+    assert_eq!(listed, vec![last.clone()], "{address}");
+    // Its receiver on Noble (another key kind: another account) lists it as received.
+    let mut received = transfer_history::all_pages(net, &net.address(account, NOBLE), 10);
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0]["direction"], "received");
+    received[0]["direction"] = "sent".into();
+    assert_eq!(received, listed);
+    let (code, _) = status(net, L1, &hash);
+    assert_eq!(code, 404, "{hash} was never registered");
+    ", unregistered one streamed".into()
 }
 
 fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {

@@ -88,11 +88,13 @@ struct IndexerDoc;
         super::tracking::track,
         super::tracking::status,
         super::tracking::stream,
+        super::history::transfers,
+        super::history::stream,
     ),
     tags(
         (name = "Fungible", description = "Plan a transfer and build its messages"),
         (name = "Info", description = "Chains, assets, venues and bridges of the registry; balances from the chains' nodes"),
-        (name = "Transaction", description = "Track a submitted transfer to its end"),
+        (name = "Transaction", description = "Track a submitted transfer to its end; an address's transfers without registration"),
     )
 )]
 struct RouterDoc;

@@ -377,6 +377,50 @@ pub struct TransferStatus {
     error: Option<StatusError>,
 }
 
+/// One transfer of an address's history: the tx that started it, the address's part, and
+/// the `/v2/tx/status` body of that tx (its fields inline).
+#[derive(ToSchema)]
+pub struct HistoryTransfer {
+    /// The chain of the tx that started the transfer.
+    chain_id: String,
+    /// That tx (upper-case hex).
+    tx_hash: String,
+    explorer_link: String,
+    /// Block time of that tx (RFC 3339, seconds).
+    #[schema(required = true)]
+    on_chain_at: Option<String>,
+    /// `sent` (the address sent a hop of it) or `received`.
+    direction: String,
+    transfers: Vec<TransferStatus>,
+    state: TxStateName,
+    status: TxStatusName,
+    transfer_sequence: Vec<TransferEvent>,
+    #[schema(required = true)]
+    next_blocking_transfer: Option<NextBlockingTransfer>,
+    #[schema(required = true)]
+    transfer_asset_release: Option<TransferAssetRelease>,
+    #[schema(required = true)]
+    error: Option<StatusError>,
+}
+
+/// `pagination` of `/v2/tx/transfers`.
+#[derive(ToSchema)]
+pub struct HistoryPagination {
+    /// The next page's `pagination.key`; null at the end.
+    #[schema(required = true)]
+    next_key: Option<String>,
+    /// Always `"0"`: not counted.
+    total: String,
+}
+
+/// The `/v2/tx/transfers` answer.
+#[derive(ToSchema)]
+pub struct TransferHistoryResponse {
+    /// Newest first.
+    txs: Vec<HistoryTransfer>,
+    pagination: HistoryPagination,
+}
+
 /// The `/v2/tx/status` answer (also each `status` event of the stream).
 #[derive(ToSchema)]
 pub struct TxStatusResponse {

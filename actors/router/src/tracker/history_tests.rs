@@ -269,7 +269,7 @@ fn a_forwarded_transfer_is_listed_once_at_its_source() {
             vec![(hash("src"), Direction::Sent, TxState::Pending)]
         );
         // (USER also sends the second hop, its intermediate address: one entry per hop.)
-    assert!(page(&engine, &query(OTHER)).items.is_empty());
+        assert!(page(&engine, &query(OTHER)).items.is_empty());
     });
 }
 

@@ -9,11 +9,13 @@
 //! - [`shared`]: what the hub and the trackers share (stores, sources, the watch index).
 //! - [`store`]: the tracker tree, one record per registered tx.
 //! - [`view`]: the `TrackerView` handlers read.
-//! - [`history`]: an account's transfers derived from the relay logs, without registration.
+//! - [`history`]: an account's transfers derived from the relay logs, without registration;
+//!   [`history_watch`] wakes its streams.
 //! - [`topology`]: the registry, indexed for linking hops.
 
 pub mod actor;
 pub mod history;
+pub mod history_watch;
 pub mod hub;
 pub mod machine;
 pub mod shared;
