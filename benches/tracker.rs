@@ -25,7 +25,9 @@
 //!   end, and resident memory per in-flight transfer;
 //! - `hub_resident`: the same engine with the first three waves already in the relay logs, so
 //!   each registered tracker catches up to three linked hops from sled: resident memory at
-//!   `TRACKER_MILLION` live trackers.
+//!   `TRACKER_MILLION` live trackers;
+//! - `junk`: `TRACKER_MILLION` junk registrations (random hashes, never shown, no node to
+//!   ask), kept in the hub's unseen set: registrations/s and resident memory per registration.
 //!
 //! Run: `cargo bench --bench tracker` (about 40 minutes on a loaded 2-vCPU VM, 13 GB of RAM at
 //! the peak: the 1,000,000 live trackers of `hub_resident`). Sizes: `TRACKER_N` (default
@@ -787,26 +789,7 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
         HashMap::new(),
         TrackerSettings::default(),
     );
-    let arbiters = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let thread = {
-        let tracking = tracking.clone();
-        let bus = bus.clone();
-        std::thread::spawn(move || {
-            let system = System::new();
-            system.block_on(async move {
-                let deps = HubDeps {
-                    tracking,
-                    bus,
-                    pool: Arc::new(ArbiterPool::new(arbiters)),
-                };
-                let addr = TrackerHub::new(deps.clone()).start();
-                sender.send((addr, System::current(), deps.pool)).unwrap();
-            });
-            system.run().unwrap();
-        })
-    };
-    let (hub, system, pool) = receiver.recv().unwrap();
+    let (hub, system, pool, thread) = start_hub(tracking.clone(), bus.clone());
     let wait_for = |w: usize| {
         for i in 0..n {
             let key = key_of(i);
@@ -898,6 +881,92 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
     pool.stop();
 }
 
+/// The `TrackerHub` on an actix system of its own thread, its trackers on an arbiter pool.
+fn start_hub(
+    tracking: Arc<Tracking>,
+    bus: RelayBus,
+) -> (
+    Addr<TrackerHub>,
+    System,
+    Arc<ArbiterPool>,
+    std::thread::JoinHandle<()>,
+) {
+    let arbiters = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let system = System::new();
+        system.block_on(async move {
+            let deps = HubDeps {
+                tracking,
+                bus,
+                pool: Arc::new(ArbiterPool::new(arbiters)),
+            };
+            let addr = TrackerHub::new(deps.clone()).start();
+            sender.send((addr, System::current(), deps.pool)).unwrap();
+        });
+        system.run().unwrap();
+    });
+    let (hub, system, pool) = receiver.recv().unwrap();
+    (hub, system, pool, thread)
+}
+
+/// `junk`: N random hashes registered by no client in particular (the loopback case: no
+/// per-client cap), never shown by their chain and with no node to ask — what a flood of
+/// junk registrations costs while it waits for its deadline: registrations/s, live actors,
+/// and resident memory per registration (store cache included), once all are accepted and
+/// after the allocator settled.
+fn phase_junk(n: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), env_u64("TRACKER_HUB_CACHE_MB", 256) << 20).unwrap();
+    let bus = RelayBus::default();
+    let relay = store.relay(A).unwrap();
+    bus.register(relay.clone()).unwrap();
+    let view = TrackerView::new(
+        Arc::new(topology()),
+        weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
+    );
+    let tracking = Tracking::new(
+        view.clone(),
+        HashMap::from([(A.to_string(), relay)]),
+        HashMap::new(),
+        TrackerSettings {
+            max_open_per_client: 0,
+            ..TrackerSettings::default()
+        },
+    );
+    let (hub, system, pool, thread) = start_hub(tracking.clone(), bus);
+    let rss_before = rss_bytes();
+    let start = Instant::now();
+    for i in 0..n {
+        hub.do_send(Register(
+            TrackKey {
+                chain_id: A.into(),
+                tx_hash: hex::encode_upper(digest(i, 200)),
+            },
+            None,
+        ));
+    }
+    while view.len() < n as usize {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    println!(
+        "register_per_sec={:.0}",
+        n as f64 / start.elapsed().as_secs_f64()
+    );
+    println!("live_trackers={}", tracking.live_trackers());
+    println!("unseen={}", tracking.unseen_txs());
+    println!("rss_per={}", (rss_bytes() - rss_before) / n);
+    std::thread::sleep(Duration::from_secs(5));
+    println!(
+        "rss_settled_per={}",
+        rss_bytes().saturating_sub(rss_before) / n
+    );
+    println!("rss_settled_total={}", rss_bytes());
+    system.stop();
+    thread.join().unwrap();
+    pool.stop();
+}
+
 // ---------------------------------------------------------------------------------------------
 // The parent: runs each phase in a child and prints the table.
 
@@ -980,6 +1049,7 @@ fn main() {
             "dispatch" => phase_dispatch(n, env_u64("TRACKER_READ_SECS", 3)),
             "hub" => phase_hub(n, 0, true),
             "hub_resident" => phase_hub(n, 2, false),
+            "junk" => phase_junk(n),
             other => panic!("unknown phase {other}"),
         }
         return;
@@ -1000,6 +1070,7 @@ fn main() {
     let dispatch = child("dispatch", n);
     let hub = child("hub", hub_n);
     let hub_m = child("hub_resident", million);
+    let junk = child("junk", million);
     if std::env::var("TRACKER_ONLY").is_ok() {
         // A partial run: the raw figures of the phases that ran (also on stderr).
         for (phase, results) in [
@@ -1012,6 +1083,7 @@ fn main() {
             ("dispatch", &dispatch),
             ("hub", &hub),
             ("hub_resident", &hub_m),
+            ("junk_1m", &junk),
         ] {
             if !results.is_empty() {
                 println!("{phase}: {results:?}");
@@ -1094,6 +1166,14 @@ fn main() {
         grouped(num(&hub, "register_per_sec")),
         grouped(num(&hub, "register_per_cpu_sec")),
         grouped(num(&hub_m, "register_per_sec")),
+    );
+    println!(
+        "| junk registrations waiting for their deadline (never shown, no node to ask; no actor each: the hub's unseen set) | — | measured: RSS {}/registration ({} 5 s later; process {}), {} registrations/s, {} live actors |",
+        b(&junk, "rss_per"),
+        b(&junk, "rss_settled_per"),
+        size(num(&junk, "rss_settled_total")),
+        grouped(num(&junk, "register_per_sec")),
+        junk["live_trackers"],
     );
     println!(
         "| status reads of records in memory (`Tracked::status_body` + JSON encoding, {} B body), 2 threads, random keys | {} reads/s, p50 {} µs, p99 {} µs; {} µs of CPU per read | — |",

@@ -132,11 +132,15 @@ pub struct TrackerConfig {
     /// Open (not yet terminal) registrations per client IP (IPv6: per /64), loopback
     /// included (beyond: 429); 0 = no cap.
     pub max_open_per_ip: usize,
-    /// Open `/v2/tx/status/stream` streams at most, in total and per client IP.
+    /// Open `/v2/tx/status/stream` and `/v2/tx/transfers/stream` streams at most, in total
+    /// and per client IP.
     pub max_streams: usize,
     pub max_streams_per_ip: usize,
     /// A stream closes after this even if its transfer is not done.
     pub max_stream_secs: u64,
+    /// Chain lookups of registered txs their chain has not shown yet, in flight at once
+    /// (one budget for all of them).
+    pub lookups_in_flight: usize,
 }
 
 impl Default for TrackerConfig {
@@ -151,6 +155,7 @@ impl Default for TrackerConfig {
             max_streams: 1000,
             max_streams_per_ip: 8,
             max_stream_secs: 3600,
+            lookups_in_flight: 32,
         }
     }
 }

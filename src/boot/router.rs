@@ -124,6 +124,7 @@ fn start_tracking(
                 unseen_retention: Duration::from_secs(settings.unseen_retention_secs),
                 max_trackers: settings.max_trackers,
                 max_open_per_client: settings.max_open_per_ip,
+                lookups_in_flight: settings.lookups_in_flight,
                 ..Default::default()
             },
         ),

@@ -16,9 +16,9 @@ use actix::WeakAddr;
 use smallvec::SmallVec;
 
 use super::machine::WatchKey;
-use super::shared::{now_ns, Abandonment, Tracking, WatchId};
+use super::shared::{now_ns, Abandonment, Found, LookedUp, Tracking, WatchId};
 use super::tracked::{Source, TrackKey, Tracked};
-use weaver_engine::chain::{ChainQuery, ChainSource};
+use super::unseen::lookup_retry;
 use weaver_engine::relay::RelayEvent;
 use weaver_engine::system::retry::Backoff;
 use weaver_engine::system::Recover;
@@ -27,12 +27,6 @@ use weaver_engine::system::Recover;
 /// store refusing every write must not be asked twice a second by a million trackers).
 fn store_retry(tick: Duration) -> Backoff {
     Backoff::doubling(tick * 2, tick * 64)
-}
-
-/// Between chain lookups of a tx the chain has not shown: a tick and a half, growing by
-/// half, at most 5 s.
-fn lookup_retry(tick: Duration) -> Backoff {
-    Backoff::growing_by_half(tick * 3 / 2, Duration::from_secs(5))
 }
 
 /// Between looks at the relay log for an included tx: a tick at first, growing by half, at
@@ -51,29 +45,6 @@ pub struct Relay(pub Arc<RelayEvent>);
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CatchUp;
-
-/// What a chain lookup of the source tx found: nothing yet, a failure to ask, or its
-/// result code, codespace, log and height.
-type LookedUp = Option<Result<(u32, String, String, u64), String>>;
-
-/// A tx result's `code` (a `uint32`) as a node's JSON writes it.
-///
-/// Missing or `null` is proto3 JSON's default, 0: success. A number or a quoted integer
-/// (proto3 JSON allows both) in `u32` range is the code. Anything else (2^32 and above,
-/// negative, fractional, other text) is a malformed answer, neither a success nor a failure:
-/// a wrapped or defaulted 0 would record a tx the node did not say succeeded as included,
-/// and a clamped code would record a failure for good (a user told a transfer failed may
-/// send it again). A malformed answer is retried like a failed lookup, so a fixed or other
-/// node, or the relay log, still settles the tx (or it is abandoned when it waits too long).
-fn result_code(code: &serde_json::Value) -> Result<u32, String> {
-    let parsed = match code {
-        serde_json::Value::Null => Some(0),
-        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
-        serde_json::Value::String(text) => text.parse().ok(),
-        _ => None,
-    };
-    parsed.ok_or_else(|| format!("malformed tx result code {code}"))
-}
 
 pub struct Tracker {
     tracking: Arc<Tracking>,
@@ -96,6 +67,8 @@ pub struct Tracker {
     done: bool,
     /// Counted in `Tracking::running` (from `started()` until dropped).
     counted: bool,
+    /// What the hub's lookup found, when that is why this tracker was started.
+    found: Option<Found>,
 }
 
 /// The record's [`Source`] without a failure's details.
@@ -131,7 +104,15 @@ impl Tracker {
             failures: 0,
             done: false,
             counted: false,
+            found: None,
         }
+    }
+
+    /// A tracker of an unseen tx the hub's chain lookup found (`found`).
+    pub(super) fn found(tracking: Arc<Tracking>, key: Arc<TrackKey>, found: Found) -> Self {
+        let mut tracker = Tracker::new(tracking, key, Stage::Unseen);
+        tracker.found = Some(found);
+        tracker
     }
 
     fn linked(&self) -> bool {
@@ -318,49 +299,15 @@ impl Tracker {
     }
 
     /// Asks the chain for a tx it has not shown on the relay bus: a failed tx has no relay
-    /// events, and a tx may be registered long after the follower passed it.
+    /// events, and a tx may be registered long after the follower passed it. (The hub looks
+    /// unseen txs up itself; a tracker asks only when it was started unseen for another
+    /// reason, and through the same budget.)
     fn look_up(&mut self, ctx: &mut Context<Self>) {
         if self.stage != Stage::Unseen {
             return;
         }
-        let Some(source) = self.tracking.sources.get(&self.key.chain_id).cloned() else {
+        let Some(lookup) = self.tracking.look_up(&self.key) else {
             return; // no node to ask: the relay bus links it
-        };
-        let lookups = self.tracking.lookups.clone();
-        let query = ChainQuery::TxByHash {
-            hash: self.key.tx_hash.clone(),
-        };
-        let lookup = async move {
-            // Waits its turn (first come, first served) behind the lookups in flight.
-            let Ok(permit) = lookups.acquire_owned().await else {
-                return Some(Err("lookups closed".to_string()));
-            };
-            let answer = source.query(&query, 0).await;
-            drop(permit);
-            let found: LookedUp = match answer {
-                Ok(Ok(body)) => {
-                    let response = &body["tx_response"];
-                    let code = match result_code(&response["code"]) {
-                        Ok(code) => code,
-                        Err(reason) => return Some(Err(reason)),
-                    };
-                    let codespace = response["codespace"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
-                    let log = response["raw_log"].as_str().unwrap_or_default().to_string();
-                    let height = response["height"]
-                        .as_str()
-                        .and_then(|h| h.parse().ok())
-                        .or_else(|| response["height"].as_u64())
-                        .unwrap_or(0);
-                    Some(Ok((code, codespace, log, height)))
-                }
-                Ok(Err(rejection)) if rejection.code == 5 => None,
-                Ok(Err(rejection)) => Some(Err(rejection.to_string())),
-                Err(e) => Some(Err(e.to_string())),
-            };
-            found
         };
         ctx.spawn(
             lookup
@@ -494,7 +441,10 @@ impl Actor for Tracker {
             return;
         }
         match self.stage {
-            Stage::Unseen => self.look_up(ctx),
+            Stage::Unseen => match self.found.take() {
+                Some(found) => self.looked_up(Some(Ok(found)), ctx),
+                None => self.look_up(ctx),
+            },
             Stage::Included { .. } => self.wait_for_relay_log(ctx),
             _ => {}
         }

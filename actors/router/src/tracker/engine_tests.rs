@@ -1021,3 +1021,114 @@ fn the_retention_sweep_walks_no_entries_when_none_expired() {
         engine.pool.stop();
     });
 }
+
+/// A node that knows one tx (included at height 10) and answers "not found" for every
+/// other, counting the lookups.
+struct OneTxNode {
+    known: String,
+    lookups: std::sync::atomic::AtomicUsize,
+}
+
+impl LocalChain for OneTxNode {
+    fn latest_height(&self) -> u64 {
+        0
+    }
+
+    fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        Err(SourceError::FutureHeight(height))
+    }
+
+    fn query(&self, query: &ChainQuery, _height: u64) -> QueryAnswer {
+        let ChainQuery::TxByHash { hash } = query else {
+            panic!("{query:?}");
+        };
+        self.lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if *hash == self.known {
+            Ok(serde_json::json!({"tx_response": {"code": 0, "height": "10"}}))
+        } else {
+            Err(weaver_engine::chain::QueryRejection {
+                code: 5,
+                message: "tx not found".into(),
+            })
+        }
+    }
+}
+
+/// Issue #30: a registration its chain has not shown is kept without an actor (junk must
+/// not cost a tracker each), looked up within one budget with fresh registrations first,
+/// and gets its tracker once a lookup finds it or the relay bus shows it.
+#[test]
+fn unseen_registrations_have_no_actor_and_share_one_lookup_budget() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Arc::new(OneTxNode {
+            known: key().tx_hash,
+            lookups: Default::default(),
+        });
+        let access = Arc::new(ChainAccess::new(Source::Local(node.clone()), None));
+        let mut engine = Engine::open_with(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::from([(ALPHA.to_string(), access)]),
+            TrackerSettings {
+                lookups_in_flight: 4,
+                ..settings()
+            },
+        );
+        let hub = engine.start_hub();
+        for i in 0..200 {
+            hub.send(Register(junk(i), None)).await.unwrap().unwrap();
+        }
+        let lookups = || node.lookups.load(std::sync::atomic::Ordering::SeqCst);
+        eventually("every junk tx looked up once", || lookups() >= 200).await;
+        assert_eq!(engine.tracking.unseen_txs(), 200);
+        assert_eq!(engine.tracking.live_trackers(), 0, "an actor per unseen tx");
+        assert_eq!(engine.state(&junk(0)), Some(TxState::Submitted));
+        // A real registration is looked up before the junk's retries: found, it gets its
+        // tracker, which records it included and links it from the relay log.
+        let before = lookups();
+        hub.send(Register(key(), None)).await.unwrap().unwrap();
+        eventually("the real tx found", || {
+            engine
+                .tracking
+                .view
+                .tracked(&key())
+                .unwrap()
+                .unwrap()
+                .source
+                == TxSource::Included { height: 10 }
+        })
+        .await;
+        assert!(
+            lookups() - before <= 2 * 4 + 1,
+            "the real tx waited behind {} junk lookups",
+            lookups() - before
+        );
+        assert_eq!(engine.tracking.live_trackers(), 1);
+        engine.relay(ALPHA, source_tx(), true);
+        engine.relay(HUB, receipt(), true);
+        engine.relay(ALPHA, acknowledgement(), true);
+        eventually("the real transfer completed", || {
+            engine.state(&key()) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        // A junk tx the relay bus shows gets its tracker at once (its packet's events are
+        // those of the real one: it completes).
+        let mut shown = source_tx();
+        shown[0].tx_hash = Some(junk(7).tx_hash);
+        engine.relay(ALPHA, shown, true);
+        eventually("the shown junk linked", || {
+            engine
+                .tracking
+                .view
+                .tracked(&junk(7))
+                .unwrap()
+                .unwrap()
+                .source
+                == TxSource::Linked
+        })
+        .await;
+        assert_eq!(engine.tracking.unseen_txs(), 199);
+        engine.pool.stop();
+    });
+}

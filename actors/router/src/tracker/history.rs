@@ -191,7 +191,7 @@ impl TransferHistory {
         } else {
             Direction::Received
         };
-        let Some(source) = self.source_of(event, topology)? else {
+        let Some((source, source_events)) = self.source_of(event, topology)? else {
             return Ok(None);
         };
         let key = TrackKey {
@@ -202,7 +202,7 @@ impl TransferHistory {
             Some(entry) => entry.clone(),
             None => {
                 let entry = self
-                    .derive(&key, topology)?
+                    .derive_from(&key, &source_events, topology)?
                     .map(|tracked| (tracked, source.time_ns));
                 derived.insert(key, entry.clone());
                 entry
@@ -225,22 +225,22 @@ impl TransferHistory {
         }))
     }
 
-    /// The event of the tx that started the transfer `event` is a hop of: walked back
-    /// through the receipts that continued it (a packet-forward memo, a deposit's hook);
-    /// `None` when a hop before it was sent from a chain without a relay log here (or
-    /// before its log starts).
+    /// The event of the tx that started the transfer `event` is a hop of, and that tx's
+    /// relay events: walked back through the receipts that continued it (a packet-forward
+    /// memo, a deposit's hook); `None` when a hop before it was sent from a chain without a
+    /// relay log here (or before its log starts).
     fn source_of(
         &self,
         mut event: RelayEvent,
         topology: &Topology,
-    ) -> Result<Option<RelayEvent>, StoreError> {
+    ) -> Result<Option<(RelayEvent, Vec<RelayEvent>)>, StoreError> {
         for _ in 0..MAX_WALK {
             let Some(hash) = event.tx_hash.clone() else {
-                return Ok(Some(event));
+                return Ok(Some((event, vec![])));
             };
             let tx = self.tracking.read_tx_events(&event.chain_id, &hash)?;
             let Some(receipt) = continued_by(&tx, &event) else {
-                return Ok(Some(event));
+                return Ok(Some((event, tx)));
             };
             match self.send_of(receipt, topology)? {
                 Some(send) => event = send,
@@ -310,8 +310,18 @@ impl TransferHistory {
         topology: &Topology,
     ) -> Result<Option<Tracked>, StoreError> {
         let events = self.tracking.read_tx_events(&key.chain_id, &key.tx_hash)?;
+        self.derive_from(key, &events, topology)
+    }
+
+    /// [`TransferHistory::derive`] from the tx's relay events, read already.
+    fn derive_from(
+        &self,
+        key: &TrackKey,
+        events: &[RelayEvent],
+        topology: &Topology,
+    ) -> Result<Option<Tracked>, StoreError> {
         let mut tracked = Tracked::new(key.clone(), 0);
-        tracked.link_source(&events, topology);
+        tracked.link_source(events, topology);
         if tracked.transfers.is_empty() {
             return Ok(None);
         }

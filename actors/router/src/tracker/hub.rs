@@ -7,13 +7,14 @@
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use actix::prelude::*;
 use actix::WeakAddr;
 
 use super::actor::{CatchUp, Relay, Stage, Tracker};
 use super::machine::WatchKey;
-use super::shared::{now_ns, Tracking};
+use super::shared::{now_ns, Abandonment, LookedUp, Tracking};
 use super::tracked::{Source, TrackKey, Tracked, TxState};
 use super::view::Entry;
 use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
@@ -65,6 +66,15 @@ impl TrackerHub {
     /// read back terminal) takes itself off its entry like any other, never leaving a dead
     /// address behind for the hub's sweep.
     fn spawn(&self, key: Arc<TrackKey>, stage: Stage) {
+        self.spawn_tracker(key, move |tracking, key| Tracker::new(tracking, key, stage));
+    }
+
+    /// [`TrackerHub::spawn`] of the tracker `make` makes.
+    fn spawn_tracker(
+        &self,
+        key: Arc<TrackKey>,
+        make: impl FnOnce(Arc<Tracking>, Arc<TrackKey>) -> Tracker + Send + 'static,
+    ) {
         let tracking = self.deps.tracking.clone();
         let actor_key = key.clone();
         let (sender, receiver) = actix::dev::channel::channel(16);
@@ -73,7 +83,7 @@ impl TrackerHub {
             entry.tracker = Some(addr.downgrade());
         }
         let started = self.deps.pool.pick().spawn_fn(move || {
-            Context::with_receiver(receiver).run(Tracker::new(tracking, actor_key, stage));
+            Context::with_receiver(receiver).run(make(tracking, actor_key));
         });
         if !started {
             tracing::warn!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, "tracker not started: its arbiter is stopping");
@@ -94,6 +104,10 @@ impl TrackerHub {
             };
             if let Some(tracker) = tracking.tracker_of(&key) {
                 tracker.do_send(Relay(event.clone()));
+                dispatched += 1;
+            } else if let Some(key) = tracking.unseen.lock().recover().remove(&key) {
+                // Shown at last: it gets a tracker, which links it from the relay log.
+                self.spawn(key, Stage::Unseen);
                 dispatched += 1;
             }
         }
@@ -130,6 +144,9 @@ impl TrackerHub {
                         if let Some(mut entry) = tracking.view.entries.get_mut(&*key) {
                             entry.tracker = Some(tracker.downgrade());
                         }
+                    }
+                    None if tracked.source == Source::Unseen => {
+                        self.keep_unseen(key, tracked.registered_ns)
                     }
                     None => self.spawn(key, Stage::of(&tracked.source)),
                 }
@@ -172,6 +189,10 @@ impl TrackerHub {
                 continue;
             }
             let stage = match self.tracking().store().get(&key) {
+                Ok(Some(tracked)) if tracked.source == Source::Unseen => {
+                    self.keep_unseen(key, tracked.registered_ns);
+                    continue;
+                }
                 Ok(Some(tracked)) => Stage::of(&tracked.source),
                 Ok(None) => {
                     self.tracking().forget(&key);
@@ -285,6 +306,142 @@ impl TrackerHub {
     }
 }
 
+/// The unseen txs: kept without a tracker until their chain shows them.
+impl TrackerHub {
+    /// Keeps an open tx its chain has not shown in the unseen set (no tracker) — unless its
+    /// relay events are stored already (registered late, or shown while the daemon was
+    /// down): then it gets its tracker, which links it. An event committed after this look
+    /// reaches the hub on the bus afterwards and finds the tx in the set.
+    fn keep_unseen(&self, key: Arc<TrackKey>, registered_ns: i64) {
+        let shown = self
+            .tracking()
+            .tx_events(&key.chain_id, &key.tx_hash)
+            .is_some_and(|events| !events.is_empty());
+        if shown {
+            self.spawn(key, Stage::Unseen);
+            return;
+        }
+        let lookable = self.tracking().sources.contains_key(&key.chain_id);
+        self.tracking()
+            .unseen
+            .lock()
+            .recover()
+            .insert(key, registered_ns, lookable);
+    }
+
+    /// Starts the lookups that are due, within the shared budget.
+    fn look_up_unseen(&mut self, ctx: &mut Context<Self>) {
+        let tracking = self.deps.tracking.clone();
+        let due = tracking
+            .unseen
+            .lock()
+            .recover()
+            .take_due(Instant::now(), tracking.settings.lookups_in_flight.max(1));
+        for key in due {
+            let Some(lookup) = tracking.look_up(&key) else {
+                continue; // not lookable: never queued
+            };
+            ctx.spawn(
+                lookup
+                    .into_actor(self)
+                    .map(move |found, hub, ctx| hub.looked_up(key, found, ctx)),
+            );
+        }
+        metrics::gauge!("weaver_tracker_unseen").set(tracking.unseen_txs() as f64);
+    }
+
+    /// A lookup's answer: a tx found gets a tracker (which records it included or failed);
+    /// one not found (or a failure to ask) is asked again after its backoff.
+    fn looked_up(&mut self, key: Arc<TrackKey>, found: LookedUp, ctx: &mut Context<Self>) {
+        let tracking = self.deps.tracking.clone();
+        match found {
+            Some(Ok(found)) => {
+                if let Some(key) = tracking.unseen.lock().recover().remove(&key) {
+                    self.spawn_tracker(key, move |tracking, key| {
+                        Tracker::found(tracking, key, found)
+                    });
+                }
+            }
+            other => {
+                if let Some(Err(reason)) = other {
+                    tracing::debug!(tx_hash = %key.tx_hash, %reason, "tx lookup failed; retried");
+                }
+                tracking.unseen.lock().recover().not_found(
+                    &key,
+                    Instant::now(),
+                    tracking.settings.tick,
+                );
+            }
+        }
+        self.look_up_unseen(ctx);
+    }
+
+    /// Abandons the unseen txs whose chain, in its own time, passed their deadline
+    /// without showing them (read from the relay log once more first).
+    fn abandon_expired_unseen(&mut self) {
+        let tracking = self.deps.tracking.clone();
+        let now = now_ns();
+        let limit = tracking.settings.abandon_unseen.as_nanos() as i64;
+        let expired = tracking
+            .unseen
+            .lock()
+            .recover()
+            .take_expired(limit, |chain| tracking.chain_now(chain, now));
+        for (key, registered_ns) in expired {
+            let keep = |hub: &Self| hub.keep_unseen(key.clone(), registered_ns);
+            match tracking.tx_events(&key.chain_id, &key.tx_hash) {
+                Some(events) if !events.is_empty() => {
+                    self.spawn(key, Stage::Unseen);
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    keep(self);
+                    continue;
+                }
+            }
+            match tracking.store().get(&key) {
+                Ok(Some(mut tracked))
+                    if tracked.source == Source::Unseen && !tracked.state().is_terminal() =>
+                {
+                    let Abandonment::Due(reason) = tracking.abandonment(&tracked, now) else {
+                        keep(self);
+                        continue;
+                    };
+                    tracked.abandoned = Some(reason);
+                    // A refused write: tried again at the next tick.
+                    if tracking.commit(&key, &mut tracked).is_err() {
+                        keep(self);
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => tracking.forget(&key),
+                Err(_) => keep(self),
+            }
+        }
+    }
+
+    /// Gives a tracker to each unseen tx whose relay events are stored (shown while no
+    /// hub listened to the bus).
+    fn link_shown_unseen(&mut self) {
+        let tracking = self.deps.tracking.clone();
+        let keys: Vec<Arc<TrackKey>> = {
+            let set = tracking.unseen.lock().recover();
+            set.keys().cloned().collect()
+        };
+        for key in keys {
+            let shown = tracking
+                .tx_events(&key.chain_id, &key.tx_hash)
+                .is_some_and(|events| !events.is_empty());
+            if shown {
+                if let Some(key) = tracking.unseen.lock().recover().remove(&key) {
+                    self.spawn(key, Stage::Unseen);
+                }
+            }
+        }
+    }
+}
+
 impl Actor for TrackerHub {
     type Context = Context<Self>;
 
@@ -310,6 +467,10 @@ impl Actor for TrackerHub {
             },
         ));
         if self.tracking().resumed.load(Ordering::SeqCst) {
+            // The lookups the dead hub had in flight never answer: asked again.
+            self.tracking().unseen.lock().recover().forget_in_flight();
+            // Unseen txs shown while no hub listened are in the relay logs.
+            self.link_shown_unseen();
             // A restarted hub: the trackers lived on, but events published while no hub
             // listened were not delivered; they are in the relay logs.
             for entry in self.tracking().view.entries.iter() {
@@ -323,8 +484,10 @@ impl Actor for TrackerHub {
             // again (a tracker it started already is not started twice).
             self.tracking().resumed.store(true, Ordering::SeqCst);
         }
-        ctx.run_interval(self.tracking().settings.tick, |hub, _| {
+        ctx.run_interval(self.tracking().settings.tick, |hub, ctx| {
             hub.ticks += 1;
+            hub.abandon_expired_unseen();
+            hub.look_up_unseen(ctx);
             if hub.ticks % 10 == 0 {
                 let running = hub.respawn_dead();
                 metrics::gauge!("weaver_tracker_actors").set(running as f64);
@@ -352,7 +515,7 @@ impl StreamHandler<RelayEvent> for TrackerHub {
 impl Handler<Register> for TrackerHub {
     type Result = Result<(), TrackError>;
 
-    fn handle(&mut self, Register(key, client): Register, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, Register(key, client): Register, ctx: &mut Context<Self>) -> Self::Result {
         let tracking = self.deps.tracking.clone();
         let per_client = tracking.settings.max_open_per_client;
         let client = client.filter(|_| per_client > 0);
@@ -388,7 +551,8 @@ impl Handler<Register> for TrackerHub {
         if let Some(client) = client {
             tracking.view.own(&key, client);
         }
-        self.spawn(key, Stage::of(&tracked.source));
+        self.keep_unseen(key, tracked.registered_ns);
+        self.look_up_unseen(ctx);
         Ok(())
     }
 }

@@ -7,6 +7,7 @@
 //! - [`hub`]: the supervised `TrackerHub` that registers txs, starts their trackers on the
 //!   shared arbiter pool, and delivers relay events to them.
 //! - [`shared`]: what the hub and the trackers share (stores, sources, the watch index).
+//! - [`unseen`]: registered txs not shown yet, kept by the hub without an actor.
 //! - [`store`]: the tracker tree, one record per registered tx.
 //! - [`view`]: the `TrackerView` handlers read.
 //! - [`history`]: an account's transfers derived from the relay logs, without registration;
@@ -22,6 +23,7 @@ pub mod shared;
 pub mod store;
 pub mod topology;
 pub mod tracked;
+pub mod unseen;
 pub mod view;
 
 pub use actor::Tracker;

@@ -18,12 +18,14 @@ use tokio::sync::Semaphore;
 use super::actor::Tracker;
 use super::machine::WatchKey;
 use super::tracked::{Hop, Source, TrackKey, Tracked, TxState};
+use super::unseen::UnseenSet;
 use super::view::TrackerView;
 use crate::tracker::store::TrackerStore;
-use weaver_engine::chain::ChainAccess;
+use weaver_engine::chain::{ChainAccess, ChainQuery, ChainSource};
 use weaver_engine::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent};
 use weaver_engine::store::relay::RelayStore;
 use weaver_engine::store::StoreError;
+use weaver_engine::system::Recover;
 
 /// Tracking limits and timings.
 #[derive(Debug, Clone)]
@@ -105,6 +107,8 @@ pub struct Tracking {
     /// Set once every stored tracker was resumed (a restarted hub finds them alive); a hub
     /// that died before it finished resumes again.
     pub(super) resumed: AtomicBool,
+    /// Registered txs their chain has not shown yet, kept without a tracker (the hub's).
+    pub(super) unseen: std::sync::Mutex<UnseenSet>,
     /// Trackers that stopped before their tx was terminal (a panic unwinds its task and
     /// drops it): the hub respawns them from their last committed state, without walking
     /// every entry to find them.
@@ -114,6 +118,31 @@ pub struct Tracking {
     /// Entries the hub's housekeeping walked (tests of what it walks).
     #[cfg(test)]
     pub(super) housekeeping_visits: std::sync::atomic::AtomicUsize,
+}
+
+/// A tx a chain lookup found: its result code, codespace, log and height.
+pub(super) type Found = (u32, String, String, u64);
+
+/// What a chain lookup of the source tx found: nothing yet, a failure to ask, or the tx.
+pub(super) type LookedUp = Option<Result<Found, String>>;
+
+/// A tx result's `code` (a `uint32`) as a node's JSON writes it.
+///
+/// Missing or `null` is proto3 JSON's default, 0: success. A number or a quoted integer
+/// (proto3 JSON allows both) in `u32` range is the code. Anything else (2^32 and above,
+/// negative, fractional, other text) is a malformed answer, neither a success nor a failure:
+/// a wrapped or defaulted 0 would record a tx the node did not say succeeded as included,
+/// and a clamped code would record a failure for good (a user told a transfer failed may
+/// send it again). A malformed answer is retried like a failed lookup, so a fixed or other
+/// node, or the relay log, still settles the tx (or it is abandoned when it waits too long).
+fn result_code(code: &serde_json::Value) -> Result<u32, String> {
+    let parsed = match code {
+        serde_json::Value::Null => Some(0),
+        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        serde_json::Value::String(text) => text.parse().ok(),
+        _ => None,
+    };
+    parsed.ok_or_else(|| format!("malformed tx result code {code}"))
 }
 
 pub(super) fn now_ns() -> i64 {
@@ -152,6 +181,7 @@ impl Tracking {
             watch_ids: RandomState::new(),
             resumed: AtomicBool::new(false),
             died: Default::default(),
+            unseen: Default::default(),
             running: Default::default(),
             #[cfg(test)]
             housekeeping_visits: Default::default(),
@@ -172,6 +202,11 @@ impl Tracking {
             .count()
     }
 
+    /// Registered txs their chain has not shown yet (kept without a tracker).
+    pub fn unseen_txs(&self) -> usize {
+        self.unseen.lock().recover().len()
+    }
+
     /// Relay keys some live tracker waits on.
     pub fn watched_keys(&self) -> usize {
         self.watchers.len()
@@ -184,6 +219,51 @@ impl Tracking {
     /// The live tracker of a tx.
     pub(super) fn tracker_of(&self, key: &TrackKey) -> Option<Addr<Tracker>> {
         self.view.entries.get(key)?.tracker.as_ref()?.upgrade()
+    }
+
+    /// A chain lookup of `key`'s tx, waiting its turn behind the lookups in flight (one
+    /// budget for the hub's and the trackers'); `None` when there is no node to ask.
+    pub(super) fn look_up(
+        &self,
+        key: &TrackKey,
+    ) -> Option<impl std::future::Future<Output = LookedUp> + 'static> {
+        let source = self.sources.get(&key.chain_id)?.clone();
+        let lookups = self.lookups.clone();
+        let query = ChainQuery::TxByHash {
+            hash: key.tx_hash.clone(),
+        };
+        Some(async move {
+            // First come, first served.
+            let Ok(permit) = lookups.acquire_owned().await else {
+                return Some(Err("lookups closed".to_string()));
+            };
+            let answer = source.query(&query, 0).await;
+            drop(permit);
+            metrics::counter!("weaver_tracker_lookups_total").increment(1);
+            match answer {
+                Ok(Ok(body)) => {
+                    let response = &body["tx_response"];
+                    let code = match result_code(&response["code"]) {
+                        Ok(code) => code,
+                        Err(reason) => return Some(Err(reason)),
+                    };
+                    let codespace = response["codespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    let log = response["raw_log"].as_str().unwrap_or_default().to_string();
+                    let height = response["height"]
+                        .as_str()
+                        .and_then(|h| h.parse().ok())
+                        .or_else(|| response["height"].as_u64())
+                        .unwrap_or(0);
+                    Some(Ok((code, codespace, log, height)))
+                }
+                Ok(Err(rejection)) if rejection.code == 5 => None,
+                Ok(Err(rejection)) => Some(Err(rejection.to_string())),
+                Err(e) => Some(Err(e.to_string())),
+            }
+        })
     }
 
     /// Stores and publishes a changed tracked tx; its state. A record the store refused is
