@@ -290,6 +290,25 @@ impl Followed {
     }
 }
 
+/// What [`Followed::look`] found: the events to send and the relay keys to watch.
+type Looked = Result<(String, Vec<WatchKey>), ApiError>;
+
+/// [`Followed::look`] on the blocking pool (it reads the store), `followed` handed back;
+/// `None` when the pool refused the task (the server is stopping).
+async fn look_off_worker(
+    mut followed: Followed,
+    api: &web::Data<TrackingApi>,
+    query: &HistoryQuery,
+) -> Option<(Followed, Looked)> {
+    let (api, query) = (api.clone(), query.clone());
+    web::block(move || {
+        let looked = followed.look(&api, &query);
+        (followed, looked)
+    })
+    .await
+    .ok()
+}
+
 /// A `transfer` event (one listed transfer, as in `/v2/tx/transfers`) for each new transfer
 /// of the address and each change of one, from the moment the stream opens; a comment every
 /// 15 s keeps proxies from closing an idle stream. Open at most `max_stream_secs`.
@@ -305,11 +324,14 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
     query.budget = budget(DEFAULT_LIMIT);
     // Registered before the first look: an event landing in between wakes it.
     let mut watching = api.history_watch.watch_account(query.account.clone());
-    let mut followed = Followed {
+    let followed = Followed {
         transfers: HashMap::new(),
     };
     // What is there already is the baseline, not news.
-    let (_, keys) = followed.look(&api, &query)?;
+    let (followed, looked) = look_off_worker(followed, &api, &query)
+        .await
+        .ok_or_else(|| ApiError::unavailable("the server is stopping", 1))?;
+    let (_, keys) = looked?;
     watching.set_keys(keys);
     let slot = StreamSlot::open(&api, client_of(&req))?;
     struct State {
@@ -337,9 +359,11 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
                 s.watching.changed(),
             )
             .await;
-            let api = s.slot.api.clone();
-            // A look that fails is tried again at the next change or keepalive.
-            let news = match s.followed.look(&api, &s.query) {
+            // The look reads the store: off the listener's worker. One that fails is tried
+            // again at the next change or keepalive.
+            let (followed, looked) = look_off_worker(s.followed, &s.slot.api, &s.query).await?;
+            s.followed = followed;
+            let news = match looked {
                 Ok((news, keys)) => {
                     s.watching.set_keys(keys);
                     news

@@ -16,6 +16,7 @@ use weaver_engine::system::{Recover, Supervised};
 use weaver_router::planner::{RegistrySnapshot, SnapshotHandle};
 use weaver_router::tracker::history::TransferHistory;
 use weaver_router::tracker::history_watch::HistoryWatch;
+use weaver_router::tracker::view::StatusWaker;
 use weaver_router::tracker::{Register, TrackError, TrackKey, TrackerHub, TrackerView};
 
 use super::error::{ApiError, ApiResult};
@@ -262,8 +263,11 @@ pub(super) async fn stream(
     req: HttpRequest,
 ) -> ApiResult {
     let key = queried_key(&req, &snapshot)?;
-    // Subscribed before the first read: a change landing in between is not missed.
-    let updates = api.view.updates.subscribe();
+    // Registered before the first read: a change landing in between wakes it. Only changes
+    // of this tx wake it.
+    let waker = api
+        .view
+        .wake_on_change(key.clone(), Arc::new(tokio::sync::Notify::new()));
     let (first, first_state) = api.view.status(&key)?.ok_or_else(|| not_tracked(&key))?;
     // Counted per client as every per-IP limit counts (an IPv6 client by its /64). The slot
     // is owned by the body: actix drops the body as soon as the client closes the
@@ -273,64 +277,40 @@ pub(super) async fn stream(
     struct State {
         slot: StreamSlot,
         key: TrackKey,
-        updates: tokio::sync::broadcast::Receiver<TrackKey>,
+        waker: StatusWaker,
         last: serde_json::Value,
         done: bool,
         deadline: tokio::time::Instant,
-        /// When to look again and say something even if no change of this tx was heard:
-        /// changes of other txs must not put it off, and a read that failed is retried then.
-        next_look: tokio::time::Instant,
     }
     let state = State {
         slot,
         key,
-        updates,
+        waker,
         last: first.clone(),
         done: first_state.is_terminal(),
         deadline,
-        next_look: tokio::time::Instant::now() + KEEPALIVE,
     };
     let opening =
         futures_util::stream::once(async move { Ok::<_, actix_web::Error>(event_bytes(&first)) });
     let rest = futures_util::stream::unfold(state, |mut s| async move {
-        use tokio::sync::broadcast::error::RecvError;
         loop {
             if s.done || tokio::time::Instant::now() >= s.deadline {
                 return None;
             }
-            let wait = tokio::time::timeout_at(s.next_look, s.updates.recv()).await;
-            let changed = match wait {
-                // Quiet for a while: say so, and look again (nothing is lost either way).
-                Err(_) => {
-                    s.next_look = tokio::time::Instant::now() + KEEPALIVE;
-                    // A failed read is tried again at the next change or keepalive.
-                    if let Ok(Some((body, state))) = s.slot.api.view.status(&s.key) {
-                        if body != s.last {
-                            s.done = state.is_terminal();
-                            s.last = body.clone();
-                            return Some((Ok(event_bytes(&body)), s));
-                        }
-                    }
-                    return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s));
+            let next_look = (tokio::time::Instant::now() + KEEPALIVE).min(s.deadline);
+            let woken = tokio::time::timeout_at(next_look, s.waker.changed()).await;
+            // On a change, and when quiet for a while (a read that failed is tried again
+            // then), the tx is read again.
+            if let Ok(Some((body, state))) = s.slot.api.view.status(&s.key) {
+                if body != s.last {
+                    s.done = state.is_terminal();
+                    s.last = body.clone();
+                    return Some((Ok(event_bytes(&body)), s));
                 }
-                Ok(Ok(key)) => key == s.key,
-                // Missed some changes: the current state says where things are.
-                Ok(Err(RecvError::Lagged(_))) => true,
-                Ok(Err(RecvError::Closed)) => return None,
-            };
-            if !changed {
-                continue;
             }
-            let Ok(status) = s.slot.api.view.status(&s.key) else {
-                continue;
-            };
-            let (body, state) = status?;
-            if body == s.last {
-                continue;
+            if woken.is_err() {
+                return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s));
             }
-            s.done = state.is_terminal();
-            s.last = body.clone();
-            return Some((Ok(event_bytes(&body)), s));
         }
     });
     use futures_util::StreamExt;

@@ -3,20 +3,20 @@
 //! (a new transfer, or a new hop of one) and of the relay keys their open transfers wait on
 //! (a receipt, an acknowledgement) — never to every stream on every commit.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use dashmap::DashMap;
 use tokio::sync::Notify;
 
 use super::machine::WatchKey;
 use super::topology::Topology;
+use super::wakers::Wakers;
 use weaver_engine::relay::{RelayError, RelayEvent, RelaySubscription};
 
 /// Who waits on what: an account's streams and the relay keys their transfers wait on.
 #[derive(Default)]
 pub struct HistoryWatch {
-    accounts: DashMap<Vec<u8>, Vec<Weak<Notify>>>,
-    keys: DashMap<WatchKey, Vec<Weak<Notify>>>,
+    accounts: Wakers<Vec<u8>>,
+    keys: Wakers<WatchKey>,
 }
 
 /// One stream's registration, undone when dropped.
@@ -27,27 +27,11 @@ pub struct Watching {
     keys: Vec<WatchKey>,
 }
 
-fn add<K: std::hash::Hash + Eq>(map: &DashMap<K, Vec<Weak<Notify>>>, key: K, notify: &Arc<Notify>) {
-    map.entry(key).or_default().push(Arc::downgrade(notify));
-}
-
-fn remove<K: std::hash::Hash + Eq>(
-    map: &DashMap<K, Vec<Weak<Notify>>>,
-    key: &K,
-    notify: &Arc<Notify>,
-) {
-    if let Some(mut list) = map.get_mut(key) {
-        // Its own entry, and any of a stream gone without saying so.
-        list.retain(|w| w.upgrade().is_some_and(|n| !Arc::ptr_eq(&n, notify)));
-    }
-    map.remove_if(key, |_, list| list.is_empty());
-}
-
 impl HistoryWatch {
     /// Registers a stream of `account`.
     pub fn watch_account(self: &Arc<Self>, account: Vec<u8>) -> Watching {
         let notify = Arc::new(Notify::new());
-        add(&self.accounts, account.clone(), &notify);
+        self.accounts.add(account.clone(), &notify);
         Watching {
             watch: self.clone(),
             notify,
@@ -63,20 +47,11 @@ impl HistoryWatch {
 
     /// Wakes the streams `event` concerns.
     pub fn deliver(&self, event: &RelayEvent, topology: &Topology) {
-        let wake = |list: &Vec<Weak<Notify>>| {
-            for notify in list.iter().filter_map(Weak::upgrade) {
-                notify.notify_one();
-            }
-        };
         for account in event.event.parties() {
-            if let Some(list) = self.accounts.get(&account) {
-                wake(&list);
-            }
+            self.accounts.wake(&account);
         }
         if let Some(key) = WatchKey::of(event, topology) {
-            if let Some(list) = self.keys.get(&key) {
-                wake(&list);
-            }
+            self.keys.wake(&key);
         }
     }
 
@@ -111,10 +86,10 @@ impl Watching {
         keys.sort();
         keys.dedup();
         for old in self.keys.iter().filter(|k| keys.binary_search(k).is_err()) {
-            remove(&self.watch.keys, old, &self.notify);
+            self.watch.keys.remove(old, &self.notify);
         }
         for new in keys.iter().filter(|k| self.keys.binary_search(k).is_err()) {
-            add(&self.watch.keys, new.clone(), &self.notify);
+            self.watch.keys.add(new.clone(), &self.notify);
         }
         self.keys = keys;
     }
@@ -122,9 +97,9 @@ impl Watching {
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        remove(&self.watch.accounts, &self.account, &self.notify);
+        self.watch.accounts.remove(&self.account, &self.notify);
         for key in std::mem::take(&mut self.keys) {
-            remove(&self.watch.keys, &key, &self.notify);
+            self.watch.keys.remove(&key, &self.notify);
         }
     }
 }

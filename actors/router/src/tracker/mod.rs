@@ -10,6 +10,7 @@
 //! - [`unseen`]: registered txs not shown yet, kept by the hub without an actor.
 //! - [`store`]: the tracker tree, one record per registered tx.
 //! - [`view`]: the `TrackerView` handlers read.
+//! - [`wakers`]: who to wake on a change, by key (the SSE streams).
 //! - [`history`]: an account's transfers derived from the relay logs, without registration;
 //!   [`history_watch`] wakes its streams.
 //! - [`topology`]: the registry, indexed for linking hops.
@@ -25,6 +26,7 @@ pub mod topology;
 pub mod tracked;
 pub mod unseen;
 pub mod view;
+pub mod wakers;
 
 pub use actor::Tracker;
 pub use hub::{HubDeps, Register, TrackError, TrackerHub};

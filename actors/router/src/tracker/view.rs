@@ -1,6 +1,6 @@
 //! `TrackerView`: what handlers read — every tracked tx's state as last committed, its
 //! record in the tracker tree, the registry topology (of the published registry snapshot),
-//! and a feed of changes (the SSE stream listens to it).
+//! and who to wake on a change of each tx (its status streams, and only those).
 //!
 //! Memory holds only what dispatch and counting need per tx (its key, state and live
 //! tracker, a few dozen bytes); the record itself — hops, hashes, memos, several KB — lives
@@ -17,11 +17,12 @@ use std::sync::Arc;
 use actix::WeakAddr;
 use dashmap::DashMap;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::Notify;
 
 use super::actor::Tracker;
 use super::topology::Topology;
 use super::tracked::{Source, TrackKey, Tracked, TxState};
+use super::wakers::Wakers;
 use crate::planner::SnapshotHandle;
 use crate::tracker::store::TrackerStore;
 use weaver_engine::store::StoreError;
@@ -84,7 +85,8 @@ pub struct TrackerView {
     /// The published registry snapshot, shared with the router's handlers: a reload (SIGHUP)
     /// swaps it once for both.
     registry: SnapshotHandle,
-    pub updates: broadcast::Sender<TrackKey>,
+    /// The status streams of each tx: woken by its changes only.
+    streams: Wakers<TrackKey>,
     /// Entries per state, in the order of [`TxState::ALL`], kept as entries change (the
     /// status page reads them on every request; walking the entries would take every
     /// shard's lock).
@@ -137,7 +139,7 @@ impl TrackerView {
             entries: DashMap::new(),
             store,
             registry: registry.into(),
-            updates: broadcast::channel(4096).0,
+            streams: Wakers::default(),
             counts: Default::default(),
             never_seen: AtomicI64::new(0),
             owners: DashMap::new(),
@@ -355,8 +357,44 @@ impl TrackerView {
             }
             self.count(state, 1);
         }
-        let _ = self.updates.send(key.as_ref().clone());
+        self.streams.wake(key);
         before
+    }
+
+    /// Wakes `notify` on each change of `key` until the returned guard is dropped (a status
+    /// stream's registration).
+    pub fn wake_on_change(self: &Arc<Self>, key: TrackKey, notify: Arc<Notify>) -> StatusWaker {
+        self.streams.add(key.clone(), &notify);
+        StatusWaker {
+            view: self.clone(),
+            key,
+            notify,
+        }
+    }
+
+    /// Txs some status stream follows.
+    pub fn streamed_txs(&self) -> usize {
+        self.streams.len()
+    }
+}
+
+/// A status stream's registration with the view, undone when dropped.
+pub struct StatusWaker {
+    view: Arc<TrackerView>,
+    key: TrackKey,
+    notify: Arc<Notify>,
+}
+
+impl StatusWaker {
+    /// Waits for a change of the tx (one since the last wait counts).
+    pub async fn changed(&self) {
+        self.notify.notified().await;
+    }
+}
+
+impl Drop for StatusWaker {
+    fn drop(&mut self) {
+        self.view.streams.remove(&self.key, &self.notify);
     }
 }
 
@@ -385,6 +423,33 @@ mod tests {
             },
             1,
         )
+    }
+
+    /// Issue #30: a status stream is woken by changes of its own tx only (it was woken by
+    /// every change of every tx), and leaves nothing behind once gone.
+    #[test]
+    fn a_status_stream_is_woken_only_by_its_own_tx() {
+        actix::System::new().block_on(async {
+            let (_dir, view) = view();
+            let woken = |waker: &StatusWaker| {
+                let notify = waker.notify.clone();
+                async move {
+                    tokio::time::timeout(Duration::from_millis(20), notify.notified())
+                        .await
+                        .is_ok()
+                }
+            };
+            let mine = view.wake_on_change(tracked(1).key, Arc::new(Notify::new()));
+            for i in 2..50 {
+                view.set_state(&Arc::new(tracked(i).key), &tracked(i));
+            }
+            assert!(!woken(&mine).await, "woken by other txs");
+            view.set_state(&Arc::new(tracked(1).key), &tracked(1));
+            assert!(woken(&mine).await);
+            assert_eq!(view.streamed_txs(), 1);
+            drop(mine);
+            assert_eq!(view.streamed_txs(), 0);
+        });
     }
 
     /// The status page counts trackers per state on every request: the counts are kept as
