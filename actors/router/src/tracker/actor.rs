@@ -195,12 +195,14 @@ impl Tracker {
     /// Brings `tracked` up to date with what the relay logs hold under the keys it newly
     /// waits on (or under every key, with `everything`); whether anything changed. Events
     /// under keys listed before are delivered by the hub, so they are not read again.
+    /// `None`: a relay log could not be read — `tracked` is half-applied and must be
+    /// dropped; everything is read again after a backoff ([`Tracker::read_failed`]).
     fn catch_up(
         &mut self,
         tracked: &mut Tracked,
         ctx: &mut Context<Self>,
         everything: bool,
-    ) -> bool {
+    ) -> Option<bool> {
         let me = ctx.address();
         let mut changed = false;
         // Listed before reading: an event stored meanwhile is either read here or
@@ -220,13 +222,31 @@ impl Tracker {
                 break;
             }
             for watch in &unread {
-                for event in self.tracking.relay_events(watch) {
-                    changed |= self.tracking.advance(tracked, &event);
+                let read = self.tracking.read_relay_events(watch).and_then(|events| {
+                    events.iter().try_fold(false, |changed, event| {
+                        Ok(self.tracking.advance(tracked, event)? | changed)
+                    })
+                });
+                match read {
+                    Ok(moved) => changed |= moved,
+                    Err(e) => {
+                        self.read_failed(&e, ctx);
+                        return None;
+                    }
                 }
             }
             unread = self.sync_watches(tracked, &me);
         }
-        changed
+        Some(changed)
+    }
+
+    /// A relay log that could not be read: what was applied is dropped (the record in the
+    /// store is the truth), and every key is read again after a backoff.
+    fn read_failed(&mut self, error: &weaver_engine::store::StoreError, ctx: &mut Context<Self>) {
+        metrics::counter!("weaver_tracker_store_errors_total", "op" => "relay_read").increment(1);
+        tracing::warn!(error = %error, tx_hash = %self.key.tx_hash, "relay log not read; read again later");
+        self.failures = self.failures.saturating_add(1);
+        self.retry_later(ctx);
     }
 
     /// Stores and publishes a changed `tracked`; a terminal one ends the tracker. Whether
@@ -280,7 +300,9 @@ impl Tracker {
         }
         tracked.link_source(&events, &self.tracking.view.topology());
         tracked.progressed_ns = now_ns();
-        self.catch_up(&mut tracked, ctx, true);
+        if self.catch_up(&mut tracked, ctx, true).is_none() {
+            return; // read again after a backoff
+        }
         self.commit(tracked, ctx);
     }
 
@@ -377,7 +399,19 @@ impl Tracker {
             Abandonment::Due(reason) => {
                 // What the logs hold that nobody delivered yet (a follower that caught up
                 // meanwhile) is progress: read it before giving up.
-                if self.linked() && self.catch_up(&mut tracked, ctx, true) {
+                let caught_up = if self.linked() {
+                    self.catch_up(&mut tracked, ctx, true)
+                } else {
+                    Some(false)
+                };
+                let Some(caught_up) = caught_up else {
+                    // A log not read is no reason to give up: look again after the retry.
+                    ctx.run_later(self.retry_wait(), |tracker, ctx| {
+                        tracker.check_abandonment(ctx)
+                    });
+                    return;
+                };
+                if caught_up {
                     tracked.progressed_ns = now;
                     if self.commit(tracked, ctx) && !self.done {
                         ctx.run_later(self.tracking.settings.tick, |tracker, ctx| {
@@ -421,7 +455,7 @@ impl Tracker {
         let Some(mut tracked) = self.load(ctx) else {
             return;
         };
-        if self.catch_up(&mut tracked, ctx, true) {
+        if self.catch_up(&mut tracked, ctx, true) == Some(true) {
             tracked.progressed_ns = now_ns();
             self.commit(tracked, ctx);
         }
@@ -488,10 +522,15 @@ impl Handler<Relay> for Tracker {
         let Some(mut tracked) = self.load(ctx) else {
             return;
         };
-        if self.tracking.advance(&mut tracked, &event) {
-            tracked.progressed_ns = now_ns();
-            self.catch_up(&mut tracked, ctx, false);
-            self.commit(tracked, ctx);
+        match self.tracking.advance(&mut tracked, &event) {
+            Ok(true) => {
+                tracked.progressed_ns = now_ns();
+                if self.catch_up(&mut tracked, ctx, false).is_some() {
+                    self.commit(tracked, ctx);
+                }
+            }
+            Ok(false) => {}
+            Err(e) => self.read_failed(&e, ctx),
         }
     }
 }

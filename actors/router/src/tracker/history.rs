@@ -329,7 +329,7 @@ impl TransferHistory {
             let mut changed = false;
             for watch in tracked.watches() {
                 for event in self.tracking.read_relay_events(&watch)? {
-                    changed |= self.tracking.advance(&mut tracked, &event);
+                    changed |= self.tracking.advance(&mut tracked, &event)?;
                 }
             }
             if !changed {

@@ -370,15 +370,6 @@ impl Tracking {
         trackers
     }
 
-    /// Stored relay events under `watch` (none when the store could not be read: the
-    /// tracker retries with the next event).
-    pub(super) fn relay_events(&self, watch: &WatchKey) -> Vec<RelayEvent> {
-        self.read_relay_events(watch).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "relay store read failed; the tracker retries with the next event");
-            vec![]
-        })
-    }
-
     /// Stored relay events under `watch`, or the store's error.
     pub(super) fn read_relay_events(
         &self,
@@ -465,17 +456,21 @@ impl Tracking {
     }
 
     /// Applies `event` to `tracked`, linking the next hop of any receipt that continues in
-    /// its tx; whether anything changed.
-    pub(super) fn advance(&self, tracked: &mut Tracked, event: &RelayEvent) -> bool {
+    /// its tx; whether anything changed. A relay log that could not be read is an error:
+    /// `tracked` is then half-applied (a receipt taken without the hop it continues with)
+    /// and must be dropped, not committed — read again from the store and the logs later.
+    pub(super) fn advance(
+        &self,
+        tracked: &mut Tracked,
+        event: &RelayEvent,
+    ) -> Result<bool, StoreError> {
         let topology = &self.view.topology();
         let (mut changed, continuations) = tracked.apply(event, topology);
         for continuation in continuations {
-            let events = self
-                .tx_events(&continuation.chain, &continuation.tx_hash)
-                .unwrap_or_default();
+            let events = self.read_tx_events(&continuation.chain, &continuation.tx_hash)?;
             changed |= tracked.link_next(&continuation, &events, topology);
         }
-        changed
+        Ok(changed)
     }
 
     /// How far `chain`'s follower has come in the chain's own time: the block time of the
