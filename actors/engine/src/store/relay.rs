@@ -4,7 +4,7 @@
 use super::keys;
 use super::pager::{keys_under, CursorKey, Keys, Order};
 use super::{corrupt, DomainTree, StoreError};
-use crate::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent};
+use crate::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent, RelayKind};
 
 /// The domain's name: its tree is `chain/<chain_id>/relay`.
 pub const DOMAIN: &str = "relay";
@@ -17,6 +17,11 @@ pub const EVENT: u8 = b'e';
 pub const BY_PACKET: u8 = b'p';
 /// `o` bridge-id direction sequence event-sequence → () (direction `d` deposit, `w` withdrawal).
 pub const BY_BRIDGE: u8 = b'o';
+/// The bridge id an L2 `finalize_token_deposit` is filed under when its bridge was not known
+/// at indexing time (the L2 event omits it and the registry had no `op_bridges` entry for
+/// the chain): an L2 has one bridge, so its deposits' L1 sequences are unique on it, and a
+/// reader that learns the bridge later still finds the deposit here.
+pub const UNKNOWN_BRIDGE: u64 = u64::MAX;
 /// `x` tx-hash event-sequence → ().
 pub const BY_TX: u8 = b'x';
 /// `a` len account time event-sequence → (): the send-side events (a transfer's start or
@@ -104,6 +109,15 @@ pub fn stage_event(
     if let Some((transfer, deposit)) = event.event.bridge_key() {
         let prefix = bridge_prefix(&transfer, deposit);
         batch.insert(keys::with_sequence(&prefix, sequence), []);
+    } else if let RelayKind::FinalizeTokenDeposit(d) = &event.event {
+        let unknown = BridgeKey {
+            bridge_id: UNKNOWN_BRIDGE,
+            sequence: d.l1_sequence,
+        };
+        batch.insert(
+            keys::with_sequence(&bridge_prefix(&unknown, true), sequence),
+            [],
+        );
     }
     if let Some(hash) = tx_hash {
         batch.insert(keys::with_sequence(&tx_prefix(hash), sequence), []);
@@ -201,12 +215,27 @@ impl RelayStore {
         self.events_under(&packet_prefix(side, key))
     }
 
+    /// Every stored event of an OPinit transfer on this chain: under its bridge id, and for
+    /// a deposit also those filed under [`UNKNOWN_BRIDGE`] (finalized before the bridge was
+    /// known), in log order.
     pub fn events_of_bridge_transfer(
         &self,
         key: &BridgeKey,
         deposit: bool,
     ) -> Result<Vec<RelayEvent>, StoreError> {
-        self.events_under(&bridge_prefix(key, deposit))
+        let mut events = self.events_under(&bridge_prefix(key, deposit))?;
+        if deposit && key.bridge_id != UNKNOWN_BRIDGE {
+            let unknown = BridgeKey {
+                bridge_id: UNKNOWN_BRIDGE,
+                sequence: key.sequence,
+            };
+            let filed = self.events_under(&bridge_prefix(&unknown, true))?;
+            if !filed.is_empty() {
+                events.extend(filed);
+                events.sort_by_key(|e| e.sequence);
+            }
+        }
+        Ok(events)
     }
 
     pub fn events_of_tx(&self, hash: &[u8; 32]) -> Result<Vec<RelayEvent>, StoreError> {

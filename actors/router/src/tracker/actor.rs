@@ -289,6 +289,22 @@ impl Tracker {
         if events.is_empty() && !passed {
             return;
         }
+        if let (Stage::Included { height }, Some(first)) =
+            (self.stage, self.tracking.relay_first_height(&key.chain_id))
+        {
+            if height < first && events.is_empty() {
+                // Its events are not in the log and never will be: say so, not "done".
+                let Some(mut tracked) = self.load(ctx) else {
+                    return;
+                };
+                tracked.abandoned = Some(format!(
+                    "{} included tx {} at height {height}, but weaver's relay log of it starts at height {first}: its transfers cannot be followed",
+                    key.chain_id, key.tx_hash
+                ));
+                self.commit(tracked, ctx);
+                return;
+            }
+        }
         let Some(mut tracked) = self.load(ctx) else {
             return;
         };

@@ -1260,3 +1260,78 @@ fn a_failed_relay_log_read_is_retried_and_the_forward_still_links() {
         engine.pool.stop();
     });
 }
+
+/// Issue #30: an L2 `finalize_token_deposit` stored without a bridge id (the rollup's bridge
+/// was not in the registry when it was indexed) is still found by a tracker catching up from
+/// the relay logs (registered after the deposit arrived), not only when delivered live.
+#[test]
+fn a_deposit_finalized_without_a_bridge_id_is_found_when_catching_up() {
+    use super::tests::{deposit_finalized, deposit_initiated, ROLLUP};
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = Engine::open_on(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            &[HUB, ROLLUP],
+            HashMap::new(),
+            settings(),
+        );
+        let hub = engine.start_hub();
+        engine.relay(
+            HUB,
+            vec![ev(HUB, 10, "dep", deposit_initiated(3, "300"))],
+            true,
+        );
+        engine.relay(
+            ROLLUP,
+            vec![ev(ROLLUP, 20, "fin", deposit_finalized(None, 3, true))],
+            true,
+        );
+        let key = TrackKey {
+            chain_id: HUB.into(),
+            tx_hash: hash("dep"),
+        };
+        hub.send(Register(key.clone(), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the deposit completed", || {
+            engine.state(&key) == Some(TxState::CompletedSuccess)
+        })
+        .await;
+        engine.pool.stop();
+    });
+}
+
+/// Issue #30: a tx included below the height its chain's relay log starts at (the follower
+/// began later) cannot be followed: it is abandoned at once, saying why — not completed
+/// with no transfers.
+#[test]
+fn a_tx_below_the_relay_logs_first_height_is_abandoned_saying_why() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Arc::new(OneTxNode {
+            known: key().tx_hash,
+            lookups: Default::default(),
+            asked: Default::default(),
+        });
+        let access = Arc::new(ChainAccess::new(Source::Local(node), None));
+        let engine = Engine::open_with_sources(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            HashMap::from([(ALPHA.to_string(), access)]),
+        );
+        // The log starts at height 15; the node says the tx is at 10.
+        engine.quiet_block(ALPHA, 15, now());
+        engine.quiet_block(ALPHA, 16, now());
+        let hub = engine.start_hub();
+        hub.send(Register(key(), None)).await.unwrap().unwrap();
+        eventually("the tx settled", || {
+            engine.state(&key()).is_some_and(TxState::is_terminal)
+        })
+        .await;
+        let tracked = engine.tracking.view.tracked(&key()).unwrap().unwrap();
+        assert_eq!(tracked.state(), TxState::Abandoned, "{tracked:?}");
+        let reason = tracked.abandoned.unwrap();
+        assert!(reason.contains("starts at height 15"), "{reason}");
+        engine.pool.stop();
+    });
+}

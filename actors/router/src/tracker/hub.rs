@@ -50,11 +50,31 @@ pub struct Register(pub TrackKey, pub Option<IpAddr>);
 pub struct TrackerHub {
     deps: HubDeps,
     ticks: u64,
+    /// Live trackers still to be told to read the relay logs after a hub restart, a batch
+    /// per tick (a million at once would make every tracker read the store together).
+    catch_up: std::collections::VecDeque<WeakAddr<Tracker>>,
 }
+
+/// Trackers told to catch up per tick after a hub restart.
+const CATCH_UP_PER_TICK: usize = 2000;
 
 impl TrackerHub {
     pub fn new(deps: HubDeps) -> Self {
-        TrackerHub { deps, ticks: 0 }
+        TrackerHub {
+            deps,
+            ticks: 0,
+            catch_up: Default::default(),
+        }
+    }
+
+    /// Tells the next batch of trackers waiting for it to read the relay logs again.
+    fn send_catch_ups(&mut self) {
+        let batch = self.catch_up.len().min(CATCH_UP_PER_TICK);
+        for tracker in self.catch_up.drain(..batch) {
+            if let Some(tracker) = tracker.upgrade() {
+                tracker.do_send(CatchUp);
+            }
+        }
     }
 
     fn tracking(&self) -> &Tracking {
@@ -473,11 +493,15 @@ impl Actor for TrackerHub {
             self.link_shown_unseen();
             // A restarted hub: the trackers lived on, but events published while no hub
             // listened were not delivered; they are in the relay logs.
-            for entry in self.tracking().view.entries.iter() {
-                if let Some(tracker) = entry.tracker.as_ref().and_then(WeakAddr::upgrade) {
-                    tracker.do_send(CatchUp);
-                }
-            }
+            let live: Vec<WeakAddr<Tracker>> = self
+                .tracking()
+                .view
+                .entries
+                .iter()
+                .filter_map(|entry| entry.tracker.clone())
+                .collect();
+            self.catch_up.extend(live);
+            self.send_catch_ups();
         } else {
             self.resume();
             // Only once every record is loaded: a hub that died while resuming resumes
@@ -486,6 +510,7 @@ impl Actor for TrackerHub {
         }
         ctx.run_interval(self.tracking().settings.tick, |hub, ctx| {
             hub.ticks += 1;
+            hub.send_catch_ups();
             hub.abandon_expired_unseen();
             hub.look_up_unseen(ctx);
             if hub.ticks % 10 == 0 {

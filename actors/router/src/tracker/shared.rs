@@ -444,6 +444,15 @@ impl Tracking {
         store.events_of_tx(&hash)
     }
 
+    /// The first height `chain`'s relay log holds (`None`: no log here, or nothing in it
+    /// yet, or it could not be read).
+    pub(super) fn relay_first_height(&self, chain: &str) -> Option<u64> {
+        self.relay_stores
+            .get(chain)
+            .and_then(|store| store.domain().first_height().ok())
+            .filter(|first| *first > 0)
+    }
+
     /// Whether `chain`'s relay log is complete up to `height` (an unknown height, 0, never
     /// is).
     pub(super) fn relay_passed(&self, chain: &str, height: u64) -> bool {

@@ -893,7 +893,7 @@ fn a_timeout_fails_the_hop_and_refunds_on_the_source() {
     );
 }
 
-fn deposit_initiated(sequence: u64, amount: &str) -> RelayKind {
+pub(super) fn deposit_initiated(sequence: u64, amount: &str) -> RelayKind {
     RelayKind::InitiateTokenDeposit(DepositInitiated {
         key: BridgeKey {
             bridge_id: BRIDGE,
@@ -907,7 +907,7 @@ fn deposit_initiated(sequence: u64, amount: &str) -> RelayKind {
     })
 }
 
-fn deposit_finalized(bridge_id: Option<u64>, sequence: u64, success: bool) -> RelayKind {
+pub(super) fn deposit_finalized(bridge_id: Option<u64>, sequence: u64, success: bool) -> RelayKind {
     RelayKind::FinalizeTokenDeposit(DepositFinalized {
         bridge_id,
         l1_sequence: sequence,
