@@ -448,14 +448,22 @@ pub struct StoreConfig {
 pub struct MetricsConfig {
     #[serde(default = "default_metrics_listen")]
     pub listen: SocketAddr,
+    /// `/ready` answers 503 while any domain is more blocks than this behind its node's tip.
+    #[serde(default = "default_ready_max_lag_blocks")]
+    pub ready_max_lag_blocks: u64,
 }
 
 impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig {
             listen: default_metrics_listen(),
+            ready_max_lag_blocks: default_ready_max_lag_blocks(),
         }
     }
+}
+
+fn default_ready_max_lag_blocks() -> u64 {
+    10
 }
 
 fn default_metrics_listen() -> SocketAddr {

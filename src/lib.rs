@@ -12,3 +12,24 @@ pub mod registry_import;
 
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
 pub const COMMIT_HASH: &str = env!("BUILD_COMMIT_HASH");
+/// What `weaver --version` says: the release, its commit and the store format it writes
+/// (`weaver_engine::store::format::FORMAT_VERSION`; a test keeps the two equal).
+pub const VERSION_LINE: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BUILD_COMMIT_HASH"),
+    ", store format 2)"
+);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_line_names_the_store_format_written() {
+        let format = weaver_engine::store::format::FORMAT_VERSION;
+        assert!(
+            super::VERSION_LINE.ends_with(&format!("store format {format})")),
+            "{}",
+            super::VERSION_LINE
+        );
+    }
+}

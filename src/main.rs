@@ -18,7 +18,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(
     name = "weaver",
-    version,
+    version = weaver::VERSION_LINE,
     about = "Indexer and cross-chain router for Initia-style rollups"
 )]
 struct Cli {

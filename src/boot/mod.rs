@@ -63,7 +63,7 @@ pub async fn run_with(
 ) -> anyhow::Result<()> {
     check_plugins(&extensions)?;
     announce(&config);
-    let store = open_store(&config)?;
+    let (store, store_format) = open_store(&config)?;
     let prometheus = start_upkeep(&config);
     let supervision = Supervision::new(Duration::from_secs(1));
     let devnet_network = crate::devnet_network::start(&config, devnet_world(&config, &store)?);
@@ -104,6 +104,7 @@ pub async fn run_with(
         prometheus,
         chains.status,
         router.tracker_view,
+        store_format,
         &mut listeners,
     )?);
     servers.extend(bind_devnet_nodes(&config, devnet_network.as_ref())?);
@@ -143,8 +144,9 @@ fn announce(config: &Config) {
     }
 }
 
-/// Opens the store under `data_dir` (created if missing) with the configured engine.
-fn open_store(config: &Config) -> anyhow::Result<Store> {
+/// Opens the store under `data_dir` (created if missing) with the configured engine, and
+/// checks its format version ([`weaver_engine::store::format`]): the store and its version.
+fn open_store(config: &Config) -> anyhow::Result<(Store, u64)> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!("cannot create data dir {}: {e}", config.data_dir.display())
     })?;
@@ -154,6 +156,20 @@ fn open_store(config: &Config) -> anyhow::Result<Store> {
         config.cache_mb << 20,
         config.memtable_mb << 20,
     )
+    .and_then(|store| Ok((store.check_format()?, store)))
+    .map(|(format, store)| {
+        use weaver_engine::store::format::FORMAT_VERSION;
+        if format < FORMAT_VERSION {
+            tracing::warn!(
+                format,
+                current = FORMAT_VERSION,
+                "the store is of an older format: opened as it is; what that format lacks for blocks indexed before stays missing (docs/operations.md, \"Upgrades\")"
+            );
+        } else {
+            tracing::info!(format, "store format");
+        }
+        (store, format)
+    })
     .map_err(|e| {
         anyhow::anyhow!(
             "cannot open the store in {}: {e}\nThe chain is the source of truth: if the store is corrupt, move the directory away and weaver resyncs.",
@@ -226,10 +242,18 @@ fn bind_metrics(
     prometheus: metrics_exporter_prometheus::PrometheusHandle,
     chains: Vec<http::status::ChainStatus>,
     tracker_view: Arc<TrackerView>,
+    store_format: u64,
     listeners: &mut Listeners,
 ) -> anyhow::Result<Server> {
     let metrics_data = web::Data::new(prometheus);
-    let status_board = web::Data::new(http::status::StatusBoard::new(chains, tracker_view));
+    let status_board = web::Data::new(http::status::StatusBoard::new(
+        chains,
+        tracker_view,
+        store_format,
+    ));
+    let ready_policy = web::Data::new(http::ready::ReadyPolicy {
+        max_lag_blocks: config.metrics.ready_max_lag_blocks,
+    });
     http::status::spawn_sampler(status_board.clone().into_inner());
     let limits = http::ListenerLimits::new("metrics", &config.limits);
     let app_limits = limits.clone();
@@ -239,11 +263,13 @@ fn bind_metrics(
             http::app("metrics", app_limits.clone(), &cors, |cfg| {
                 http::metrics::routes(cfg);
                 http::status::routes(cfg);
+                http::ready::routes(cfg);
             })
             .app_data(metrics_data.clone())
             .app_data(status_board.clone())
+            .app_data(ready_policy.clone())
         })?;
-    tracing::info!(listen = %bound, "metrics listening on /metrics, status page on /");
+    tracing::info!(listen = %bound, "metrics listening on /metrics, status page on /, /health and /ready");
     listeners.metrics = Some(bound);
     Ok(server)
 }

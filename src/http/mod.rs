@@ -23,6 +23,7 @@ pub mod nft;
 pub mod normalize;
 pub mod openapi;
 pub mod query;
+pub mod ready;
 pub mod richlist;
 pub mod router;
 pub mod status;

@@ -38,6 +38,7 @@ pub struct StatusBoard {
     started: Instant,
     chains: Vec<ChainStatus>,
     trackers: Arc<TrackerView>,
+    store_format: u64,
 }
 
 /// One followed chain, in config order.
@@ -95,6 +96,8 @@ impl ChainStatus {
 pub struct Snapshot {
     pub version: &'static str,
     pub commit_hash: &'static str,
+    /// The data directory's store format version (docs/operations.md, "Upgrades").
+    pub store_format: u64,
     pub generated_at: String,
     pub uptime_secs: u64,
     pub refresh_secs: u32,
@@ -146,11 +149,12 @@ pub struct StateCount {
 }
 
 impl StatusBoard {
-    pub fn new(chains: Vec<ChainStatus>, trackers: Arc<TrackerView>) -> Self {
+    pub fn new(chains: Vec<ChainStatus>, trackers: Arc<TrackerView>, store_format: u64) -> Self {
         StatusBoard {
             started: Instant::now(),
             chains,
             trackers,
+            store_format,
         }
     }
 
@@ -175,6 +179,7 @@ impl StatusBoard {
         Snapshot {
             version: crate::VERSION,
             commit_hash: crate::COMMIT_HASH,
+            store_format: self.store_format,
             generated_at: rfc3339_seconds(now_ns()),
             uptime_secs: self.started.elapsed().as_secs(),
             refresh_secs: REFRESH_SECS,
@@ -319,9 +324,10 @@ pub fn render_html(snapshot: &Snapshot) -> String {
 <meta http-equiv=\"refresh\" content=\"{refresh}\">\
 <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
 <title>weaver status</title><style>{STYLE}</style></head><body>\n\
-<h1>weaver status</h1>\n<p class=\"meta\">{version} ({commit}) · up {uptime} · \
-generated {generated} · refreshes every {refresh} s</p>\n",
+<h1>weaver status</h1>\n<p class=\"meta\">{version} ({commit}) · store format {format} · \
+up {uptime} · generated {generated} · refreshes every {refresh} s</p>\n",
         refresh = snapshot.refresh_secs,
+        format = snapshot.store_format,
         version = escape(snapshot.version),
         commit = escape(snapshot.commit_hash),
         uptime = duration_text(snapshot.uptime_secs),
@@ -458,7 +464,7 @@ mod tests {
             SnapshotHandle::new(Default::default()).unwrap(),
             weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
         );
-        (StatusBoard::new(vec![chain], view), tree)
+        (StatusBoard::new(vec![chain], view, 2), tree)
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod node_source;
 mod openapi;
 mod ops;
 mod properties;
+mod readiness;
 mod realchain;
 mod replay;
 mod router;

@@ -12,6 +12,11 @@ impl MetaTree {
         MetaTree { tree }
     }
 
+    /// Whether nothing is set yet.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self.tree.keys::<&[u8], _>(..).next().transpose()?.is_none())
+    }
+
     pub fn get_u64(&self, name: &str) -> Result<Option<u64>, StoreError> {
         read_u64_at(&self.tree, &keys::meta(name))
     }

@@ -10,6 +10,7 @@ mod blocks;
 mod blocks_query;
 mod domain;
 mod engine;
+pub mod format;
 mod hot;
 pub mod keys;
 mod meta;
@@ -71,6 +72,10 @@ pub enum StoreError {
     },
     #[error("this weaver was built without the {0} store engine: build it with the cargo feature `{0}`, or set [store] engine = \"fjall\"")]
     NotBuilt(StoreEngine),
+    /// The store was written by a newer weaver (or its version is not one): opening it
+    /// could misread what it holds.
+    #[error("the store is of format {found}, and this weaver (version {version}) reads formats 1 to {supported}: run a weaver that reads format {found}, or point --data-dir at a new directory and weaver indexes again from the chain (see docs/operations.md, \"Upgrades\")", version = env!("CARGO_PKG_VERSION"))]
+    NewerFormat { found: u64, supported: u64 },
 }
 
 impl StoreError {
@@ -286,6 +291,30 @@ impl Store {
     }
 
     /// Process-level metadata (the devnet world's genesis and the like).
+    /// Whether the store holds nothing yet (no tree but `meta`, nothing in `meta`): a new
+    /// data directory.
+    pub fn is_fresh(&self) -> Result<bool, StoreError> {
+        let others = match &self.db {
+            Db::Fjall(db) => db
+                .list_keyspace_names()
+                .iter()
+                .any(|name| name.as_ref() != "meta"),
+            #[cfg(feature = "sled")]
+            Db::Sled(db) => db
+                .tree_names()
+                .iter()
+                .any(|name| name.as_ref() != b"meta" && name.as_ref() != b"__sled__default"),
+        };
+        Ok(!others && self.meta()?.is_empty()?)
+    }
+
+    /// The store's format version ([`format::check`]): stamps a new store, refuses a newer
+    /// one.
+    pub fn check_format(&self) -> Result<u64, StoreError> {
+        let fresh = self.is_fresh()?;
+        format::check(&self.meta()?, fresh)
+    }
+
     pub fn meta(&self) -> Result<MetaTree, StoreError> {
         Ok(MetaTree::new(self.tree("meta", None)?))
     }
