@@ -1,5 +1,6 @@
 //! The weaver daemon's front: configuration, boot, HTTP listeners and the devnet node.
 
+pub mod admin_client;
 pub mod boot;
 pub mod config;
 pub mod devnet_network;

@@ -58,6 +58,14 @@ enum Command {
         #[command(subcommand)]
         command: NodeCommand,
     },
+    /// Back up the running daemon's store: every tree as of one instant, into a new data
+    /// directory `--to` (start weaver with `--data-dir` on it to restore). Asks the daemon
+    /// of this config and data directory, over its metrics listener (loopback).
+    Backup {
+        /// The new data directory (missing or empty).
+        #[arg(long)]
+        to: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -229,6 +237,19 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Backup { to }) => match load_config(&cli) {
+            Ok(config) => match weaver::admin_client::backup(&config.data_dir, to) {
+                Ok(report) => {
+                    println!("{report}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("weaver backup: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(code) => code,
+        },
         Some(Command::CheckConfig) => match load_config(&cli) {
             Ok(config) => {
                 for warning in config.warnings() {

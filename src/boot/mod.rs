@@ -104,7 +104,7 @@ pub async fn run_with(
         prometheus,
         chains.status,
         router.tracker_view,
-        store_format,
+        (store.clone(), store_format),
         &mut listeners,
     )?);
     servers.extend(bind_devnet_nodes(&config, devnet_network.as_ref())?);
@@ -242,9 +242,10 @@ fn bind_metrics(
     prometheus: metrics_exporter_prometheus::PrometheusHandle,
     chains: Vec<http::status::ChainStatus>,
     tracker_view: Arc<TrackerView>,
-    store_format: u64,
+    (store, store_format): (Store, u64),
     listeners: &mut Listeners,
 ) -> anyhow::Result<Server> {
+    let admin = web::Data::new(http::admin::AdminApi::new(store, store_format));
     let metrics_data = web::Data::new(prometheus);
     let status_board = web::Data::new(http::status::StatusBoard::new(
         chains,
@@ -264,7 +265,9 @@ fn bind_metrics(
                 http::metrics::routes(cfg);
                 http::status::routes(cfg);
                 http::ready::routes(cfg);
+                http::admin::routes(cfg);
             })
+            .app_data(admin.clone())
             .app_data(metrics_data.clone())
             .app_data(status_board.clone())
             .app_data(ready_policy.clone())

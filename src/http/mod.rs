@@ -10,6 +10,7 @@
 //! too slow), so every connection goes through [`wire_errors::JsonErrorIo`], which gives those
 //! answers the error body (`tests/integration/malformed_heads.rs`).
 
+pub mod admin;
 pub mod answer_cache;
 pub mod cors;
 pub mod error;

@@ -4,6 +4,7 @@
 mod answer_cache;
 mod anvil;
 mod api;
+mod backup;
 mod cli;
 mod cors;
 mod crash;

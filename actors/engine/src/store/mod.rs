@@ -5,6 +5,7 @@
 //! layout is documented in `SCHEMA.md`, the same on both; why fjall is the default (and not
 //! sled, which weaver used first) is measured in `benches/README.md`.
 
+mod backup;
 mod batch;
 mod blocks;
 mod blocks_query;
@@ -27,6 +28,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+pub use backup::BackupReport;
 pub use batch::Batch;
 pub use blocks::BlocksStore;
 pub use blocks_query::{TxFilter, COUNT_SCAN_LIMIT};
@@ -70,6 +72,12 @@ pub enum StoreError {
         found: StoreEngine,
         wanted: StoreEngine,
     },
+    /// A backup of a store on an engine that cannot take one while it runs.
+    #[error("backups need the fjall store engine (a sled store has no consistent snapshot of every tree): stop weaver and copy the data directory instead")]
+    BackupUnsupported,
+    /// Where a backup was to go is not an empty (or missing) directory.
+    #[error("{0}")]
+    BackupTarget(String),
     #[error("this weaver was built without the {0} store engine: build it with the cargo feature `{0}`, or set [store] engine = \"fjall\"")]
     NotBuilt(StoreEngine),
     /// The store was written by a newer weaver (or its version is not one): opening it
@@ -210,20 +218,30 @@ impl Store {
         }
     }
 
+    /// How a new fjall keyspace is made: the store's write buffer bound, and `block_bytes`
+    /// data blocks when given.
+    fn keyspace_options(&self, block_bytes: Option<u32>) -> fjall::KeyspaceCreateOptions {
+        let options =
+            fjall::KeyspaceCreateOptions::default().max_memtable_size(self.memtable_bytes);
+        match block_bytes {
+            Some(bytes) => {
+                options.data_block_size_policy(fjall::config::BlockSizePolicy::all(bytes))
+            }
+            None => options,
+        }
+    }
+
+    /// The data block size of tree `name`: the domains' record trees have large blocks.
+    fn block_bytes_of(name: &str) -> Option<u32> {
+        name.starts_with("chain/").then_some(RECORD_BLOCK_BYTES)
+    }
+
     /// The tree `name`, created if it does not exist; `block_bytes` sets a new fjall
     /// keyspace's data block size (sled has no such setting).
     pub fn tree(&self, name: &str, block_bytes: Option<u32>) -> Result<Tree, StoreError> {
         match &self.db {
             Db::Fjall(db) => {
-                let keyspace = db.keyspace(name, || {
-                    let options = fjall::KeyspaceCreateOptions::default()
-                        .max_memtable_size(self.memtable_bytes);
-                    match block_bytes {
-                        Some(bytes) => options
-                            .data_block_size_policy(fjall::config::BlockSizePolicy::all(bytes)),
-                        None => options,
-                    }
-                })?;
+                let keyspace = db.keyspace(name, || self.keyspace_options(block_bytes))?;
                 Ok(Tree::fjall(
                     db.clone(),
                     keyspace,
@@ -238,7 +256,7 @@ impl Store {
     /// The tree of one domain of one chain: its records and its watermark.
     pub fn domain(&self, chain_id: &str, domain: &str) -> Result<DomainTree, StoreError> {
         let name = format!("chain/{chain_id}/{domain}");
-        let tree = self.tree(&name, Some(RECORD_BLOCK_BYTES))?;
+        let tree = self.tree(&name, Self::block_bytes_of(&name))?;
         let changes = self
             .changes
             .lock()
