@@ -30,6 +30,7 @@ mod node_queries;
 mod node_source;
 mod openapi;
 mod ops;
+mod package;
 mod properties;
 mod readiness;
 mod realchain;

@@ -237,11 +237,8 @@ fn ops_unit_passes_systemd_analyze_verify() {
     // verify checks that ExecStart's binary exists: point a copy at the binary under test.
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("weaver.service");
-    let patched = unit.replace(
-        "ExecStart=/usr/local/bin/weaver ",
-        &format!("ExecStart={BIN} "),
-    );
-    assert_ne!(patched, unit, "ExecStart=/usr/local/bin/weaver … not found");
+    let patched = unit.replace("ExecStart=/usr/bin/weaver ", &format!("ExecStart={BIN} "));
+    assert_ne!(patched, unit, "ExecStart=/usr/bin/weaver … not found");
     std::fs::write(&copy, patched).unwrap();
     let (ok, out) = run(Command::new(&analyze).arg("verify").arg(&copy));
     assert!(
