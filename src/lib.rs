@@ -10,6 +10,7 @@ pub mod http;
 pub mod memory;
 pub mod node_tools;
 pub mod registry_import;
+pub mod reindex;
 
 pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
 pub const COMMIT_HASH: &str = env!("BUILD_COMMIT_HASH");

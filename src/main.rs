@@ -66,6 +66,17 @@ enum Command {
         #[arg(long)]
         to: PathBuf,
     },
+    /// Drop one domain of one chain from a stopped weaver's store: the next start rebuilds it
+    /// from the node on a follower of its own while the chain's other domains follow the tip.
+    Reindex {
+        /// The chain.
+        #[arg(long)]
+        chain: String,
+        /// The domain (`blocks`, `txs`, `relay`, `nft`, `richlist`, `evm_txs`,
+        /// `evm_internal_txs`).
+        #[arg(long)]
+        domain: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -245,6 +256,19 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("weaver backup: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(code) => code,
+        },
+        Some(Command::Reindex { chain, domain }) => match load_config(&cli) {
+            Ok(config) => match weaver::reindex::reindex(&config, chain, domain) {
+                Ok(done) => {
+                    println!("{done}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("weaver reindex: {e}");
                     ExitCode::FAILURE
                 }
             },

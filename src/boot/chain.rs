@@ -56,6 +56,11 @@ pub(super) struct StartedChain {
 /// Starts `chain`: stores, followers, listener.
 pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Result<StartedChain> {
     let stores = ChainStores::open(shared, chain)?;
+    let backfill = stores.lagging()?;
+    for (domain, behind) in &backfill {
+        tracing::info!(chain_id = %chain.chain_id, domain = domain.descriptor().name, behind, "domain far behind the chain's others (added or re-indexed): rebuilt on a follower of its own while the others follow the tip");
+    }
+    let backfill: Vec<Domain> = backfill.into_iter().map(|(domain, _)| domain).collect();
     let domains = Arc::new(ChainDomains {
         chain: chain.clone(),
         stores: stores.clone(),
@@ -63,6 +68,7 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
             l2_bridge_id: shared.config.l2_bridge_id(&chain.chain_id),
         },
         bus: shared.bus.clone(),
+        exclude: backfill.clone(),
     });
     // Opened once here so a store that cannot serve this config stops the boot with a
     // clear error instead of a follower restarting forever.
@@ -73,7 +79,7 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
         source_for(chain, (shared.devnets)(chain))?,
         evm_source_for(chain, (shared.devnets)(chain))?,
     ));
-    let ingestion = start_followers(shared, chain, &stores, domains, &source);
+    let ingestion = start_followers(shared, chain, &stores, domains, &backfill, &source);
     let status = chain_status(chain, &ingestion, &stores);
     let listener = bind_indexer_listener(shared, chain, &stores, &source, &ingestion)?;
     Ok(StartedChain {
@@ -143,6 +149,23 @@ impl ChainStores {
         })
     }
 
+    /// The main domains far behind the furthest one ([`BACKFILL_GAP`]), with how far.
+    fn lagging(&self) -> Result<Vec<(Domain, u64)>, weaver_engine::store::StoreError> {
+        let trees = self.trees();
+        let mut watermarks = vec![];
+        for domain in MAIN_DOMAINS {
+            if let Some(tree) = trees.get(domain.descriptor().tree) {
+                watermarks.push((domain, tree.watermark()?));
+            }
+        }
+        let furthest = watermarks.iter().map(|(_, w)| *w).max().unwrap_or(0);
+        Ok(watermarks
+            .into_iter()
+            .filter(|(_, w)| w + BACKFILL_GAP < furthest)
+            .map(|(domain, w)| (domain, furthest - w))
+            .collect())
+    }
+
     /// Each kept domain's tree, by tree name (the descriptors say which tree a domain uses).
     fn trees(&self) -> BTreeMap<String, DomainTree> {
         [
@@ -160,42 +183,76 @@ impl ChainStores {
     }
 }
 
-/// The domains on the chain's own follower, opened at each (re)start of it.
+/// The built-in domains of the chain's own follower, each in a tree of its own.
+const MAIN_DOMAINS: [Domain; 4] = [Domain::Blocks, Domain::Relay, Domain::Nft, Domain::RichList];
+
+/// A main domain this many blocks behind the chain's furthest one (added to a followed data
+/// directory, or re-indexed) is rebuilt on a follower of its own, so the others keep
+/// following the tip instead of waiting for it (one follower fetches heights in order for
+/// all its domains). It rejoins the chain's follower at the next start once within the gap.
+const BACKFILL_GAP: u64 = 256;
+
+/// The domains on the chain's own follower (all but those rebuilt on their own), opened at
+/// each (re)start of it.
 struct ChainDomains {
     chain: ChainConfig,
     stores: ChainStores,
     relay_context: RelayContext,
     bus: RelayBus,
+    /// Rebuilt on followers of their own this run.
+    exclude: Vec<Domain>,
 }
 
 impl ChainDomains {
-    fn open(&self) -> Result<DomainSet, IndexError> {
+    /// The indexer of one main domain, if the chain keeps it.
+    fn indexer(&self, domain: Domain) -> Result<Option<Box<dyn DomainIndexer>>, IndexError> {
         let stores = &self.stores;
+        Ok(match domain {
+            Domain::Blocks => match &stores.blocks {
+                Some(blocks) => Some(Box::new(BlocksIndexer::open(
+                    blocks.clone(),
+                    &self.chain.bech32_prefix,
+                    self.chain.indexes(Domain::Txs),
+                )?)),
+                None => None,
+            },
+            Domain::Relay => match &stores.relay {
+                Some(relay) => Some(Box::new(RelayIndexer::open(
+                    relay.clone(),
+                    self.relay_context,
+                    Some(self.bus.clone()),
+                )?)),
+                None => None,
+            },
+            Domain::Nft => stores.nft.as_ref().map(|nft| {
+                Box::new(NftIndexer::new(nft.clone(), self.chain.vm)) as Box<dyn DomainIndexer>
+            }),
+            Domain::RichList => stores.rich_list.as_ref().map(|rich_list| {
+                Box::new(RichListIndexer::new(rich_list.clone())) as Box<dyn DomainIndexer>
+            }),
+            _ => None,
+        })
+    }
+
+    fn open(&self) -> Result<DomainSet, IndexError> {
         let mut indexers: Vec<Box<dyn DomainIndexer>> = Vec::new();
-        if let Some(blocks) = &stores.blocks {
-            indexers.push(Box::new(BlocksIndexer::open(
-                blocks.clone(),
-                &self.chain.bech32_prefix,
-                self.chain.indexes(Domain::Txs),
-            )?));
+        for domain in MAIN_DOMAINS {
+            if !self.exclude.contains(&domain) {
+                indexers.extend(self.indexer(domain)?);
+            }
         }
-        if let Some(relay) = &stores.relay {
-            indexers.push(Box::new(RelayIndexer::open(
-                relay.clone(),
-                self.relay_context,
-                Some(self.bus.clone()),
-            )?));
-        }
-        if let Some(nft) = &stores.nft {
-            indexers.push(Box::new(NftIndexer::new(nft.clone(), self.chain.vm)));
-        }
-        if let Some(rich_list) = &stores.rich_list {
-            indexers.push(Box::new(RichListIndexer::new(rich_list.clone())));
-        }
-        for (plugin, tree) in &stores.plugins {
+        for (plugin, tree) in &self.stores.plugins {
             indexers.push(plugin.open(&self.chain, tree.clone())?);
         }
         DomainSet::open(&self.chain.chain_id, indexers)
+    }
+
+    /// The set of one main domain alone (its backfill follower's).
+    fn open_one(&self, domain: Domain) -> Result<DomainSet, IndexError> {
+        DomainSet::open(
+            &self.chain.chain_id,
+            self.indexer(domain)?.into_iter().collect(),
+        )
     }
 }
 
@@ -212,10 +269,12 @@ pub struct ChainIngestion {
 }
 
 impl ChainIngestion {
+    /// The follower of its own that indexes `domain` (`txs` is in the `blocks` tree: the
+    /// same follower), if any.
     fn of(&self, domain: Domain) -> Option<Ingestion> {
         self.own
             .iter()
-            .find(|(d, _)| *d == domain)
+            .find(|(d, _)| d.descriptor().tree == domain.descriptor().tree)
             .map(|(_, i)| i.clone())
     }
 }
@@ -228,6 +287,7 @@ fn start_followers(
     chain: &ChainConfig,
     stores: &ChainStores,
     domains: Arc<ChainDomains>,
+    backfill: &[Domain],
     source: &Arc<ChainAccess>,
 ) -> ChainIngestion {
     let mut own = Vec::new();
@@ -263,6 +323,31 @@ fn start_followers(
             ..settings.clone()
         };
         let chain_id = chain.chain_id.clone();
+        let ingestion = Ingestion::of_own_follower(&chain_id, role);
+        own.push((domain, ingestion.clone()));
+        shared.supervision.start_on_own_thread(
+            &format!("chain_follower/{chain_id}/{role}"),
+            move || {
+                ChainFollower::new(
+                    source.clone(),
+                    &chain_id,
+                    open_set.clone(),
+                    settings.clone(),
+                )
+                .with_ingestion(ingestion.clone())
+            },
+        );
+    }
+    for &domain in backfill {
+        let role = domain.descriptor().name;
+        let chain_id = chain.chain_id.clone();
+        let set = domains.clone();
+        let open_set: OpenDomains = Arc::new(move || set.open_one(domain));
+        let source = source.clone();
+        let settings = FollowerSettings {
+            role,
+            ..settings.clone()
+        };
         let ingestion = Ingestion::of_own_follower(&chain_id, role);
         own.push((domain, ingestion.clone()));
         shared.supervision.start_on_own_thread(

@@ -34,6 +34,7 @@ mod package;
 mod properties;
 mod readiness;
 mod realchain;
+mod reindex;
 mod replay;
 mod router;
 mod router_info;

@@ -25,8 +25,10 @@ impl Store {
     /// missing or empty). Writers go on meanwhile; what they write after the instant is not
     /// in the copy. fjall only.
     pub fn backup_to(&self, to: &Path) -> Result<BackupReport, StoreError> {
-        let Db::Fjall(db) = &self.db else {
-            return Err(StoreError::BackupUnsupported);
+        let db = match &self.db {
+            Db::Fjall(db) => db,
+            #[cfg(feature = "sled")]
+            Db::Sled(_) => return Err(StoreError::BackupUnsupported),
         };
         if to.exists()
             && std::fs::read_dir(to)
@@ -43,8 +45,10 @@ impl Store {
         // Taken first: every tree is read as of this instant.
         let snapshot = db.snapshot();
         let copy = Store::open_engine(StoreEngine::Fjall, to, 16 << 20, self.memtable_bytes)?;
-        let Db::Fjall(target) = &copy.db else {
-            unreachable!("opened on fjall");
+        let target = match &copy.db {
+            Db::Fjall(target) => target,
+            #[cfg(feature = "sled")]
+            Db::Sled(_) => unreachable!("opened on fjall"),
         };
         let mut report = BackupReport {
             trees: 0,

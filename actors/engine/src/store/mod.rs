@@ -253,6 +253,42 @@ impl Store {
         }
     }
 
+    /// Drops the tree of one domain of one chain — its records and its watermark — in one
+    /// step the engine makes durable before returning (a crash leaves it whole or gone, never
+    /// half): the domain is rebuilt from the node at the next start. The watermark it had;
+    /// `None` when there was no such tree.
+    pub fn drop_domain(&self, chain_id: &str, domain: &str) -> Result<Option<u64>, StoreError> {
+        let name = format!("chain/{chain_id}/{domain}");
+        let had = match &self.db {
+            Db::Fjall(db) => {
+                if !db.keyspace_exists(&name) {
+                    return Ok(None);
+                }
+                let watermark = self.domain(chain_id, domain)?.watermark()?;
+                let keyspace = db.keyspace(&name, Default::default)?;
+                // One write to the database's own catalogue: the keyspace is gone as a whole.
+                db.delete_keyspace(keyspace)?;
+                watermark
+            }
+            #[cfg(feature = "sled")]
+            Db::Sled(db) => {
+                if !db
+                    .tree_names()
+                    .iter()
+                    .any(|n| n.as_ref() == name.as_bytes())
+                {
+                    return Ok(None);
+                }
+                let watermark = self.domain(chain_id, domain)?.watermark()?;
+                db.drop_tree(&name)?;
+                watermark
+            }
+        };
+        self.changes.lock().recover().remove(&name);
+        self.flush()?;
+        Ok(Some(had))
+    }
+
     /// The tree of one domain of one chain: its records and its watermark.
     pub fn domain(&self, chain_id: &str, domain: &str) -> Result<DomainTree, StoreError> {
         let name = format!("chain/{chain_id}/{domain}");
