@@ -470,6 +470,13 @@ fn bind_indexer_listener(
                     .collect(),
             )
             .with_rich_list(stores.rich_list.clone())
+            .with_store_format(
+                shared
+                    .store
+                    .meta()?
+                    .get_u64(weaver_engine::store::format::FORMAT_KEY)?
+                    .unwrap_or(weaver_engine::store::format::FORMAT_VERSION),
+            )
             .with_internal_txs(stores.internal_txs.clone()),
     );
     let docs = web::Data::new(http::openapi::ApiDocs::new(

@@ -30,6 +30,8 @@ pub struct ChainApi {
     pub own_followers: Vec<(&'static str, Ingestion)>,
     /// The last height `/status` read, served if the store cannot be read (a failing disk).
     last_height: AtomicU64,
+    /// The data directory's store format version (docs/operations.md, "Upgrades").
+    store_format: u64,
 }
 
 impl ChainApi {
@@ -41,7 +43,14 @@ impl ChainApi {
             ingestion,
             own_followers: Vec::new(),
             last_height: AtomicU64::new(0),
+            store_format: weaver_engine::store::format::FORMAT_VERSION,
         }
+    }
+
+    /// The store format `/status` reports (the data directory's, read at boot).
+    pub fn with_store_format(mut self, store_format: u64) -> Self {
+        self.store_format = store_format;
+        self
     }
 
     pub fn with_own_followers(mut self, own_followers: Vec<(&'static str, Ingestion)>) -> Self {
@@ -142,6 +151,8 @@ pub struct Status<'a> {
     /// are stalled or stopped while the chain goes on; omitted when none is.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     held_domains: Vec<HeldDomain>,
+    /// weaver's addition: the data directory's store format version.
+    store_format: u64,
 }
 
 /// A domain held while its chain goes on.
@@ -183,6 +194,7 @@ pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
         },
         ingestion: api.ingestion.status(),
         held_domains: api.held_domains(),
+        store_format: api.store_format,
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
 }

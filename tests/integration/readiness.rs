@@ -82,6 +82,11 @@ fn ready_is_503_naming_what_is_behind_during_catch_up_and_200_at_the_tip() {
     // The store's format is on the status snapshot.
     let (_, _, status) = daemon.get(&format!("{base}/status.json"));
     assert_eq!(status["store_format"], FORMAT_VERSION, "{status}");
+    let chain_status = daemon.status("ready-1");
+    assert_eq!(
+        chain_status["store_format"], FORMAT_VERSION,
+        "{chain_status}"
+    );
 }
 
 /// `weaver --version` names the store format it writes.
