@@ -23,15 +23,27 @@ pub fn backup(data_dir: &Path, to: &Path) -> anyhow::Result<String> {
     let metrics = value["metrics"]
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("{} names no metrics listener", listeners.display()))?;
-    let mut addr: std::net::SocketAddr = metrics.parse()?;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-    }
-    let answer = reqwest::blocking::Client::builder()
-        // A backup reads every tree: minutes for a large store.
-        .timeout(Duration::from_secs(6 * 3600))
-        .build()?
-        .post(format!("http://{addr}/admin/backup"))
+    let bound: std::net::SocketAddr = metrics.parse()?;
+    // The daemon serves admin requests to loopback clients only: ask on loopback, on the
+    // port it bound (a listener on one non-loopback address cannot be asked from here).
+    let addr = match bound.ip() {
+        ip if ip.is_loopback() => bound,
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, bound.port()))
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+            std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, bound.port()))
+        }
+        ip => anyhow::bail!(
+            "the metrics listener is bound to {ip} only, and admin requests are accepted from loopback: bind it to 127.0.0.1 (or 0.0.0.0) to back up"
+        ),
+    };
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let url = format!("http://{addr}/admin/backup");
+    let answer = client
+        .post(&url)
         .header("content-type", "application/json")
         .body(serde_json::json!({"to": to.display().to_string()}).to_string())
         .send()
@@ -41,5 +53,19 @@ pub fn backup(data_dir: &Path, to: &Path) -> anyhow::Result<String> {
     if !status.is_success() {
         anyhow::bail!("the daemon answered {status}: {body}");
     }
-    Ok(body)
+    // Started: the copy runs in the daemon; its state says when it ends.
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let text = client
+            .get(&url)
+            .send()
+            .map_err(|e| anyhow::anyhow!("the daemon at {addr} did not answer: {e}"))?
+            .text()?;
+        let state: serde_json::Value = serde_json::from_str(&text)?;
+        match state["state"].as_str() {
+            Some("running") => continue,
+            Some("done") => return Ok(state.to_string()),
+            _ => anyhow::bail!("the backup failed: {state}"),
+        }
+    }
 }

@@ -1,24 +1,27 @@
-//! Operator requests on the metrics listener, accepted from loopback only: `POST
-//! /admin/backup {"to": "/abs/dir"}` copies the running store, every tree as of one instant,
-//! into a new data directory (`<to>/db`) that a weaver started with `--data-dir <to>` resumes
-//! from. `weaver backup --to DIR` makes the request.
+//! Operator requests on the metrics listener, accepted from loopback only. `POST
+//! /admin/backup {"to": "/abs/dir"}` starts a copy of the running store — every tree as of one
+//! instant — into a new data directory (`<to>/db`) that a weaver started with `--data-dir <to>`
+//! resumes from; it answers 202 at once (a large store takes longer than any request may),
+//! and `GET /admin/backup` says how the last one went. `weaver backup --to DIR` makes the
+//! request and polls until it ends.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 use weaver_engine::store::{Store, StoreError};
+use weaver_engine::system::Recover;
 
 use super::error::{ApiError, ApiResult};
 
 pub struct AdminApi {
     store: Store,
     store_format: u64,
-    /// A backup is running (one at a time: each reads every tree).
-    busy: AtomicBool,
+    /// The last backup's state (one runs at a time: each reads every tree).
+    backup: Mutex<Value>,
 }
 
 impl AdminApi {
@@ -26,13 +29,23 @@ impl AdminApi {
         AdminApi {
             store,
             store_format,
-            busy: AtomicBool::new(false),
+            backup: Mutex::new(json!({"state": "none"})),
         }
     }
 }
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    super::router::post(cfg, "/admin/backup", backup);
+    cfg.service(
+        web::resource("/admin/backup")
+            .app_data(super::RouteLabel("/admin/backup"))
+            .route(web::get().to(backup_state))
+            .route(
+                web::post()
+                    .guard(actix_web::guard::fn_guard(super::router::is_json))
+                    .to(start_backup),
+            )
+            .default_service(web::to(super::error::not_allowed)),
+    );
 }
 
 #[derive(Deserialize)]
@@ -40,23 +53,26 @@ struct BackupRequest {
     to: Option<String>,
 }
 
-/// Clears the busy flag however the backup ends.
-struct Busy<'a>(&'a AtomicBool);
-
-impl Drop for Busy<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
+/// Only a process on this host may ask: the metrics listener may face a network.
+fn loopback_only(req: &HttpRequest) -> Result<(), ApiError> {
+    if req.peer_addr().is_some_and(|peer| peer.ip().is_loopback()) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "admin requests are accepted from loopback only",
+        ))
     }
 }
 
-async fn backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Bytes) -> ApiResult {
-    // The metrics listener may face a network: only a process on this host may ask.
-    if !req.peer_addr().is_some_and(|peer| peer.ip().is_loopback()) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "admin requests are accepted from loopback only",
-        ));
-    }
+async fn backup_state(api: web::Data<AdminApi>, req: HttpRequest) -> ApiResult {
+    loopback_only(&req)?;
+    let state = api.backup.lock().recover().clone();
+    Ok(HttpResponse::Ok().json(state))
+}
+
+async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Bytes) -> ApiResult {
+    loopback_only(&req)?;
     let request: BackupRequest = super::router::parse_body(&body, &["to"], &[])?;
     let to = request
         .to
@@ -70,41 +86,61 @@ async fn backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Bytes) ->
             "must be an absolute path (the daemon's working directory is not yours)",
         ));
     }
-    if api.busy.swap(true, Ordering::SeqCst) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "a backup is running already",
-        ));
+    {
+        let mut state = api.backup.lock().recover();
+        if state["state"] == "running" {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("a backup is running already (into {})", state["to"]),
+            ));
+        }
+        if to.exists()
+            && std::fs::read_dir(&to)
+                .map(|mut entries| entries.next().is_some())
+                .unwrap_or(true)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{} is not empty: a backup goes into a new (or empty) directory",
+                to.display()
+            )));
+        }
+        *state = json!({"state": "running", "to": to.display().to_string()});
     }
-    let store_format = api.store_format;
     let api = api.into_inner();
-    let target = to.clone();
-    let copied = web::block(move || {
-        let _busy = Busy(&api.busy);
-        api.store.backup_to(&target.join("db"))
-    })
-    .await
-    .map_err(|e| ApiError::unavailable(format!("the backup could not run: {e}"), 5))?;
-    match copied {
-        Ok(report) => {
-            tracing::info!(to = %to.display(), trees = report.trees, keys = report.keys, seconds = report.seconds, "backup written");
-            Ok(HttpResponse::Ok().json(json!({
-                "to": to.display().to_string(),
-                "store_format": store_format,
-                "trees": report.trees,
-                "keys": report.keys,
-                "bytes": report.bytes,
-                "seconds": report.seconds,
-            })))
-        }
-        Err(e @ (StoreError::BackupTarget(_) | StoreError::BackupUnsupported)) => {
-            Err(ApiError::bad_request(e.to_string()))
-        }
-        Err(e) => {
-            tracing::error!(error = %e, to = %to.display(), "backup failed");
-            Err(ApiError::unavailable(format!("the backup failed: {e}"), 30))
-        }
-    }
+    let running = json!({"state": "running", "to": to.display().to_string()});
+    // On the blocking pool, outliving this request (its timeout does not cut the copy).
+    actix_web::rt::task::spawn_blocking(move || {
+        let copied = api.store.backup_to(&to.join("db"));
+        let done = match copied {
+            Ok(report) => {
+                tracing::info!(to = %to.display(), trees = report.trees, keys = report.keys, seconds = report.seconds, "backup written");
+                json!({
+                    "state": "done",
+                    "to": to.display().to_string(),
+                    "store_format": api.store_format,
+                    "trees": report.trees,
+                    "keys": report.keys,
+                    "bytes": report.bytes,
+                    "seconds": report.seconds,
+                })
+            }
+            Err(e) => {
+                tracing::error!(error = %e, to = %to.display(), "backup failed");
+                let bad_request = matches!(
+                    e,
+                    StoreError::BackupTarget(_) | StoreError::BackupUnsupported
+                );
+                json!({
+                    "state": "failed",
+                    "to": to.display().to_string(),
+                    "error": e.to_string(),
+                    "retry": !bad_request,
+                })
+            }
+        };
+        *api.backup.lock().recover() = done;
+    });
+    Ok(HttpResponse::Accepted().json(running))
 }
 
 #[cfg(test)]
@@ -112,27 +148,42 @@ mod tests {
     use super::*;
     use actix_web::ResponseError;
 
+    fn request(peer: &str) -> HttpRequest {
+        actix_web::test::TestRequest::post()
+            .peer_addr(peer.parse().unwrap())
+            .to_http_request()
+    }
+
     /// The metrics listener may face a network: a backup asked from another host is refused
-    /// before anything is read or written.
+    /// before anything is read or written; from loopback it runs, and its state says when
+    /// it is done.
     #[actix_web::test]
-    async fn a_backup_from_another_host_is_refused() {
+    async fn a_backup_from_another_host_is_refused_and_one_from_loopback_runs() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db"), 8 << 20).unwrap();
         let api = web::Data::new(AdminApi::new(store, 2));
         let to = dir.path().join("copy");
         let body = web::Bytes::from(json!({"to": to.display().to_string()}).to_string());
-        let request = |peer: &str| {
-            actix_web::test::TestRequest::post()
-                .peer_addr(peer.parse().unwrap())
-                .to_http_request()
-        };
-        let refused = backup(api.clone(), request("10.1.2.3:5000"), body.clone())
+        let refused = start_backup(api.clone(), request("10.1.2.3:5000"), body.clone())
             .await
             .unwrap_err();
         assert_eq!(refused.status_code(), StatusCode::FORBIDDEN);
+        assert!(backup_state(api.clone(), request("10.1.2.3:5000"))
+            .await
+            .is_err());
         assert!(!to.exists(), "a refused backup wrote something");
-        let done = backup(api, request("127.0.0.1:5000"), body).await.unwrap();
-        assert_eq!(done.status(), StatusCode::OK);
+        let started = start_backup(api.clone(), request("127.0.0.1:5000"), body)
+            .await
+            .unwrap();
+        assert_eq!(started.status(), StatusCode::ACCEPTED);
+        for _ in 0..500 {
+            if api.backup.lock().unwrap()["state"] != "running" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let state = api.backup.lock().unwrap().clone();
+        assert_eq!(state["state"], "done", "{state}");
         assert!(to.join("db").exists());
     }
 }

@@ -322,6 +322,8 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
     query.before = None;
     query.limit = DEFAULT_LIMIT;
     query.budget = budget(DEFAULT_LIMIT);
+    // The slot first: a refused client costs no look.
+    let slot = StreamSlot::open(&api, client_of(&req))?;
     // Registered before the first look: an event landing in between wakes it.
     let mut watching = api.history_watch.watch_account(query.account.clone());
     let followed = Followed {
@@ -333,13 +335,14 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
         .ok_or_else(|| ApiError::unavailable("the server is stopping", 1))?;
     let (_, keys) = looked?;
     watching.set_keys(keys);
-    let slot = StreamSlot::open(&api, client_of(&req))?;
     struct State {
         slot: StreamSlot,
         watching: Watching,
         followed: Followed,
         query: HistoryQuery,
         deadline: tokio::time::Instant,
+        /// The last look failed: look again at the next keepalive even if nothing woke it.
+        look_again: bool,
     }
     let deadline = tokio::time::Instant::now() + api.streams.max_duration;
     let state = State {
@@ -348,6 +351,7 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
         followed,
         query,
         deadline,
+        look_again: false,
     };
     let events = futures_util::stream::unfold(state, |mut s| async move {
         loop {
@@ -359,16 +363,24 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
                 s.watching.changed(),
             )
             .await;
+            if woken.is_err() && !s.look_again {
+                // Quiet: nothing it watches moved, so there is nothing to look at.
+                return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s));
+            }
             // The look reads the store: off the listener's worker. One that fails is tried
             // again at the next change or keepalive.
             let (followed, looked) = look_off_worker(s.followed, &s.slot.api, &s.query).await?;
             s.followed = followed;
             let news = match looked {
                 Ok((news, keys)) => {
+                    s.look_again = false;
                     s.watching.set_keys(keys);
                     news
                 }
-                Err(_) => String::new(),
+                Err(_) => {
+                    s.look_again = true;
+                    String::new()
+                }
             };
             if !news.is_empty() {
                 return Some((Ok::<_, actix_web::Error>(Bytes::from(news)), s));

@@ -53,7 +53,7 @@ where
 /// A POST body must be declared `application/json` (parameters such as `charset` allowed):
 /// the CORS-safelisted types (`text/plain`, forms) would let any web page post cross-site
 /// without a preflight.
-fn is_json(ctx: &guard::GuardContext) -> bool {
+pub(crate) fn is_json(ctx: &guard::GuardContext) -> bool {
     ctx.head()
         .headers()
         .get(header::CONTENT_TYPE)

@@ -66,14 +66,14 @@ impl StreamSlot {
     pub(super) fn open(api: &web::Data<TrackingApi>, ip: IpAddr) -> Result<StreamSlot, ApiError> {
         let limits = &api.streams;
         let mut per_ip = limits.per_ip.lock().recover();
-        let mine = per_ip.entry(ip).or_default();
-        if *mine >= limits.max_per_ip {
+        if per_ip.get(&ip).copied().unwrap_or(0) >= limits.max_per_ip {
             return Err(ApiError::too_many_requests(
                 format!("at most {} status streams per client", limits.max_per_ip),
                 5,
             ));
         }
         if limits.total.load(Ordering::SeqCst) >= limits.max_total {
+            // Refused before any entry is made for the client: refused clients leave nothing.
             return Err(ApiError::unavailable(
                 format!(
                     "at most {} status streams are open at once",
@@ -82,7 +82,7 @@ impl StreamSlot {
                 5,
             ));
         }
-        *mine += 1;
+        *per_ip.entry(ip).or_default() += 1;
         limits.total.fetch_add(1, Ordering::SeqCst);
         metrics::gauge!("weaver_tracker_streams").increment(1.0);
         Ok(StreamSlot {

@@ -42,9 +42,16 @@ impl Store {
             )));
         }
         let started = Instant::now();
+        // Written beside the target and renamed into place once whole: a backup that fails
+        // half way leaves no directory that opens as a (partial) store.
+        let partial = to.with_extension("partial");
+        if partial.exists() {
+            std::fs::remove_dir_all(&partial)
+                .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", partial.display())))?;
+        }
         // Taken first: every tree is read as of this instant.
         let snapshot = db.snapshot();
-        let copy = Store::open_engine(StoreEngine::Fjall, to, 16 << 20, self.memtable_bytes)?;
+        let copy = Store::open_engine(StoreEngine::Fjall, &partial, 16 << 20, self.memtable_bytes)?;
         let target = match &copy.db {
             Db::Fjall(target) => target,
             #[cfg(feature = "sled")]
@@ -75,6 +82,14 @@ impl Store {
         }
         drop(snapshot);
         copy.flush()?;
+        drop(copy);
+        if to.exists() {
+            // An empty target directory (checked above): replaced by the copy.
+            std::fs::remove_dir(to)
+                .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", to.display())))?;
+        }
+        std::fs::rename(&partial, to)
+            .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", to.display())))?;
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }

@@ -162,7 +162,13 @@ impl TransferHistory {
                 return Ok(page);
             }
             examined += 1;
-            if let Some(item) = self.item(&at, &query.account, &topology, &mut derived)? {
+            if let Some(item) = self.item(
+                &at,
+                &query.account,
+                query.chain.as_deref(),
+                &topology,
+                &mut derived,
+            )? {
                 if query.states.is_empty() || query.states.contains(&item.tracked.state()) {
                     page.items.push(item);
                 }
@@ -177,6 +183,7 @@ impl TransferHistory {
         &self,
         at: &HistoryCursor,
         account: &[u8],
+        chain: Option<&str>,
         topology: &Topology,
         derived: &mut HashMap<TrackKey, Option<(Tracked, i64)>>,
     ) -> Result<Option<HistoryItem>, StoreError> {
@@ -211,8 +218,9 @@ impl TransferHistory {
         let Some((tracked, source_time_ns)) = entry else {
             return Ok(None);
         };
-        // Listed at the first hop naming the account; an entry that is not it is a repeat.
-        if let Some(first) = first_naming(&tracked, account) {
+        // Listed at the first hop naming the account (of those sent from the chain asked
+        // for); an entry that is not it is a repeat.
+        if let Some(first) = first_naming(&tracked, account, chain) {
             if (first.0, first.1, first.2) != (at.time_ns, at.chain_id.as_str(), at.sequence) {
                 return Ok(None);
             }
@@ -418,8 +426,12 @@ fn sender_of(kind: &RelayKind) -> Option<Vec<u8>> {
 }
 
 /// The first hop (by block time, chain id, relay sequence of its send) naming `account` as
-/// sender or receiver.
-fn first_naming<'a>(tracked: &'a Tracked, account: &[u8]) -> Option<(u64, &'a str, u64)> {
+/// sender or receiver — among those sent from `chain`, when given.
+fn first_naming<'a>(
+    tracked: &'a Tracked,
+    account: &[u8],
+    chain: Option<&str>,
+) -> Option<(u64, &'a str, u64)> {
     let names = |text: &str| parse_account(text).is_ok_and(|a| a == account);
     tracked
         .transfers
@@ -429,11 +441,12 @@ fn first_naming<'a>(tracked: &'a Tracked, account: &[u8]) -> Option<(u64, &'a st
             Hop::Ibc(h) => names(&h.carried.sender) || names(&h.carried.receiver),
             Hop::OpInit(h) => names(&h.from) || names(&h.to),
         })
-        .map(|hop| {
-            let send = match hop {
-                Hop::Ibc(h) => &h.send,
-                Hop::OpInit(h) => &h.send,
-            };
+        .map(|hop| match hop {
+            Hop::Ibc(h) => &h.send,
+            Hop::OpInit(h) => &h.send,
+        })
+        .filter(|send| chain.is_none_or(|chain| send.chain_id == chain))
+        .map(|send| {
             (
                 send.time_ns.max(0) as u64,
                 send.chain_id.as_str(),

@@ -270,6 +270,15 @@ fn a_forwarded_transfer_is_listed_once_at_its_source() {
         );
         // (USER also sends the second hop, its intermediate address: one entry per hop.)
         assert!(page(&engine, &query(OTHER)).items.is_empty());
+        // Asked for the hub only: USER sent the second hop from there — listed, once.
+        let on_hub = HistoryQuery {
+            chain: Some(HUB.into()),
+            ..query(USER)
+        };
+        assert_eq!(
+            listed(&page(&engine, &on_hub)),
+            vec![(hash("src"), Direction::Sent, TxState::Pending)]
+        );
     });
 }
 

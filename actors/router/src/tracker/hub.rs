@@ -55,6 +55,10 @@ pub struct TrackerHub {
     catch_up: std::collections::VecDeque<WeakAddr<Tracker>>,
 }
 
+/// Unseen txs abandoned per tick at most (each is a store read and write; after a long
+/// downtime all are due at once).
+const EXPIRED_PER_TICK: usize = 2000;
+
 /// Trackers told to catch up per tick after a hub restart.
 const CATCH_UP_PER_TICK: usize = 2000;
 
@@ -359,7 +363,9 @@ impl TrackerHub {
             .take_due(Instant::now(), tracking.settings.lookups_in_flight.max(1));
         for key in due {
             let Some(lookup) = tracking.look_up(&key) else {
-                continue; // not lookable: never queued
+                // Not lookable (never queued so): its place in the budget is given back.
+                tracking.unseen.lock().recover().not_looked_up(&key);
+                continue;
             };
             ctx.spawn(
                 lookup
@@ -402,11 +408,14 @@ impl TrackerHub {
         let tracking = self.deps.tracking.clone();
         let now = now_ns();
         let limit = tracking.settings.abandon_unseen.as_nanos() as i64;
-        let expired = tracking
-            .unseen
-            .lock()
-            .recover()
-            .take_expired(limit, |chain| tracking.chain_now(chain, now));
+        let expired =
+            tracking
+                .unseen
+                .lock()
+                .recover()
+                .take_expired(limit, EXPIRED_PER_TICK, |chain| {
+                    tracking.chain_now(chain, now)
+                });
         for (key, registered_ns) in expired {
             let keep = |hub: &Self| hub.keep_unseen(key.clone(), registered_ns);
             match tracking.tx_events(&key.chain_id, &key.tx_hash) {

@@ -24,6 +24,9 @@ pub(super) fn lookup_retry(tick: Duration) -> Backoff {
     Backoff::growing_by_half(tick * 3 / 2, Duration::from_secs(5))
 }
 
+/// Unseen txs of one chain, earliest registration first.
+type DeadlineQueue = BinaryHeap<Reverse<(i64, Arc<TrackKey>)>>;
+
 struct Entry {
     registered_ns: i64,
     /// Lookups that did not find it.
@@ -39,8 +42,9 @@ pub struct UnseenSet {
     fresh: VecDeque<Arc<TrackKey>>,
     /// Looked up and not found: when to ask again.
     retry: BinaryHeap<Reverse<(Instant, Arc<TrackKey>)>>,
-    /// Per chain, by registration time (deadlines run on each chain's own clock).
-    deadlines: HashMap<String, VecDeque<(i64, Arc<TrackKey>)>>,
+    /// Per chain, earliest registration first (deadlines run on each chain's own clock; a
+    /// heap: resumed records come in store order, not by time).
+    deadlines: HashMap<String, DeadlineQueue>,
     in_flight: usize,
 }
 
@@ -84,10 +88,10 @@ impl UnseenSet {
         if lookable {
             self.fresh.push_back(key.clone());
         }
-        let queue = self.deadlines.entry(key.chain_id.clone()).or_default();
-        // Resumed records come in store order: keep each queue by registration time.
-        let at = queue.partition_point(|(t, _)| *t <= registered_ns);
-        queue.insert(at, (registered_ns, key));
+        self.deadlines
+            .entry(key.chain_id.clone())
+            .or_default()
+            .push(Reverse((registered_ns, key)));
     }
 
     /// Takes a tx out (its chain showed it, or it was abandoned): whether it was here. Its
@@ -137,6 +141,17 @@ impl UnseenSet {
         self.retry.push(Reverse((at, key.clone())));
     }
 
+    /// A lookup that could not be made (no node to ask): it leaves the budget, and the tx
+    /// is not queued again (the relay bus or its deadline settles it).
+    pub(super) fn not_looked_up(&mut self, key: &TrackKey) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            if entry.looking {
+                entry.looking = false;
+                self.in_flight -= 1;
+            }
+        }
+    }
+
     /// After a hub restart: lookups the dead hub had in flight will never answer; ask again.
     pub(super) fn forget_in_flight(&mut self) {
         for (key, entry) in &mut self.entries {
@@ -148,20 +163,25 @@ impl UnseenSet {
         self.in_flight = 0;
     }
 
-    /// The txs whose deadline has passed on their chain's clock (`clock_of`, ns), taken out.
+    /// Up to `max` txs whose deadline has passed on their chain's clock (`clock_of`, ns),
+    /// taken out (the rest come at the next call: after a long downtime every one is due).
     pub(super) fn take_expired(
         &mut self,
         limit_ns: i64,
+        max: usize,
         clock_of: impl Fn(&str) -> i64,
     ) -> Vec<(Arc<TrackKey>, i64)> {
         let mut expired = vec![];
         for (chain, queue) in &mut self.deadlines {
             let clock = clock_of(chain);
-            while let Some((registered, _)) = queue.front() {
+            while expired.len() < max {
+                let Some(Reverse((registered, _))) = queue.peek() else {
+                    break;
+                };
                 if registered.saturating_add(limit_ns) >= clock {
                     break;
                 }
-                let (registered, key) = queue.pop_front().unwrap();
+                let Reverse((registered, key)) = queue.pop().unwrap();
                 // Still here, and not a stale place left by an earlier remove.
                 if self
                     .entries
@@ -230,12 +250,13 @@ mod tests {
             set.insert(key(i), i as i64 * 10, true);
         }
         // Chain a-1's clock at 25, b-1's stopped at 0: only a-1's txs registered before 15.
-        let expired = set.take_expired(10, |chain| if chain == "a-1" { 25 } else { 0 });
+        let expired = set.take_expired(10, 100, |chain| if chain == "a-1" { 25 } else { 0 });
         assert_eq!(expired, vec![(key(0), 0)]);
         assert!(!set.contains(&key(0)) && set.contains(&key(2)) && set.contains(&key(1)));
         assert!(set.remove(&key(2)).is_some());
-        let expired = set.take_expired(10, |_| 1000);
-        assert_eq!(expired.len(), 2);
+        // At most `max` a call.
+        assert_eq!(set.take_expired(10, 1, |_| 1000).len(), 1);
+        assert_eq!(set.take_expired(10, 100, |_| 1000).len(), 1);
         assert!(set.is_empty());
     }
 }
