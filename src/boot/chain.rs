@@ -75,6 +75,15 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
     domains
         .open()
         .map_err(|e| anyhow::anyhow!("chain {}: {e}", chain.chain_id))?;
+    for &domain in &backfill {
+        domains.open_one(domain).map_err(|e| {
+            anyhow::anyhow!(
+                "chain {} ({}): {e}",
+                chain.chain_id,
+                domain.descriptor().name
+            )
+        })?;
+    }
     let source = Arc::new(ChainAccess::new(
         source_for(chain, (shared.devnets)(chain))?,
         evm_source_for(chain, (shared.devnets)(chain))?,
