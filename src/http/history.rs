@@ -334,14 +334,15 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
         .await
         .ok_or_else(|| ApiError::unavailable("the server is stopping", 1))?;
     let (_, keys) = looked?;
-    watching.set_keys(keys);
+    let look_again = watching.set_keys(keys);
     struct State {
         slot: StreamSlot,
         watching: Watching,
         followed: Followed,
         query: HistoryQuery,
         deadline: tokio::time::Instant,
-        /// The last look failed: look again at the next keepalive even if nothing woke it.
+        /// Look again at the next keepalive even if nothing woke it: the last look failed,
+        /// or it watched a key only then.
         look_again: bool,
     }
     let deadline = tokio::time::Instant::now() + api.streams.max_duration;
@@ -351,7 +352,7 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
         followed,
         query,
         deadline,
-        look_again: false,
+        look_again,
     };
     let events = futures_util::stream::unfold(state, |mut s| async move {
         loop {
@@ -373,8 +374,9 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
             s.followed = followed;
             let news = match looked {
                 Ok((news, keys)) => {
-                    s.look_again = false;
-                    s.watching.set_keys(keys);
+                    // A key watched only now may have had its event already: look once more
+                    // at the next keepalive.
+                    s.look_again = s.watching.set_keys(keys);
                     news
                 }
                 Err(_) => {

@@ -81,17 +81,21 @@ impl Watching {
         self.notify.notified().await;
     }
 
-    /// Replaces the relay keys watched with `keys` (the open transfers' waits).
-    pub fn set_keys(&mut self, mut keys: Vec<WatchKey>) {
+    /// Replaces the relay keys watched with `keys` (the open transfers' waits); whether any
+    /// key is new (an event under it may have landed before it was watched).
+    pub fn set_keys(&mut self, mut keys: Vec<WatchKey>) -> bool {
         keys.sort();
         keys.dedup();
         for old in self.keys.iter().filter(|k| keys.binary_search(k).is_err()) {
             self.watch.keys.remove(old, &self.notify);
         }
+        let mut added = false;
         for new in keys.iter().filter(|k| self.keys.binary_search(k).is_err()) {
             self.watch.keys.add(new.clone(), &self.notify);
+            added = true;
         }
         self.keys = keys;
+        added
     }
 }
 
