@@ -34,6 +34,8 @@ use crate::http;
 pub(super) struct Shared<'a> {
     pub config: &'a Config,
     pub store: &'a Store,
+    /// The store's format version, as checked at open.
+    pub store_format: u64,
     pub extensions: &'a Extensions,
     pub supervision: &'a Supervision,
     pub bus: &'a RelayBus,
@@ -317,21 +319,14 @@ fn start_followers(
             |store| Ok(Box::new(InternalTxsIndexer::open(store)?)),
         ),
     ];
-    for (domain, store, open) in own_followers {
-        let Some(store) = store else { continue };
-        let role = domain
-            .descriptor()
-            .own_follower
-            .expect("the EVM domains have followers of their own");
+    // A follower of one domain: the EVM domains always, a lagging main domain this run.
+    let mut start_own = |domain: Domain, role: &'static str, open_set: OpenDomains| {
         let chain_id = chain.chain_id.clone();
-        let open_set: OpenDomains =
-            Arc::new(move || DomainSet::open(&chain_id, vec![open(store.clone())?]));
         let source = source.clone();
         let settings = FollowerSettings {
             role,
             ..settings.clone()
         };
-        let chain_id = chain.chain_id.clone();
         let ingestion = Ingestion::of_own_follower(&chain_id, role);
         own.push((domain, ingestion.clone()));
         shared.supervision.start_on_own_thread(
@@ -346,30 +341,26 @@ fn start_followers(
                 .with_ingestion(ingestion.clone())
             },
         );
+    };
+    for (domain, store, open) in own_followers {
+        let Some(store) = store else { continue };
+        let role = domain
+            .descriptor()
+            .own_follower
+            .expect("the EVM domains have followers of their own");
+        let chain_id = chain.chain_id.clone();
+        start_own(
+            domain,
+            role,
+            Arc::new(move || DomainSet::open(&chain_id, vec![open(store.clone())?])),
+        );
     }
     for &domain in backfill {
-        let role = domain.descriptor().name;
-        let chain_id = chain.chain_id.clone();
         let set = domains.clone();
-        let open_set: OpenDomains = Arc::new(move || set.open_one(domain));
-        let source = source.clone();
-        let settings = FollowerSettings {
-            role,
-            ..settings.clone()
-        };
-        let ingestion = Ingestion::of_own_follower(&chain_id, role);
-        own.push((domain, ingestion.clone()));
-        shared.supervision.start_on_own_thread(
-            &format!("chain_follower/{chain_id}/{role}"),
-            move || {
-                ChainFollower::new(
-                    source.clone(),
-                    &chain_id,
-                    open_set.clone(),
-                    settings.clone(),
-                )
-                .with_ingestion(ingestion.clone())
-            },
+        start_own(
+            domain,
+            domain.descriptor().name,
+            Arc::new(move || set.open_one(domain)),
         );
     }
     let chain_id = chain.chain_id.clone();
@@ -479,13 +470,7 @@ fn bind_indexer_listener(
                     .collect(),
             )
             .with_rich_list(stores.rich_list.clone())
-            .with_store_format(
-                shared
-                    .store
-                    .meta()?
-                    .get_u64(weaver_engine::store::format::FORMAT_KEY)?
-                    .unwrap_or(weaver_engine::store::format::FORMAT_VERSION),
-            )
+            .with_store_format(shared.store_format)
             .with_internal_txs(stores.internal_txs.clone()),
     );
     let docs = web::Data::new(http::openapi::ApiDocs::new(

@@ -78,6 +78,7 @@ pub async fn run_with(
         &chain::Shared {
             config: &config,
             store: &store,
+            store_format,
             extensions: &extensions,
             supervision: &supervision,
             bus: &bus,

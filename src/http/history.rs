@@ -20,8 +20,8 @@ use weaver_router::tracker::history_watch::Watching;
 use weaver_router::tracker::{Topology, TrackKey, Tracked, TxState, WatchKey};
 
 use super::error::{ApiError, ApiResult};
-use super::query::parse_int;
-use super::tracking::{client_of, StreamSlot, TrackingApi, KEEPALIVE};
+use super::query::{decode_key_text, parse_limit};
+use super::tracking::{client_of, event_stream, StreamSlot, TrackingApi, KEEPALIVE};
 
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
@@ -95,11 +95,7 @@ fn cursor_key(at: &HistoryCursor) -> String {
 
 fn parse_cursor(text: &str) -> Result<HistoryCursor, ApiError> {
     let bad = || ApiError::bad_request("pagination.key is not a cursor of this list");
-    // A `+` sent unescaped arrives as a space.
-    let bytes = B64.decode(text.replace(' ', "+").trim()).map_err(|_| {
-        ApiError::bad_request("pagination.key must be a valid base64 encoded string")
-    })?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let value: Value = serde_json::from_str(&decode_key_text(text)?).map_err(|_| bad())?;
     Ok(HistoryCursor {
         time_ns: value["time"].as_u64().ok_or_else(bad)?,
         chain_id: value["chain_id"].as_str().ok_or_else(bad)?.to_string(),
@@ -127,13 +123,8 @@ fn parse_query(req: &HttpRequest, api: &TrackingApi) -> Result<HistoryQuery, Api
             "state" => states = parse_states(&value)?,
             "pagination.key" if !value.is_empty() => before = Some(parse_cursor(&value)?),
             "pagination.limit" => {
-                if let Some(n) = parse_int("pagination.limit", &value)? {
-                    if !(1..=MAX_LIMIT as i64).contains(&n) {
-                        return Err(ApiError::bad_request(format!(
-                            "pagination.limit must be between 1 and {MAX_LIMIT}"
-                        )));
-                    }
-                    limit = n as usize;
+                if let Some(n) = parse_limit(&value, MAX_LIMIT)? {
+                    limit = n;
                 }
             }
             _ => {}
@@ -397,11 +388,7 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
         Ok::<_, actix_web::Error>(Bytes::from_static(b": subscribed\n\n"))
     });
     use futures_util::StreamExt;
-    Ok(HttpResponse::Ok()
-        .content_type("text/event-stream")
-        .insert_header(("cache-control", "no-cache"))
-        .insert_header(("x-accel-buffering", "no"))
-        .streaming(opening.chain(events)))
+    Ok(event_stream(opening.chain(events)))
 }
 
 #[cfg(test)]

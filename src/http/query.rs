@@ -67,6 +67,26 @@ pub fn parse_int(name: &str, value: &str) -> Result<Option<i64>, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("{name} must be an integer, got {value:?}")))
 }
 
+/// A `pagination.limit` value: 1 to `max`; empty: `None`, the list's default.
+pub fn parse_limit(value: &str, max: usize) -> Result<Option<usize>, ApiError> {
+    match parse_int("pagination.limit", value)? {
+        None => Ok(None),
+        Some(n) if (1..=max as i64).contains(&n) => Ok(Some(n as usize)),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "pagination.limit must be between 1 and {max}"
+        ))),
+    }
+}
+
+/// A `pagination.key`'s text: base64 (a `+` sent unescaped arrives as a space) of UTF-8.
+pub fn decode_key_text(raw: &str) -> Result<String, ApiError> {
+    let bad = || ApiError::bad_request("pagination.key must be a valid base64 encoded string");
+    let decoded = B64
+        .decode(raw.replace(' ', "+").trim())
+        .map_err(|_| bad())?;
+    String::from_utf8(decoded).map_err(|_| bad())
+}
+
 /// A fully qualified message type: dot-separated identifiers, optional leading `/`.
 fn parse_msg_type(value: &str) -> Result<Option<String>, ApiError> {
     let trimmed = value.trim().trim_start_matches('/');
@@ -99,14 +119,7 @@ fn parse_key<C>(
     what: &str,
     decode: &impl Fn(&serde_json::Value) -> Option<C>,
 ) -> Result<Key<C>, ApiError> {
-    // A `+` sent unescaped arrives as a space.
-    let text = raw.replace(' ', "+");
-    let decoded = B64.decode(text.trim()).map_err(|_| {
-        ApiError::bad_request("pagination.key must be a valid base64 encoded string")
-    })?;
-    let decoded = String::from_utf8(decoded).map_err(|_| {
-        ApiError::bad_request("pagination.key must be a valid base64 encoded string")
-    })?;
+    let decoded = decode_key_text(raw)?;
     let trimmed = decoded.trim();
     if trimmed.starts_with('{') {
         let value: serde_json::Value = serde_json::from_str(trimmed)
@@ -149,13 +162,8 @@ pub fn parse_list_query_with<C>(
     for (name, value) in form_urlencoded::parse(query_string.as_bytes()) {
         match name.as_ref() {
             "pagination.limit" => {
-                if let Some(n) = parse_int("pagination.limit", &value)? {
-                    if !(1..=MAX_LIMIT as i64).contains(&n) {
-                        return Err(ApiError::bad_request(format!(
-                            "pagination.limit must be between 1 and {MAX_LIMIT}"
-                        )));
-                    }
-                    limit = n as usize;
+                if let Some(n) = parse_limit(&value, MAX_LIMIT)? {
+                    limit = n;
                 }
             }
             "pagination.offset" => {

@@ -314,11 +314,19 @@ pub(super) async fn stream(
         }
     });
     use futures_util::StreamExt;
-    Ok(HttpResponse::Ok()
+    Ok(event_stream(opening.chain(rest)))
+}
+
+/// A server-sent-events answer: not cached, not buffered by a proxy (nginx's
+/// `X-Accel-Buffering`).
+pub(super) fn event_stream(
+    events: impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> + 'static,
+) -> HttpResponse {
+    HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
         .insert_header(("x-accel-buffering", "no"))
-        .streaming(opening.chain(rest)))
+        .streaming(events)
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! byte for byte what the uninterrupted one answers.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use weaver_engine::store::Store;
 
+use crate::devnet_network::wait_for;
 use crate::harness::{config_with, devnet_chain, Daemon, BIN};
 
 const CHAIN: &str = "backup-1";
@@ -18,20 +19,11 @@ fn raw(daemon: &Daemon, url: &str) -> (u16, String) {
     (status, response.text().unwrap())
 }
 
-fn ready(daemon: &Daemon) -> bool {
-    let url = format!(
-        "http://{}/ready",
-        daemon.listeners["metrics"].as_str().unwrap()
-    );
-    daemon.http.get(&url).send().unwrap().status().as_u16() == 200
-}
-
+/// Waits (bounded) until `daemon` is ready.
 fn wait_ready(daemon: &Daemon, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(240);
-    while !ready(daemon) {
-        assert!(Instant::now() < deadline, "{what} not ready within 240 s");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for(what, Duration::from_secs(240), || {
+        daemon.is_ready().then_some(())
+    });
 }
 
 #[test]
@@ -44,21 +36,24 @@ fn a_backup_taken_during_catch_up_restores_and_resumes_to_identical_answers() {
         );
     let original = Daemon::start(&config);
     original.wait_height(CHAIN, 300);
-    assert!(!ready(&original), "the catch-up ended before the backup");
+    assert!(!original.is_ready(), "the catch-up ended before the backup");
 
     // Backed up through the CLI, as an operator would, into the data dir of a new daemon.
     let restored_dir = tempfile::tempdir().unwrap();
     let data = restored_dir.path().join("data");
-    let output = Command::new(BIN)
-        .arg("backup")
-        .arg("--to")
-        .arg(&data)
-        .arg("--config")
-        .arg(&original.config)
-        .arg("--data-dir")
-        .arg(original.dir.as_ref().unwrap().path().join("data"))
-        .output()
-        .unwrap();
+    let backup = || {
+        Command::new(BIN)
+            .arg("backup")
+            .arg("--to")
+            .arg(&data)
+            .arg("--config")
+            .arg(&original.config)
+            .arg("--data-dir")
+            .arg(original.dir.as_ref().unwrap().path().join("data"))
+            .output()
+            .unwrap()
+    };
+    let output = backup();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "weaver backup: {stderr}");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -71,15 +66,7 @@ fn a_backup_taken_during_catch_up_restores_and_resumes_to_identical_answers() {
     };
     assert!(copied_height >= 300, "{copied_height}");
     // A second backup into the same directory is refused (400), nothing overwritten.
-    let again = Command::new(BIN)
-        .args(["backup", "--to"])
-        .arg(&data)
-        .arg("--config")
-        .arg(&original.config)
-        .arg("--data-dir")
-        .arg(original.dir.as_ref().unwrap().path().join("data"))
-        .output()
-        .unwrap();
+    let again = backup();
     assert_eq!(again.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&again.stderr).contains("not empty"),

@@ -157,6 +157,15 @@ impl Daemon {
         )
     }
 
+    /// Whether `/ready` on the metrics listener answers 200 (every domain near its tip).
+    pub fn is_ready(&self) -> bool {
+        let url = format!(
+            "http://{}/ready",
+            self.listeners["metrics"].as_str().unwrap()
+        );
+        self.http.get(&url).send().unwrap().status().as_u16() == 200
+    }
+
     pub fn metrics_url(&self) -> String {
         format!(
             "http://{}/metrics",

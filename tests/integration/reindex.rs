@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::devnet_network::wait_for;
 use crate::harness::{
     config_with, devnet_chain, genesis_ms_for_history, walk, with_world, Daemon, BIN,
 };
@@ -49,20 +50,9 @@ fn height_of(daemon: &Daemon, chain: &str, domain: &str) -> u64 {
         .unwrap_or_else(|| panic!("{domain} is not on the status page"))
 }
 
-fn ready(daemon: &Daemon) -> bool {
-    let url = format!(
-        "http://{}/ready",
-        daemon.listeners["metrics"].as_str().unwrap()
-    );
-    daemon.http.get(&url).send().unwrap().status().as_u16() == 200
-}
-
+/// Waits (bounded) until `done`.
 fn wait(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(what, within, || done().then_some(()));
 }
 
 /// A live chain followed with `blocks`, `txs` and `relay` for thousands of blocks; `nft` is
@@ -80,7 +70,7 @@ fn adding_a_domain_to_a_followed_directory_does_not_hold_the_others_back() {
     assert_ne!(without_nft, base);
     let daemon = Daemon::start(&without_nft);
     wait("caught up without nft", Duration::from_secs(240), || {
-        ready(&daemon)
+        daemon.is_ready()
     });
     let (dir, config, status) = daemon.stop();
     assert!(status.success());
@@ -119,7 +109,7 @@ fn adding_a_domain_to_a_followed_directory_does_not_hold_the_others_back() {
         "blocks did not follow the tip while nft caught up: {samples:?}"
     );
     wait("ready with nft", Duration::from_secs(120), || {
-        ready(&daemon)
+        daemon.is_ready()
     });
 }
 
@@ -190,7 +180,7 @@ fn a_reindex_killed_half_way_completes_to_the_uninterrupted_answers() {
     let uninterrupted = Daemon::start(&config);
     let daemon = Daemon::start(&config);
     wait("caught up", Duration::from_secs(240), || {
-        ready(&daemon) && ready(&uninterrupted)
+        daemon.is_ready() && uninterrupted.is_ready()
     });
     let (dir, config_path, status) = daemon.stop();
     assert!(status.success());
@@ -241,7 +231,7 @@ fn a_reindex_killed_half_way_completes_to_the_uninterrupted_answers() {
     let (dir, config_path) = daemon.kill9();
     let daemon = Daemon::start_in(dir, config_path);
     wait("the rebuild completed", Duration::from_secs(240), || {
-        ready(&daemon)
+        daemon.is_ready()
     });
     let (want, got) = read_at_rest(&uninterrupted, &daemon, CHAIN, |d| nft_answers(d, CHAIN));
     assert_eq!(got, want, "the re-indexed nft domain answers differently");

@@ -391,16 +391,9 @@ pub struct HistoryTransfer {
     on_chain_at: Option<String>,
     /// `sent` (the address sent a hop of it) or `received`.
     direction: String,
-    transfers: Vec<TransferStatus>,
-    state: TxStateName,
-    status: TxStatusName,
-    transfer_sequence: Vec<TransferEvent>,
-    #[schema(required = true)]
-    next_blocking_transfer: Option<NextBlockingTransfer>,
-    #[schema(required = true)]
-    transfer_asset_release: Option<TransferAssetRelease>,
-    #[schema(required = true)]
-    error: Option<StatusError>,
+    /// The `/v2/tx/status` body of that tx, its fields inline.
+    #[serde(flatten)]
+    status: TxStatusResponse,
 }
 
 /// `pagination` of `/v2/tx/transfers`.

@@ -40,13 +40,12 @@ impl HistoryWatch {
         }
     }
 
-    /// Streams registered (accounts, relay keys): what the registry holds.
-    pub fn sizes(&self) -> (usize, usize) {
-        (self.accounts.len(), self.keys.len())
-    }
-
     /// Wakes the streams `event` concerns.
     pub fn deliver(&self, event: &RelayEvent, topology: &Topology) {
+        // Every relay event comes here: with no stream open, nothing is parsed.
+        if self.accounts.is_empty() && self.keys.is_empty() {
+            return;
+        }
         for account in event.event.parties() {
             self.accounts.wake(&account);
         }

@@ -233,6 +233,26 @@ impl TrackerHub {
         running
     }
 
+    /// Writes an open tx's record (a refused write refuses the registration), publishes it
+    /// once, and counts it against `client`'s open registrations; its shared key.
+    fn record_open(
+        &self,
+        tracked: &Tracked,
+        client: Option<IpAddr>,
+    ) -> Result<Arc<TrackKey>, TrackError> {
+        let tracking = self.tracking();
+        tracking
+            .store()
+            .put(tracked)
+            .map_err(|e| TrackError::Store(e.to_string()))?;
+        let key = Arc::new(tracked.key.clone());
+        tracking.publish(&key, tracked);
+        if let Some(client) = client {
+            tracking.view.own(&key, client);
+        }
+        Ok(key)
+    }
+
     /// Registering an abandoned tx again revives it if its tx is seen now: one that stalled
     /// (its source was seen; a follower may have been behind), or one never seen whose chain's
     /// relay log now holds it. Tracking starts over from the stored record with a fresh
@@ -266,15 +286,7 @@ impl TrackerHub {
         if tracked.source == Source::Unseen {
             tracked.registered_ns = now;
         }
-        tracking
-            .store()
-            .put(&tracked)
-            .map_err(|e| TrackError::Store(e.to_string()))?;
-        let key = Arc::new(tracked.key.clone());
-        tracking.publish(&key, &tracked);
-        if let Some(client) = client {
-            tracking.view.own(&key, client);
-        }
+        let key = self.record_open(&tracked, client)?;
         tracing::info!(chain_id = %key.chain_id, tx_hash = %key.tx_hash, state = tracked.state().name(), "abandoned transfer revived by a registration");
         self.spawn(key, Stage::of(&tracked.source));
         Ok(())
@@ -575,16 +587,7 @@ impl Handler<Register> for TrackerHub {
             return Err(TrackError::Full(limit));
         }
         let tracked = Tracked::new(key, now_ns());
-        tracking
-            .store()
-            .put(&tracked)
-            .map_err(|e| TrackError::Store(e.to_string()))?;
-        // Written above (a refused write refuses the registration); published once.
-        let key = Arc::new(tracked.key.clone());
-        tracking.publish(&key, &tracked);
-        if let Some(client) = client {
-            tracking.view.own(&key, client);
-        }
+        let key = self.record_open(&tracked, client)?;
         self.keep_unseen(key, tracked.registered_ns);
         self.look_up_unseen(ctx);
         Ok(())
