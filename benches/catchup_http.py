@@ -9,8 +9,17 @@ and times a fresh daemon following it from height 1 to the tip through its node 
 CPU time per block of the daemon and of the replay node. Bounded: the catch-up stops at the tip
 or after TIMEOUT seconds; every process is on loopback and is stopped at the end.
 
+Also prints, over the run's second half (a real catch-up is long: the daemon's start and its
+store's first pages are not what it spends its time on), blocks/s and the daemon's CPU per
+block by thread — node IO (HTTP and the JSON parse), the follower (index and commit), the
+preparers (decoding txs, rendering records), the store's background work — with the stages
+the daemon counts itself (`weaver_ingest_cpu_microseconds_total`), and the node requests it
+made per block (`weaver_node_requests_total`).
+
     usage: benches/catchup_http.py [BLOCKS] [TXS] [VM]     (defaults: 2000 20 move)
-    (builds with `cargo build --release` first, unless BENCH_BIN names a binary to run)
+    (builds with `cargo build --release` first, unless BENCH_BIN names a binary to run;
+     LATENCY_MS=20 makes the replay node hold every answer 20 ms, a node across a network;
+     IN_FLIGHT=N sets the follower's blocks in flight; DOMAINS=blocks,txs keeps only those)
 """
 
 import json
@@ -25,6 +34,9 @@ import urllib.request
 BLOCKS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 TXS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 VM = sys.argv[3] if len(sys.argv) > 3 else "move"
+LATENCY_MS = int(os.environ.get("LATENCY_MS", "0"))
+IN_FLIGHT = int(os.environ.get("IN_FLIGHT", "0"))  # 0: the daemon's default
+DOMAINS = os.environ.get("DOMAINS", "")  # e.g. blocks,txs (empty: the VM's defaults)
 TIMEOUT = 900
 HOUR_MS = 3_600_000
 
@@ -65,10 +77,106 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def node_process(weaver, command, work, name):
+def memory(pid):
+    """(minor page faults so far, peak resident KiB) of a process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        faults = int(f.read().rsplit(")", 1)[1].split()[7])
+    with open(f"/proc/{pid}/status") as f:
+        peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    return faults, peak
+
+
+def thread_cpu(pid):
+    """CPU seconds per thread group of a process: {group: seconds} (Linux /proc)."""
+    groups = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        group = THREAD_GROUPS.get(name, "other")
+        groups[group] = groups.get(group, 0) + (int(fields[11]) + int(fields[12])) / tick
+    return groups
+
+
+# Thread names (as /proc shows them, 15 bytes at most) -> what they do while catching up.
+THREAD_GROUPS = {
+    "node-io": "node IO (HTTP, JSON parse)",
+    "actix-rt|system": "follower (index, commit)",
+    "tokio-rt-worker": "prepare (decode, render)",
+    "fjall:worker": "store background (flush, compaction)",
+    "store-sync": "store background (flush, compaction)",
+}
+
+
+def counters(url, name):
+    """{label set: value} of one counter from the daemon's /metrics."""
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    found = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            labels, value = line[len(name) + 1:].rsplit("} ", 1)
+            found[labels] = float(value)
+    return found
+
+
+def label(labels, key):
+    return dict(part.split("=", 1) for part in labels.split(","))[key].strip('"')
+
+
+def snapshot(height, daemon, replay, metrics_url):
+    return {
+        "height": height,
+        "time": time.time(),
+        "threads": thread_cpu(daemon.pid),
+        "weaver": cpu_seconds(daemon.pid),
+        "replay": cpu_seconds(replay.pid),
+        "stages": {label(k, "stage"): v / 1e6 for k, v in
+                   counters(metrics_url, "weaver_ingest_cpu_microseconds_total").items()},
+        "requests": {label(k, "api"): v for k, v in
+                     counters(metrics_url, "weaver_node_requests_total").items()},
+    }
+
+
+def report(seconds, half, end, rss, faults):
+    print(f"{BLOCKS} blocks x {TXS} txs ({VM}) from a loopback replay node"
+          f"{f' answering after {LATENCY_MS} ms' if LATENCY_MS else ''}:")
+    print(f"  whole run: {seconds:.1f} s (the daemon's start included), "
+          f"{BLOCKS / seconds:.0f} blocks/s; peak RSS {rss / 1024:.0f} MiB, "
+          f"{faults / BLOCKS:.0f} page faults per block")
+    blocks = end["height"] - half["height"]
+    span = end["time"] - half["time"]
+    if blocks <= 0 or span <= 0:
+        return
+    ms = lambda seconds: 1000 * seconds / blocks  # noqa: E731 (per block, in ms)
+    delta = lambda key, part: end[key].get(part, 0) - half[key].get(part, 0)  # noqa: E731
+    print(f"  second half (heights {half['height']}..{end['height']}): {blocks / span:.0f} blocks/s;"
+          f" CPU per block: weaver {ms(end['weaver'] - half['weaver']):.2f} ms,"
+          f" replay node {ms(end['replay'] - half['replay']):.2f} ms")
+    stages = {stage: ms(delta("stages", stage)) for stage in end["stages"]}
+    for group in sorted(end["threads"], key=lambda g: -delta("threads", g)):
+        spent = ms(delta("threads", group))
+        inside = {
+            "node IO (HTTP, JSON parse)": ["parse"],
+            "follower (index, commit)": ["index", "commit"],
+            "prepare (decode, render)": ["prepare"],
+        }.get(group, [])
+        detail = ", ".join(f"{stage} {stages.get(stage, 0):.2f}" for stage in inside)
+        print(f"    {group:<38} {spent:.2f} ms{f' ({detail})' if detail else ''}")
+    asked = {api: delta("requests", api) / blocks for api in end["requests"]}
+    print("  node requests per block: "
+          + ", ".join(f"{api} {n:.2f}" for api, n in sorted(asked.items()) if n))
+
+
+def node_process(weaver, command, work, name, extra=()):
     listeners = os.path.join(work, f"{name}.json")
     proc = subprocess.Popen(
-        [weaver, *command, "--rpc-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0",
+        [weaver, *command, *extra, "--rpc-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0",
          "--json-rpc-listen", "127.0.0.1:0", "--listeners-file", listeners],
         env={**os.environ, "WEAVER_LOG": "warn"}, stdout=subprocess.DEVNULL)
     return proc, wait_file(listeners, proc, name)
@@ -107,7 +215,8 @@ def main():
     procs = []
     try:
         rec = recording(weaver, work)
-        replay, bound = node_process(weaver, ["node", "replay", rec], work, "replay")
+        replay, bound = node_process(weaver, ["node", "replay", rec], work, "replay",
+                                     ["--latency-ms", str(LATENCY_MS)])
         procs.append(replay)
         config = os.path.join(work, "weaver.toml")
         with open(config, "w") as f:
@@ -115,10 +224,11 @@ def main():
                 f'data_dir = "{work}/data"\n[router]\nlisten = "127.0.0.1:0"\n'
                 '[metrics]\nlisten = "127.0.0.1:0"\n\n'
                 f'[[chains]]\nchain_id = "{CHAIN}"\nvm = "{VM}"\nlisten = "127.0.0.1:0"\n'
-                f'[chains.source]\nkind = "node"\nrpc = ["http://{bound["rpc"]}"]\n'
+                + (f'domains = {json.dumps(DOMAINS.split(","))}\n' if DOMAINS else "")
+                + f'[chains.source]\nkind = "node"\nrpc = ["http://{bound["rpc"]}"]\n'
                 f'rest = ["http://{bound["rest"]}"]\n'
-                + (f'json_rpc = ["http://{bound["json_rpc"]}"]\n' if bound.get("json_rpc") else ""))
-        replay_cpu = cpu_seconds(replay.pid)
+                + (f'json_rpc = ["http://{bound["json_rpc"]}"]\n' if bound.get("json_rpc") else "")
+                + (f'[chains.follower]\nin_flight = {IN_FLIGHT}\n' if IN_FLIGHT else ""))
         started = time.time()
         daemon = subprocess.Popen([weaver, "--config", config],
                                   env={**os.environ, "WEAVER_LOG": "warn"},
@@ -126,6 +236,8 @@ def main():
         procs.append(daemon)
         listeners = wait_file(os.path.join(work, "data", "listeners.json"), daemon, "weaver")
         status = f"http://{listeners['chains'][CHAIN]}/status"
+        metrics_url = f"http://{listeners['metrics']}/metrics"
+        half = None
         height = 0
         while height < BLOCKS:
             if time.time() - started > TIMEOUT:
@@ -136,14 +248,13 @@ def main():
             try:
                 height = get(status)["height"]
             except OSError:
-                pass
-        seconds = time.time() - started
-        daemon_cpu = cpu_seconds(daemon.pid)
-        replay_cpu = cpu_seconds(replay.pid) - replay_cpu
-        print(f"{BLOCKS} blocks x {TXS} txs ({VM}) from a loopback replay node: "
-              f"{seconds:.1f} s (start included), {BLOCKS / seconds:.0f} blocks/s; "
-              f"CPU per block: weaver {1000 * daemon_cpu / BLOCKS:.2f} ms, "
-              f"replay node {1000 * replay_cpu / BLOCKS:.2f} ms")
+                continue
+            if half is None and height >= BLOCKS // 2:
+                half = snapshot(height, daemon, replay, metrics_url)
+        end = snapshot(height, daemon, replay, metrics_url)
+        seconds = end["time"] - started
+        faults, rss = memory(daemon.pid)
+        report(seconds, half, end, rss, faults)
     finally:
         for proc in procs:
             proc.terminate()

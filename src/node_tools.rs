@@ -67,6 +67,10 @@ pub struct ReplayArgs {
     /// Write the bound addresses as JSON to this file once listening.
     #[arg(long)]
     pub listeners_file: Option<PathBuf>,
+    /// Hold every answer this many milliseconds: a node across a network (benchmarks of
+    /// a follower's pipelining).
+    #[arg(long, default_value_t = 0)]
+    pub latency_ms: u64,
 }
 
 pub async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
@@ -75,6 +79,7 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         rpc: args.rpc_listen,
         rest: args.rest_listen,
         json_rpc: (!recording.json_rpc.is_empty()).then_some(args.json_rpc_listen),
+        latency: Duration::from_millis(args.latency_ms),
     };
     serve::run(recording, listen, args.listeners_file.as_deref()).await
 }

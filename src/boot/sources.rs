@@ -72,7 +72,7 @@ pub(super) fn source_for(
                 devnet.ok_or_else(|| anyhow::anyhow!("{}: not a devnet chain", chain.chain_id))?;
             Source::Local(Arc::new(DevnetSource::new(devnet, d.faults.clone())))
         }
-        SourceConfig::Node(n) => Source::Node(Box::new(NodeClient::new(NodeConfig {
+        SourceConfig::Node(n) => Source::Node(Arc::new(NodeClient::new(NodeConfig {
             rpc: n.rpc.clone(),
             rest: n.rest.clone(),
             timeout: Duration::from_millis(n.timeout_ms),

@@ -581,7 +581,7 @@ fn eth_client_reads_receipts_traces_and_balances_from_anvil() {
         })
         .unwrap();
         let access = ChainAccess::new(
-            Source::Node(Box::new(node)),
+            Source::Node(std::sync::Arc::new(node)),
             Some(Evm::Node(client.clone())),
         );
         let store_dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{config_with, devnet_node_args, walk, Daemon, DevnetNode, BIN};
+use crate::harness::{config_with, devnet_node_args, metric_value, walk, Daemon, DevnetNode, BIN};
 
 const CHAIN: &str = "minievm-1";
 /// The node's tip, which stays put for the test: one block an hour.
@@ -186,6 +186,33 @@ fn a_recorded_range_replays_to_the_same_store() {
     live_status["commit_hash"] = Value::Null;
     replayed_status["commit_hash"] = Value::Null;
     assert_eq!(live_status, replayed_status);
+
+    // What the catch-up bench reads: the requests made to the node, and each stage's CPU.
+    let metrics = replayed.metrics();
+    let requests = |api| {
+        metric_value(
+            &metrics,
+            "weaver_node_requests_total",
+            &[("chain_id", CHAIN), ("api", api)],
+        )
+    };
+    // `/block` and `/block_results` of every height (the EVM domains' own followers share
+    // the main one's blocks), a REST page of each block's txs, the JSON-RPC reads.
+    assert!(requests("rpc") >= 2.0 * TIP as f64, "{}", requests("rpc"));
+    assert!(requests("rest") >= TIP as f64 / 2.0, "{}", requests("rest"));
+    assert!(
+        requests("json_rpc") >= TIP as f64,
+        "{}",
+        requests("json_rpc")
+    );
+    for stage in ["parse", "prepare", "index", "commit"] {
+        let cpu = metric_value(
+            &metrics,
+            "weaver_ingest_cpu_microseconds_total",
+            &[("chain_id", CHAIN), ("stage", stage)],
+        );
+        assert!(cpu > 0.0, "no CPU counted for {stage}");
+    }
 }
 
 /// Blocks of more than a page of REST txs (the node client pages by offset, then by the

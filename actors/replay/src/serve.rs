@@ -11,20 +11,27 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::time::Duration;
 
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
+use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde_json::{json, Value};
 
 use crate::recording::{rest_key, rpc_key, Recording, RestKey, Unrecorded};
 
-/// Where to listen (port 0: a free port).
+/// Where to listen (port 0: a free port), and how soon to answer.
 #[derive(Debug, Clone, Copy)]
 pub struct Listen {
     pub rpc: SocketAddr,
     pub rest: SocketAddr,
     /// The EVM JSON-RPC, if served.
     pub json_rpc: Option<SocketAddr>,
+    /// Every answer waits this long first: a node across a network, for measuring how a
+    /// follower pipelines its requests (zero: at once).
+    pub latency: Duration,
 }
 
 impl Default for Listen {
@@ -34,6 +41,7 @@ impl Default for Listen {
             rpc: any,
             rest: any,
             json_rpc: Some(any),
+            latency: Duration::ZERO,
         }
     }
 }
@@ -54,6 +62,21 @@ struct Replay {
     /// follower catching up asks each once, and a benchmark of its catch-up
     /// (benches/catchup_http.py) should not measure the replay node's JSON rendering.
     rendered: HashMap<u64, (web::Bytes, web::Bytes)>,
+    latency: Duration,
+}
+
+/// Holds every answer for the replay's `latency` (see [`Listen::latency`]).
+async fn delayed(
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let latency = request
+        .app_data::<web::Data<Replay>>()
+        .map_or(Duration::ZERO, |replay| replay.latency);
+    if !latency.is_zero() {
+        actix_web::rt::time::sleep(latency).await;
+    }
+    next.call(request).await
 }
 
 fn rpc_envelope(result: &Value) -> web::Bytes {
@@ -77,12 +100,14 @@ pub fn bind(
         rpc: recording.take_rpc_index(),
         rendered,
         recording,
+        latency: listen.latency,
     });
     let chain_id = replay.recording.meta.chain_id.clone();
     let data = replay.clone();
     let rpc = HttpServer::new(move || {
         App::new()
             .app_data(data.clone())
+            .wrap(from_fn(delayed))
             .route("/status", web::get().to(status))
             .route("/block", web::get().to(block))
             .route("/block_results", web::get().to(block_results))
@@ -101,6 +126,7 @@ pub fn bind(
     let rest = HttpServer::new(move || {
         App::new()
             .app_data(data.clone())
+            .wrap(from_fn(delayed))
             .app_data(web::PayloadConfig::new(1 << 20))
             .route(
                 "/cosmos/tx/v1beta1/txs/block/{height}",
@@ -124,6 +150,7 @@ pub fn bind(
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
+                .wrap(from_fn(delayed))
                 .app_data(web::PayloadConfig::new(8 << 20))
                 .default_service(web::post().to(json_rpc))
         })

@@ -62,8 +62,8 @@ pub trait LocalChain: Send + Sync + 'static {
 /// Every source weaver can follow.
 pub enum Source {
     Local(Arc<dyn LocalChain>),
-    // Boxed: a node client is far larger than a local chain handle.
-    Node(Box<NodeClient>),
+    /// Shared with the node IO runtime's tasks ([`crate::system::node_io`]).
+    Node(Arc<NodeClient>),
 }
 
 impl ChainSource for Source {
@@ -86,7 +86,13 @@ impl ChainSource for Source {
                     Err(e) => Err(SourceError::Transport(format!("local chain task: {e}"))),
                 }
             }
-            Source::Node(node) => node.block(height).await.map(Arc::new),
+            // Fetched, parsed and assembled off the follower's thread.
+            Source::Node(node) => {
+                let node = node.clone();
+                crate::system::node_io::run(async move { node.block(height).await })
+                    .await
+                    .map(Arc::new)
+            }
         }
     }
 

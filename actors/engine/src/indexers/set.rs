@@ -1,9 +1,12 @@
 //! Driving the domains of one follower.
 
+use std::time::Duration;
+
 use super::{DomainIndexer, IndexError, Prepared, Preparer};
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
 use crate::indexers::BlockInput;
+use crate::system::stage_cpu::{self, StageClock};
 
 /// Whether a domain at `watermark` indexes `height` (a domain with nothing indexed starts at
 /// `start_height`).
@@ -26,13 +29,16 @@ pub struct SetPreparer {
 impl SetPreparer {
     /// Runs every domain's preparer on `bundle`.
     pub fn prepare(&self, bundle: &BlockBundle) -> PreparedBlock {
-        PreparedBlock {
+        let clock = StageClock::start();
+        let prepared = PreparedBlock {
             parts: self
                 .preparers
                 .iter()
                 .map(|p| p.as_ref().map(|p| p(bundle)))
                 .collect(),
-        }
+        };
+        clock.stop(&bundle.chain_id, "prepare");
+        prepared
     }
 
     /// Whether any domain has work to prepare.
@@ -188,6 +194,7 @@ impl DomainSet {
         }
         let start_height = self.start_height;
         let mut parts = prepared.parts.into_iter();
+        let (mut index_cpu, mut commit_cpu) = (Duration::ZERO, Duration::ZERO);
         for slot in &mut self.slots {
             let prepared = parts.next().flatten();
             if !needs(slot.watermark, bundle.height, start_height) {
@@ -207,9 +214,13 @@ impl DomainSet {
                 answers,
                 prepared,
             };
+            let clock = StageClock::start();
             slot.indexer.index(input, &mut batch)?;
+            let indexed = clock.elapsed();
             let changed = !batch.is_empty();
             tree.commit(batch, bundle.height, slot.watermark == 0)?;
+            index_cpu += indexed;
+            commit_cpu += clock.elapsed() - indexed;
             slot.watermark = bundle.height;
             slot.indexer.committed(bundle);
             if changed {
@@ -220,6 +231,8 @@ impl DomainSet {
         }
         self.committed
             .store(self.watermark(), std::sync::atomic::Ordering::Relaxed);
+        stage_cpu::record(&self.chain_id, "index", index_cpu);
+        stage_cpu::record(&self.chain_id, "commit", commit_cpu);
         Ok(())
     }
 }

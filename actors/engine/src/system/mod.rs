@@ -4,13 +4,16 @@
 //! watchdog respawns any of them whose mailbox closed because a panic unwound it (actix 0.13
 //! does not supervise panics). An actor retired on purpose leaves the watchdog. Hubs that own many
 //! short-lived children spawn them on the same pool without a watchdog entry each: the hub
-//! is the one supervised. The one retry/backoff policy ([`retry`]) and the one
-//! lock-poisoning rule ([`lock`]) live here too.
+//! is the one supervised. The one retry/backoff policy ([`retry`]), the one
+//! lock-poisoning rule ([`lock`]), the runtime node clients fetch on ([`node_io`]) and the
+//! ingestion stages' CPU counters ([`stage_cpu`]) live here too.
 
 pub mod lock;
+pub mod node_io;
 mod pool;
 pub mod retry;
 mod signal;
+pub mod stage_cpu;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

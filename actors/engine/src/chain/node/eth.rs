@@ -23,6 +23,7 @@ use crate::chain::evm_types::{
     quantity, to_quantity, CallAnswer, CallRevert, EvmBlock, Receipt, TxTrace,
 };
 use crate::system::retry::NODE_CALL;
+use crate::system::stage_cpu::StageClock;
 
 /// How to reach a node's EVM JSON-RPC.
 #[derive(Debug, Clone)]
@@ -110,6 +111,7 @@ impl EthClient {
     /// One POST of `body` to the current URL: the JSON answer, or why there was none.
     async fn post(&self, method: &str, body: &Value, timeout: Duration) -> Result<Value, EvmError> {
         let url = self.url().to_string();
+        super::requested(&self.config.chain_id, "json_rpc");
         let failed = |reason: &'static str, error: EvmError| {
             retried(&self.config.chain_id, reason, &error);
             error
@@ -135,7 +137,9 @@ impl EthClient {
                 EvmError::Transport(format!("{url}: {e}")),
             )
         })?;
+        let parse = StageClock::start();
         let parsed = serde_json::from_str::<Value>(&text);
+        parse.stop(&self.config.chain_id, "parse");
         // A 5xx carrying a JSON-RPC error is the node's answer; any other 5xx is not.
         if status >= 500 && !parsed.as_ref().is_ok_and(|v| rpc_error(v).is_some()) {
             return Err(failed(

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::URL_SAFE as B64_URL;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::{form_encode, rest_future_height, truncate, Api, NodeClient};
+use super::{form_encode, rest_future_height, text, truncate, Api, NodeClient};
 use crate::chain::query::{BANK_BALANCES_PAGE, EVM_CALL_SENDER};
 use crate::chain::{ChainQuery, QueryAnswer, QueryRejection, SourceError};
 
@@ -118,12 +118,13 @@ impl NodeClient {
             }
             .header("x-cosmos-block-height", &header)
         };
-        let (status, text) = self
-            .send_text(Api::Rest, path, self.attempts(), request, |text| {
+        let (status, answer) = self
+            .send(Api::Rest, path, self.attempts(), request, |text| {
                 gateway_error(text).is_some()
             })
             .await?;
         if status >= 400 {
+            let text = text(&answer);
             let Some(rejection) = gateway_error(&text) else {
                 return Err(self.malformed(
                     path,
@@ -150,7 +151,10 @@ impl NodeClient {
             }
             return Ok(Err(rejection));
         }
-        let value: Value = serde_json::from_str(&text)
+        let parse = crate::system::stage_cpu::StageClock::start();
+        let parsed = serde_json::from_slice::<Value>(&answer);
+        parse.stop(&self.config.chain_id, "parse");
+        let value = parsed
             .map_err(|e| self.malformed(path, "invalid_json", format!("HTTP {status}: {e}")))?;
         // minievm answers a reverted call with 200 and the reason in `error`.
         if let Some(error) = value.get("error").and_then(Value::as_str) {
