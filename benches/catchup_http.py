@@ -216,7 +216,7 @@ def main():
     try:
         rec = recording(weaver, work)
         replay, bound = node_process(weaver, ["node", "replay", rec], work, "replay",
-                                     ["--latency-ms", str(LATENCY_MS)])
+                                     ["--latency-ms", str(LATENCY_MS)] if LATENCY_MS else [])
         procs.append(replay)
         config = os.path.join(work, "weaver.toml")
         with open(config, "w") as f:

@@ -8,8 +8,13 @@
 # Both servers get the whole machine (2 workers each, no pinning); wrk -t2 -c64 as measured
 # in the issue. The gzip rows send `Accept-Encoding: gzip` to both: weaver compresses the page it
 # keeps, nginx serves those same compressed bytes from a file (gzip_static). Bounded: ROUNDS x reads x 2 runs of DURATION seconds; everything stops at exit.
-#   usage: [READS=REGEX] benches/vs_nginx.sh [DURATION_SECONDS] [ROUNDS] [CSV_OUT]
+# Before measuring it waits (up to 120 s) until the daemon is idle — under 5 % of a core over
+# 2 s: the last flushes and compactions after the catch-up done — and prints what could skew
+# a run: the binary's version, the load average, and the daemon's CPU while idle. The devnet
+# chain's next block is an hour away, so nothing is produced or indexed during the runs.
+#   usage: [READS=REGEX] [BENCH_BIN=path] benches/vs_nginx.sh [DURATION_SECONDS] [ROUNDS] [CSV_OUT]
 #   READS keeps only the reads whose name matches (grep -E), e.g. READS='100 txs'.
+#   BENCH_BIN runs that weaver binary instead of building target/release/weaver.
 #   needs: wrk, nginx (apt-get install wrk nginx), python3
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +24,12 @@ csv="${3:-}"
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 [ -x "$nginx_bin" ] || { echo "nginx is not installed (apt-get install nginx)"; exit 1; }
-cargo build --release --quiet
+if [ -n "${BENCH_BIN:-}" ]; then
+  weaver_bin="$BENCH_BIN"
+else
+  cargo build --release --quiet
+  weaver_bin=./target/release/weaver
+fi
 work="$(mktemp -d)"
 pid=""
 nginx_pid=""
@@ -44,18 +54,18 @@ data_dir = "$work/data"
 [metrics]
 listen = "127.0.0.1:0"
 [devnet]
-genesis_unix_ms = $(( now_ms - height * 600000 - 300000 ))
+genesis_unix_ms = $(( now_ms - height * 3600000 - 1000 ))
 [[chains]]
 chain_id = "minievm-1"
 vm = "evm"
 listen = "127.0.0.1:0"
 [chains.source]
 kind = "devnet"
-block_interval_ms = 600000
+block_interval_ms = 3600000
 txs_per_block = 20
 TOML
 cat "$work/router.toml" >> "$work/weaver.toml"
-WEAVER_LOG=warn ./target/release/weaver --config "$work/weaver.toml" &
+WEAVER_LOG=warn "$weaver_bin" --config "$work/weaver.toml" &
 pid=$!
 for _ in $(seq 1 600); do [ -f "$work/data/listeners.json" ] && break; sleep 0.1; done
 listener() { python3 -c "import json,sys; d=json.load(open('$work/data/listeners.json')); print(eval(sys.argv[1]))" "$1"; }
@@ -185,6 +195,20 @@ def us(label):
 print("%.0f %.0f %.0f" % (rps, us("50"), us("99")))'
 }
 
+# The daemon's CPU seconds so far (user + system).
+cpu_of() { python3 -c "import os,sys; f=open('/proc/$1/stat').read().rsplit(')',1)[1].split(); print((int(f[11])+int(f[12]))/os.sysconf('SC_CLK_TCK'))"; }
+# Settled: under 5 % of a core over 2 s (the catch-up's last flushes and compactions done).
+settle_started=$(date +%s)
+idle_pct=100
+while :; do
+  before=$(cpu_of "$pid"); sleep 2; after=$(cpu_of "$pid")
+  idle_pct=$(python3 -c "print(round(($after - $before) / 2 * 100, 1))")
+  python3 -c "import sys; sys.exit(0 if $idle_pct < 5 else 1)" && break
+  [ $(( $(date +%s) - settle_started )) -ge 120 ] && { echo "weaver did not settle: $idle_pct % of a core while idle" >&2; break; }
+done
+echo "$("$weaver_bin" --version | head -1); load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+  "weaver idle at $idle_pct % of a core (settled $(( $(date +%s) - settle_started )) s after the catch-up)"
+
 # A discarded warm-up of both servers on the first read: the first measured row should not
 # pay for the daemon's last flushes after catching up, or for cold caches and connections.
 IFS='|' read -r _ warm_url _ <<<"${reads[0]}"
@@ -219,3 +243,4 @@ for read in "${reads[@]}"; do
   [ -n "$csv" ] && echo "\"$name\",$bytes,$wr,$nr,$ratio,$wp50,$np50,$wp99,$np99" >> "$csv"
   i=$((i + 1))
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
