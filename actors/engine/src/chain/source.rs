@@ -46,6 +46,15 @@ pub trait ChainSource: Send + Sync {
         query: &ChainQuery,
         height: u64,
     ) -> impl Future<Output = Result<QueryAnswer, SourceError>> + Send;
+    /// [`ChainSource::query`] for a read asked ahead of a block (a hint): one attempt, no
+    /// backoff, where the source would retry.
+    fn query_ahead(
+        &self,
+        query: &ChainQuery,
+        height: u64,
+    ) -> impl Future<Output = Result<QueryAnswer, SourceError>> + Send {
+        self.query(query, height)
+    }
 }
 
 /// A chain generated in this process (the devnet crate's world): every call is synchronous
@@ -99,7 +108,26 @@ impl ChainSource for Source {
     async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
         match self {
             Source::Local(chain) => Ok(chain.query(query, height)),
-            Source::Node(node) => node.query(query, height).await,
+            // Asked, and the answer parsed, off the follower's thread.
+            Source::Node(node) => {
+                let (node, query) = (node.clone(), query.clone());
+                crate::system::node_io::run(async move { node.query(&query, height).await }).await
+            }
+        }
+    }
+
+    async fn query_ahead(
+        &self,
+        query: &ChainQuery,
+        height: u64,
+    ) -> Result<QueryAnswer, SourceError> {
+        match self {
+            Source::Local(chain) => Ok(chain.query(query, height)),
+            Source::Node(node) => {
+                let (node, query) = (node.clone(), query.clone());
+                crate::system::node_io::run(async move { node.query_ahead(&query, height).await })
+                    .await
+            }
         }
     }
 }
@@ -213,6 +241,19 @@ impl ChainSource for ChainAccess {
                 self.evm_query(query, height).await
             }
             _ => self.source.query(query, height).await,
+        }
+    }
+
+    async fn query_ahead(
+        &self,
+        query: &ChainQuery,
+        height: u64,
+    ) -> Result<QueryAnswer, SourceError> {
+        match query {
+            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock => {
+                self.evm_query(query, height).await
+            }
+            _ => self.source.query_ahead(query, height).await,
         }
     }
 }

@@ -20,7 +20,7 @@ pub use ingestion::{
 };
 
 use crate::chain::types::BlockBundle;
-use crate::chain::{Answers, ChainSource, SourceError};
+use crate::chain::{Answers, ChainQuery, ChainSource, QueryAnswer, SourceError};
 use crate::indexers::{DomainSet, IndexError, PreparedBlock, SetPreparer};
 use progress::ProgressLog;
 
@@ -160,16 +160,23 @@ impl<S: ChainSource + 'static> Follower<S> {
         let end = self.tip.min(next + self.settings.batch_blocks.max(1) - 1);
         let source = self.source.clone();
         let preparer = self.domains.preparer();
+        let chain_id: Arc<str> = self.domains.chain_id().into();
         let mut blocks = futures_util::stream::iter(next..=end)
             .map(move |height| {
                 let source = source.clone();
                 let preparer = preparer.clone();
-                async move { prepared(source.block(height).await?, preparer).await }
+                let chain_id = chain_id.clone();
+                async move {
+                    let (bundle, prepared, ahead) =
+                        prepared(source.block(height).await?, preparer).await?;
+                    let answers = ask_ahead(&*source, ahead, height, &chain_id).await;
+                    Ok((bundle, prepared, answers))
+                }
             })
             .buffered(self.settings.in_flight.max(1));
         let mut indexed = 0;
         while let Some(fetched) = blocks.next().await {
-            let (bundle, prepared) = match fetched {
+            let (bundle, prepared, answered_ahead) = match fetched {
                 Ok(fetched) => fetched,
                 Err(SourceError::FutureHeight(_)) => {
                     // The node is behind what it reported; ask again next step.
@@ -199,7 +206,7 @@ impl<S: ChainSource + 'static> Follower<S> {
                 }
                 .into());
             }
-            let answers = self.answer_lookups(&bundle).await?;
+            let answers = self.answer_lookups(&bundle, answered_ahead).await?;
             self.domains.apply_prepared(&bundle, &answers, prepared)?;
             indexed += 1;
             self.progress
@@ -222,49 +229,122 @@ impl<S: ChainSource + 'static> Follower<S> {
 }
 
 impl<S: ChainSource + 'static> Follower<S> {
-    /// Asks the source the chain-state reads the domains want for `bundle`, a few at a time.
-    /// A transport failure fails the step (the block is retried after a backoff); a
-    /// chain-side rejection is an answer the domain interprets.
-    async fn answer_lookups(&self, bundle: &BlockBundle) -> Result<Answers, SourceError> {
-        let queries = self.domains.lookups(bundle);
-        let mut answers = Answers::default();
-        if queries.is_empty() {
-            return Ok(answers);
-        }
-        let source = &self.source;
-        let height = bundle.height;
-        let mut replies = futures_util::stream::iter(queries)
-            .map(|query| async move {
-                let answer = source.query(&query, height).await;
-                (query, answer)
-            })
-            .buffer_unordered(LOOKUPS_IN_FLIGHT);
-        while let Some((query, answer)) = replies.next().await {
-            let outcome = match &answer {
-                Ok(Ok(_)) => "ok",
-                Ok(Err(_)) => "rejected",
-                Err(_) => "error",
-            };
-            metrics::counter!("weaver_chain_queries_total", "chain_id" => self.progress.chain_id().to_string(), "kind" => query.kind(), "outcome" => outcome).increment(1);
-            answers.insert(query, answer?);
-        }
+    /// The answers to the chain-state reads the domains want for `bundle`: those asked ahead
+    /// (`answers`), and the rest asked now. A transport failure fails the step (the block is
+    /// retried after a backoff); a chain-side rejection is an answer the domain interprets.
+    async fn answer_lookups(
+        &self,
+        bundle: &BlockBundle,
+        mut answers: Answers,
+    ) -> Result<Answers, SourceError> {
+        let missing: Vec<ChainQuery> = self
+            .domains
+            .lookups(bundle)
+            .into_iter()
+            .filter(|query| answers.get(query).is_none())
+            .collect();
+        ask(
+            &*self.source,
+            missing,
+            bundle.height,
+            self.progress.chain_id(),
+            &mut answers,
+        )
+        .await?;
         Ok(answers)
     }
 }
 
-/// A fetched block with what the domains' preparers made of it. That is CPU work (records
-/// rendered as JSON): it runs on the blocking pool, so the blocks fetched ahead are prepared
-/// on another core while the follower indexes the ones before them.
+/// `queries` asked at `height`, a few at a time, each with its answer as it comes (`ahead`:
+/// as reads asked ahead, [`ChainSource::query_ahead`]).
+fn asked<S: ChainSource>(
+    source: &S,
+    queries: Vec<ChainQuery>,
+    height: u64,
+    ahead: bool,
+) -> impl futures_util::Stream<Item = (ChainQuery, Result<QueryAnswer, SourceError>)> + '_ {
+    futures_util::stream::iter(queries)
+        .map(move |query| async move {
+            let answer = if ahead {
+                source.query_ahead(&query, height).await
+            } else {
+                source.query(&query, height).await
+            };
+            (query, answer)
+        })
+        .buffer_unordered(LOOKUPS_IN_FLIGHT)
+}
+
+fn count_query(chain_id: &str, query: &ChainQuery, outcome: &'static str) {
+    metrics::counter!("weaver_chain_queries_total", "chain_id" => chain_id.to_string(), "kind" => query.kind(), "outcome" => outcome).increment(1);
+}
+
+/// Asks the source `queries` at `height` into `answers`; the first transport failure fails.
+async fn ask<S: ChainSource>(
+    source: &S,
+    queries: Vec<ChainQuery>,
+    height: u64,
+    chain_id: &str,
+    answers: &mut Answers,
+) -> Result<(), SourceError> {
+    let mut replies = std::pin::pin!(asked(source, queries, height, false));
+    while let Some((query, answer)) = replies.next().await {
+        let outcome = match &answer {
+            Ok(Ok(_)) => "ok",
+            Ok(Err(_)) => "rejected",
+            Err(_) => "error",
+        };
+        count_query(chain_id, &query, outcome);
+        answers.insert(query, answer?);
+    }
+    Ok(())
+}
+
+/// Asks the source the reads `queries` ahead of indexing the block at `height`. A hint: each
+/// is asked once, and a read that fails is left out (the block's own lookups ask it again, with
+/// retries, if it is needed, and fail the block then), so a read the block turns out not to
+/// need never holds it.
+async fn ask_ahead<S: ChainSource>(
+    source: &S,
+    queries: Vec<ChainQuery>,
+    height: u64,
+    chain_id: &str,
+) -> Answers {
+    let mut answers = Answers::default();
+    let mut replies = std::pin::pin!(asked(source, queries, height, true));
+    while let Some((query, answer)) = replies.next().await {
+        match answer {
+            Ok(answer) => {
+                count_query(
+                    chain_id,
+                    &query,
+                    if answer.is_ok() { "ok" } else { "rejected" },
+                );
+                answers.insert(query, answer);
+            }
+            Err(error) => {
+                tracing::debug!(chain_id, height, kind = query.kind(), %error, "a read asked ahead failed; asked again if the block needs it");
+            }
+        }
+    }
+    answers
+}
+
+/// A fetched block with what the domains' preparers made of it, and the chain-state reads to
+/// ask ahead for it. That is CPU work (records rendered as JSON): it runs on the blocking
+/// pool, so the blocks fetched ahead are prepared on another core while the follower indexes
+/// the ones before them.
 async fn prepared(
     bundle: Arc<BlockBundle>,
     preparer: SetPreparer,
-) -> Result<(Arc<BlockBundle>, PreparedBlock), SourceError> {
+) -> Result<(Arc<BlockBundle>, PreparedBlock, Vec<ChainQuery>), SourceError> {
     if preparer.is_empty() {
-        return Ok((bundle, PreparedBlock::default()));
+        return Ok((bundle, PreparedBlock::default(), Vec::new()));
     }
     match tokio::task::spawn_blocking(move || {
         let prepared = preparer.prepare(&bundle);
-        (bundle, prepared)
+        let ahead = preparer.lookahead(&bundle);
+        (bundle, prepared, ahead)
     })
     .await
     {
@@ -344,6 +424,152 @@ mod tests {
     async fn follow_to_tip(follower: &mut Follower<ChainAccess>) {
         while follower.domains().watermark() < TIP {
             follower.step().await.unwrap();
+        }
+    }
+
+    /// A domain that reads one value of chain state per block, asked ahead.
+    struct LookingDomain {
+        tree: crate::store::DomainTree,
+        watermark: Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    fn refused() -> ChainQuery {
+        ChainQuery::WasmContractInfo {
+            contract: "not recorded".into(),
+        }
+    }
+
+    fn wanted(height: u64) -> ChainQuery {
+        ChainQuery::WasmContractInfo {
+            contract: format!("c{height}"),
+        }
+    }
+
+    impl crate::indexers::DomainIndexer for LookingDomain {
+        fn tree(&self) -> &crate::store::DomainTree {
+            &self.tree
+        }
+
+        fn index(
+            &mut self,
+            block: crate::indexers::BlockInput<'_>,
+            _batch: &mut crate::store::Batch,
+        ) -> Result<(), crate::indexers::IndexError> {
+            let height = block.bundle.height;
+            assert_eq!(
+                block.answers.get(&wanted(height)),
+                Some(&Ok(serde_json::json!(height))),
+                "block {height} indexed without its answer"
+            );
+            Ok(())
+        }
+
+        fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
+            vec![wanted(bundle.height)]
+        }
+
+        fn committed(&mut self, bundle: &BlockBundle) {
+            self.watermark
+                .store(bundle.height, std::sync::atomic::Ordering::SeqCst);
+        }
+
+        fn lookahead(&self) -> Option<crate::indexers::Lookahead> {
+            // Odd heights only: the even ones are left to `lookups`.
+            // Also a read no block needs, which the node refuses.
+            Some(Arc::new(|bundle: &BlockBundle| {
+                if bundle.height % 2 == 1 {
+                    vec![wanted(bundle.height), refused()]
+                } else {
+                    vec![]
+                }
+            }))
+        }
+    }
+
+    /// A node whose first block is slow, answering each read with its height, recording the
+    /// domain's watermark when each read is asked.
+    struct SlowFirstBlock {
+        watermark: Arc<std::sync::atomic::AtomicU64>,
+        asked: Mutex<Vec<(ChainQuery, u64)>>,
+    }
+
+    impl ChainSource for SlowFirstBlock {
+        async fn latest_height(&self) -> Result<u64, SourceError> {
+            Ok(TIP)
+        }
+
+        async fn block(&self, height: u64) -> Result<Arc<BlockBundle>, SourceError> {
+            if height == 1 {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+            let time_ns = 1_767_225_600_000_000_000 + height as i64;
+            Ok(Arc::new(BlockBundle::of_events(
+                CHAIN,
+                height,
+                time_ns,
+                vec![],
+            )))
+        }
+
+        async fn query(
+            &self,
+            query: &ChainQuery,
+            height: u64,
+        ) -> Result<crate::chain::QueryAnswer, SourceError> {
+            if *query == refused() {
+                return Err(SourceError::Node("not in the recording".into()));
+            }
+            let watermark = self.watermark.load(std::sync::atomic::Ordering::SeqCst);
+            self.asked.lock().unwrap().push((query.clone(), watermark));
+            Ok(Ok(serde_json::json!(height)))
+        }
+    }
+
+    /// Reads asked ahead are asked while earlier blocks are still being fetched or indexed
+    /// (a node far away is not waited on block by block), each once; what was not asked
+    /// ahead is asked when the block is indexed; a read asked ahead that fails, and that no
+    /// block needs, holds nothing.
+    #[tokio::test]
+    async fn reads_asked_ahead_are_not_asked_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        let watermark = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let domain = LookingDomain {
+            tree: store.domain(CHAIN, "looking").unwrap(),
+            watermark: watermark.clone(),
+        };
+        let domains = DomainSet::open(CHAIN, vec![Box::new(domain)]).unwrap();
+        let source = Arc::new(SlowFirstBlock {
+            watermark,
+            asked: Mutex::default(),
+        });
+        let settings = FollowerSettings {
+            in_flight: 4,
+            batch_blocks: TIP,
+            ..Default::default()
+        };
+        let mut follower = Follower::new(source.clone(), domains, settings);
+        while follower.domains().watermark() < TIP {
+            follower.step().await.expect("no step fails");
+        }
+        let asked = source.asked.lock().unwrap().clone();
+        let mut queries: Vec<ChainQuery> = asked.iter().map(|(q, _)| q.clone()).collect();
+        queries.sort();
+        let mut once: Vec<ChainQuery> = (1..=TIP).map(wanted).collect();
+        once.sort();
+        assert_eq!(queries, once, "each block's read asked once");
+        // While block 1 was slow, the odd blocks fetched behind it had their reads asked.
+        let ahead = |height: u64| {
+            asked
+                .iter()
+                .find(|(q, _)| *q == wanted(height))
+                .map(|(_, watermark)| *watermark)
+                .unwrap()
+        };
+        assert_eq!(ahead(3), 0, "block 3's read waited for block 2");
+        // An even block's read is asked when the block before it is indexed.
+        for height in (2..=TIP).step_by(2) {
+            assert_eq!(ahead(height), height - 1);
         }
     }
 

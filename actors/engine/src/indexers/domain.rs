@@ -42,7 +42,20 @@ pub trait DomainIndexer: Send + 'static {
     fn preparer(&self) -> Option<Preparer> {
         None
     }
+
+    /// The chain-state reads a block will likely need, worked out from the block and what the
+    /// store held when asked, off the follower's thread: the follower asks them while it
+    /// indexes the blocks before, so a node far away is not waited on block by block. A hint
+    /// only — it may name reads [`DomainIndexer::lookups`] will not want (the store moved on
+    /// meanwhile); whatever `lookups` wants that is not among the answers is asked then.
+    /// `None` when the domain has none to ask ahead.
+    fn lookahead(&self) -> Option<Lookahead> {
+        None
+    }
 }
+
+/// A domain's reads to ask ahead of indexing a block, callable from any thread.
+pub type Lookahead = std::sync::Arc<dyn Fn(&BlockBundle) -> Vec<ChainQuery> + Send + Sync>;
 
 /// One block as a domain indexes it.
 pub struct BlockInput<'a> {

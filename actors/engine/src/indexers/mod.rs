@@ -21,7 +21,7 @@ pub mod tx_log;
 
 pub use blocks::BlocksIndexer;
 pub use domain::{
-    BlockInput, DefaultOn, Domain, DomainDescriptor, DomainIndexer, Prepared, Preparer,
+    BlockInput, DefaultOn, Domain, DomainDescriptor, DomainIndexer, Lookahead, Prepared, Preparer,
     UnsupportedDomain, DESCRIPTORS,
 };
 pub use evm_internal_txs::InternalTxsIndexer;

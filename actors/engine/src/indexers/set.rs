@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{DomainIndexer, IndexError, Prepared, Preparer};
+use super::{DomainIndexer, IndexError, Lookahead, Prepared, Preparer};
 use crate::chain::types::BlockBundle;
 use crate::chain::{Answers, ChainQuery};
 use crate::indexers::BlockInput;
@@ -20,10 +20,12 @@ struct Slot {
     watermark: u64,
 }
 
-/// The [`Preparer`]s of a set's domains, in slot order; cheap to clone and send.
+/// The [`Preparer`]s of a set's domains, in slot order, and their [`Lookahead`]s; cheap to
+/// clone and send.
 #[derive(Clone, Default)]
 pub struct SetPreparer {
     preparers: Vec<Option<Preparer>>,
+    lookaheads: Vec<Lookahead>,
 }
 
 impl SetPreparer {
@@ -41,9 +43,17 @@ impl SetPreparer {
         prepared
     }
 
-    /// Whether any domain has work to prepare.
+    /// The chain-state reads to ask ahead for `bundle` (see [`DomainIndexer::lookahead`]).
+    pub fn lookahead(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
+        let mut queries: Vec<ChainQuery> = self.lookaheads.iter().flat_map(|l| l(bundle)).collect();
+        queries.sort();
+        queries.dedup();
+        queries
+    }
+
+    /// Whether any domain has work to prepare or reads to ask ahead.
     pub fn is_empty(&self) -> bool {
-        self.preparers.iter().all(Option::is_none)
+        self.preparers.iter().all(Option::is_none) && self.lookaheads.is_empty()
     }
 }
 
@@ -164,6 +174,11 @@ impl DomainSet {
     pub fn preparer(&self) -> SetPreparer {
         SetPreparer {
             preparers: self.slots.iter().map(|s| s.indexer.preparer()).collect(),
+            lookaheads: self
+                .slots
+                .iter()
+                .filter_map(|s| s.indexer.lookahead())
+                .collect(),
         }
     }
 

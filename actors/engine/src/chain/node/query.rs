@@ -90,7 +90,10 @@ impl NodeClient {
         let (path, body) = route(query);
         let mut attempts = self.attempts();
         loop {
-            match self.query_once(&path, body.as_ref(), height).await {
+            match self
+                .query_once(&path, body.as_ref(), height, self.attempts())
+                .await
+            {
                 Err(SourceError::Malformed { .. }) if attempts.left() => {
                     self.rotate(&Api::Rest);
                     attempts.retry().await;
@@ -100,11 +103,30 @@ impl NodeClient {
         }
     }
 
+    /// [`NodeClient::query`] asked once: no retry, no backoff (a read asked ahead, which is
+    /// asked again, with retries, if the block turns out to need it).
+    pub async fn query_ahead(
+        &self,
+        query: &ChainQuery,
+        height: u64,
+    ) -> Result<QueryAnswer, SourceError> {
+        if matches!(
+            query,
+            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock
+        ) {
+            return self.query(query, height).await;
+        }
+        let (path, body) = route(query);
+        let once = crate::system::retry::NODE_CALL.attempts(1);
+        self.query_once(&path, body.as_ref(), height, once).await
+    }
+
     async fn query_once(
         &self,
         path: &str,
         body: Option<&Value>,
         height: u64,
+        attempts: crate::system::Attempts,
     ) -> Result<QueryAnswer, SourceError> {
         let header = height.to_string();
         let request = |url: &str| {
@@ -119,7 +141,7 @@ impl NodeClient {
             .header("x-cosmos-block-height", &header)
         };
         let (status, answer) = self
-            .send(Api::Rest, path, self.attempts(), request, |text| {
+            .send(Api::Rest, path, attempts, request, |text| {
                 gateway_error(text).is_some()
             })
             .await?;

@@ -112,33 +112,47 @@ fn successful(bundle: &BlockBundle) -> impl Iterator<Item = (u32, &TxBundle)> {
         .map(|(i, tx)| (i as u32, tx))
 }
 
+/// The chain-state reads `bundle` needs, given what `store` holds.
+fn lookups(store: &NftStore, vm: Vm, bundle: &BlockBundle) -> Vec<ChainQuery> {
+    let mut queries = Vec::new();
+    let created = match vm {
+        Vm::Move => {
+            move_vm::created_in(successful(bundle).flat_map(|(_, tx)| tx.result.events.iter()))
+        }
+        Vm::Evm | Vm::Wasm => Vec::new(),
+    };
+    for (_, tx) in successful(bundle) {
+        for event in &tx.result.events {
+            let found = match vm {
+                Vm::Move => move_vm::lookups(store, &created, event, &mut queries),
+                Vm::Evm => evm::lookups(store, event, &mut queries),
+                Vm::Wasm => wasm::lookups(store, event, &mut queries),
+            };
+            // A store read failing here fails `index` too, where it is reported.
+            if let Err(EventError::Store(error)) = found {
+                tracing::debug!(chain_id = store.domain().chain_id(), %error, "NFT lookups: store read failed");
+            }
+        }
+    }
+    queries
+}
+
 impl DomainIndexer for NftIndexer {
     fn tree(&self) -> &DomainTree {
         self.store.domain()
     }
 
     fn lookups(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
-        let mut queries = Vec::new();
-        let created = match self.vm {
-            Vm::Move => {
-                move_vm::created_in(successful(bundle).flat_map(|(_, tx)| tx.result.events.iter()))
-            }
-            Vm::Evm | Vm::Wasm => Vec::new(),
-        };
-        for (_, tx) in successful(bundle) {
-            for event in &tx.result.events {
-                let found = match self.vm {
-                    Vm::Move => move_vm::lookups(&self.store, &created, event, &mut queries),
-                    Vm::Evm => evm::lookups(&self.store, event, &mut queries),
-                    Vm::Wasm => wasm::lookups(&self.store, event, &mut queries),
-                };
-                // A store read failing here fails `index` too, where it is reported.
-                if let Err(EventError::Store(error)) = found {
-                    tracing::debug!(chain_id = self.chain_id(), %error, "NFT lookups: store read failed");
-                }
-            }
-        }
-        queries
+        lookups(&self.store, self.vm, bundle)
+    }
+
+    /// The same reads as [`DomainIndexer::lookups`], against the store as it is when the
+    /// block arrives: a mint's metadata, a collection not known yet.
+    fn lookahead(&self) -> Option<super::Lookahead> {
+        let (store, vm) = (self.store.clone(), self.vm);
+        Some(Arc::new(move |bundle: &BlockBundle| {
+            lookups(&store, vm, bundle)
+        }))
     }
 
     fn index(
