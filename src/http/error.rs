@@ -169,9 +169,15 @@ pub async fn not_allowed() -> HttpResponse {
 
 pub type ApiResult = Result<HttpResponse, ApiError>;
 
-/// A 200 `application/json` response from already-serialized bytes.
+/// A 200 `application/json` response from already-serialized bytes (a large one handed to
+/// actix-http in slices: [`super::sliced_body`]).
 pub fn json_bytes(body: impl Into<actix_web::web::Bytes>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(body.into())
+    let body = body.into();
+    let mut response = HttpResponse::Ok();
+    response.content_type("application/json");
+    if body.len() > super::sliced_body::SLICE {
+        response.body(super::sliced_body::SlicedBody::new(body))
+    } else {
+        response.body(body)
+    }
 }

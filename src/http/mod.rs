@@ -27,6 +27,7 @@ pub mod query;
 pub mod ready;
 pub mod richlist;
 pub mod router;
+pub mod sliced_body;
 pub mod status;
 pub mod tracking;
 pub mod wire_errors;
