@@ -91,6 +91,11 @@ where
                     actix_web::dev::AppConfig::default()
                 }));
             actix_service::fn_service(|io: TcpStream| {
+                // Every write goes out at once, as nginx (`tcp_nodelay on`) sends it: with
+                // Nagle's algorithm the last short segment of an answer waited for the
+                // client's (delayed) ACK of the ones before (actix-http 3.20 leaves the
+                // option unset unless asked).
+                let _ = io.set_nodelay(true);
                 let peer = io.peer_addr().ok();
                 std::future::ready(Ok::<_, actix_http::error::DispatchError>((
                     JsonErrorIo::new(io),
