@@ -142,6 +142,12 @@ enum Db {
 /// store has a few trees per chain; 16 MiB measured ~15 % slower indexing (`benches/README.md`).
 pub const DEFAULT_MEMTABLE_BYTES: u64 = 32 << 20;
 
+/// The most the journals may hold before fjall flushes the write buffers that pin the oldest
+/// one (fjall's minimum; its default is 512 MiB). A tree that fills its write buffer slowly
+/// (relay, NFT) kept every journal since its last flush on disk: a store of 4,000 blocks was
+/// 1.47× the JSON it serves, most of it journal (`benches/README.md`, "Store size").
+pub const JOURNAL_BYTES: u64 = 64 << 20;
+
 impl Store {
     /// Opens the store on the default engine (fjall) with a block cache of `cache_bytes` and
     /// the default write buffers.
@@ -181,6 +187,7 @@ impl Store {
             StoreEngine::Fjall => {
                 let db = fjall::Database::builder(dir)
                     .cache_size(cache_bytes)
+                    .max_journaling_size(JOURNAL_BYTES)
                     .open()?;
                 let syncer = Syncer::start(db.clone(), write_failure.clone());
                 (Db::Fjall(db), Some(Arc::new(syncer)))
