@@ -512,7 +512,9 @@ mod tests {
             .get(header::VARY)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"accept-encoding"));
         Served {
-            body: actix_web::body::to_bytes(response.into_body()).await.unwrap(),
+            body: actix_web::body::to_bytes(response.into_body())
+                .await
+                .unwrap(),
             gzip,
             vary,
         }
