@@ -112,6 +112,14 @@ impl Answers {
 }
 
 impl ChainQuery {
+    /// Read through the chain's EVM JSON-RPC rather than its REST API.
+    pub fn is_evm_json_rpc(&self) -> bool {
+        matches!(
+            self,
+            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock
+        )
+    }
+
     /// Short name for metrics and logs.
     pub fn kind(&self) -> &'static str {
         match self {

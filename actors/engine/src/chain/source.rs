@@ -108,11 +108,7 @@ impl ChainSource for Source {
     async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
         match self {
             Source::Local(chain) => Ok(chain.query(query, height)),
-            // Asked, and the answer parsed, off the follower's thread.
-            Source::Node(node) => {
-                let (node, query) = (node.clone(), query.clone());
-                crate::system::node_io::run(async move { node.query(&query, height).await }).await
-            }
+            Source::Node(node) => node_query(node, query, height, false).await,
         }
     }
 
@@ -123,13 +119,28 @@ impl ChainSource for Source {
     ) -> Result<QueryAnswer, SourceError> {
         match self {
             Source::Local(chain) => Ok(chain.query(query, height)),
-            Source::Node(node) => {
-                let (node, query) = (node.clone(), query.clone());
-                crate::system::node_io::run(async move { node.query_ahead(&query, height).await })
-                    .await
-            }
+            Source::Node(node) => node_query(node, query, height, true).await,
         }
     }
+}
+
+/// A node's read, asked and its answer parsed off the follower's thread (`ahead`:
+/// [`NodeClient::query_ahead`]).
+async fn node_query(
+    node: &Arc<NodeClient>,
+    query: &ChainQuery,
+    height: u64,
+    ahead: bool,
+) -> Result<QueryAnswer, SourceError> {
+    let (node, query) = (node.clone(), query.clone());
+    crate::system::node_io::run(async move {
+        if ahead {
+            node.query_ahead(&query, height).await
+        } else {
+            node.query(&query, height).await
+        }
+    })
+    .await
 }
 
 /// A chain's source together with its EVM JSON-RPC, when it has one: the EVM reads domains
@@ -236,12 +247,10 @@ impl ChainSource for ChainAccess {
     }
 
     async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
-        match query {
-            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock => {
-                self.evm_query(query, height).await
-            }
-            _ => self.source.query(query, height).await,
+        if query.is_evm_json_rpc() {
+            return self.evm_query(query, height).await;
         }
+        self.source.query(query, height).await
     }
 
     async fn query_ahead(
@@ -249,11 +258,9 @@ impl ChainSource for ChainAccess {
         query: &ChainQuery,
         height: u64,
     ) -> Result<QueryAnswer, SourceError> {
-        match query {
-            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock => {
-                self.evm_query(query, height).await
-            }
-            _ => self.source.query_ahead(query, height).await,
+        if query.is_evm_json_rpc() {
+            return self.evm_query(query, height).await;
         }
+        self.source.query_ahead(query, height).await
     }
 }

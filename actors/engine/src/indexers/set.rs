@@ -31,16 +31,13 @@ pub struct SetPreparer {
 impl SetPreparer {
     /// Runs every domain's preparer on `bundle`.
     pub fn prepare(&self, bundle: &BlockBundle) -> PreparedBlock {
-        let clock = StageClock::start();
-        let prepared = PreparedBlock {
+        stage_cpu::timed(&bundle.chain_id, "prepare", || PreparedBlock {
             parts: self
                 .preparers
                 .iter()
                 .map(|p| p.as_ref().map(|p| p(bundle)))
                 .collect(),
-        };
-        clock.stop(&bundle.chain_id, "prepare");
-        prepared
+        })
     }
 
     /// The chain-state reads to ask ahead for `bundle` (see [`DomainIndexer::lookahead`]).

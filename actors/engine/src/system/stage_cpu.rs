@@ -50,6 +50,14 @@ impl StageClock {
     }
 }
 
+/// Runs `work`, adding the calling thread's CPU time it took to `stage` of `chain_id`.
+pub fn timed<T>(chain_id: &str, stage: &'static str, work: impl FnOnce() -> T) -> T {
+    let clock = StageClock::start();
+    let done = work();
+    clock.stop(chain_id, stage);
+    done
+}
+
 /// Adds `cpu` to `stage` of `chain_id`.
 pub fn record(chain_id: &str, stage: &'static str, cpu: Duration) {
     metrics::counter!("weaver_ingest_cpu_microseconds_total", "chain_id" => chain_id.to_string(), "stage" => stage)

@@ -23,7 +23,7 @@ use crate::chain::evm_types::{
     quantity, to_quantity, CallAnswer, CallRevert, EvmBlock, Receipt, TxTrace,
 };
 use crate::system::retry::NODE_CALL;
-use crate::system::stage_cpu::StageClock;
+use crate::system::stage_cpu;
 
 /// How to reach a node's EVM JSON-RPC.
 #[derive(Debug, Clone)]
@@ -137,9 +137,9 @@ impl EthClient {
                 EvmError::Transport(format!("{url}: {e}")),
             )
         })?;
-        let parse = StageClock::start();
-        let parsed = serde_json::from_str::<Value>(&text);
-        parse.stop(&self.config.chain_id, "parse");
+        let parsed = stage_cpu::timed(&self.config.chain_id, "parse", || {
+            serde_json::from_str::<Value>(&text)
+        });
         // A 5xx carrying a JSON-RPC error is the node's answer; any other 5xx is not.
         if status >= 500 && !parsed.as_ref().is_ok_and(|v| rpc_error(v).is_some()) {
             return Err(failed(

@@ -30,7 +30,7 @@ use super::timefmt::parse_rfc3339;
 use super::types::{BlockBundle, Proposer, TxBundle, TxResult};
 use super::{address, SourceError};
 use crate::system::retry::{Attempts, NODE_CALL};
-use crate::system::stage_cpu::StageClock;
+use crate::system::stage_cpu;
 use wire::*;
 
 /// How to reach a node.
@@ -189,9 +189,9 @@ impl NodeClient {
         let mut attempts = self.attempts();
         loop {
             let (status, body) = self.get(Api::Rpc, path).await?;
-            let parse = StageClock::start();
-            let parsed = serde_json::from_slice::<RpcEnvelope<T>>(&body);
-            parse.stop(&self.config.chain_id, "parse");
+            let parsed = stage_cpu::timed(&self.config.chain_id, "parse", || {
+                serde_json::from_slice::<RpcEnvelope<T>>(&body)
+            });
             let error = match parsed {
                 Err(_) if status >= 500 => {
                     // A proxy's or node's failure page, not chain data.
@@ -263,10 +263,10 @@ impl NodeClient {
                 truncate(&text(&body))
             )));
         }
-        let parse = StageClock::start();
-        let parsed = serde_json::from_slice(&body);
-        parse.stop(&self.config.chain_id, "parse");
-        parsed.map_err(|e| self.malformed(path, "invalid_json", e.to_string()))
+        stage_cpu::timed(&self.config.chain_id, "parse", || {
+            serde_json::from_slice(&body)
+        })
+        .map_err(|e| self.malformed(path, "invalid_json", e.to_string()))
     }
 
     pub async fn chain_id(&self) -> Result<String, SourceError> {

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::{form_encode, rest_future_height, text, truncate, Api, NodeClient};
 use crate::chain::query::{BANK_BALANCES_PAGE, EVM_CALL_SENDER};
 use crate::chain::{ChainQuery, QueryAnswer, QueryRejection, SourceError};
+use crate::system::stage_cpu;
 
 /// The REST route of a query: its path, and the JSON body of a POST.
 fn route(query: &ChainQuery) -> (String, Option<Value>) {
@@ -75,19 +76,21 @@ fn gateway_error(body: &str) -> Option<QueryRejection> {
     })
 }
 
+/// The REST route of `query`; an EVM JSON-RPC read has none.
+fn rest_route(query: &ChainQuery) -> Result<(String, Option<Value>), SourceError> {
+    if query.is_evm_json_rpc() {
+        return Err(SourceError::Transport(format!(
+            "{} needs the chain's EVM JSON-RPC, which this client does not speak",
+            query.kind()
+        )));
+    }
+    Ok(route(query))
+}
+
 impl NodeClient {
     /// Reads chain state at `height` (after that block) through the REST API.
     pub async fn query(&self, query: &ChainQuery, height: u64) -> Result<QueryAnswer, SourceError> {
-        if matches!(
-            query,
-            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock
-        ) {
-            return Err(SourceError::Transport(format!(
-                "{} needs the chain's EVM JSON-RPC, which this client does not speak",
-                query.kind()
-            )));
-        }
-        let (path, body) = route(query);
+        let (path, body) = rest_route(query)?;
         let mut attempts = self.attempts();
         loop {
             match self
@@ -110,13 +113,7 @@ impl NodeClient {
         query: &ChainQuery,
         height: u64,
     ) -> Result<QueryAnswer, SourceError> {
-        if matches!(
-            query,
-            ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock
-        ) {
-            return self.query(query, height).await;
-        }
-        let (path, body) = route(query);
+        let (path, body) = rest_route(query)?;
         let once = crate::system::retry::NODE_CALL.attempts(1);
         self.query_once(&path, body.as_ref(), height, once).await
     }
@@ -173,11 +170,10 @@ impl NodeClient {
             }
             return Ok(Err(rejection));
         }
-        let parse = crate::system::stage_cpu::StageClock::start();
-        let parsed = serde_json::from_slice::<Value>(&answer);
-        parse.stop(&self.config.chain_id, "parse");
-        let value = parsed
-            .map_err(|e| self.malformed(path, "invalid_json", format!("HTTP {status}: {e}")))?;
+        let value = stage_cpu::timed(&self.config.chain_id, "parse", || {
+            serde_json::from_slice::<Value>(&answer)
+        })
+        .map_err(|e| self.malformed(path, "invalid_json", format!("HTTP {status}: {e}")))?;
         // minievm answers a reverted call with 200 and the reason in `error`.
         if let Some(error) = value.get("error").and_then(Value::as_str) {
             if body.is_some() && !error.is_empty() {
