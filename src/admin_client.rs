@@ -1,6 +1,6 @@
 //! The client side of the daemon's admin requests (`weaver backup`): finds the running
 //! daemon of a data directory by the listeners it wrote (`listeners.json`) and asks its
-//! metrics listener on loopback.
+//! metrics listener on loopback, with the token it wrote there (`admin.token`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -38,8 +38,15 @@ pub fn backup(data_dir: &Path, to: &Path) -> anyhow::Result<String> {
             "the metrics listener is bound to {ip} only, and admin requests are accepted from loopback: bind it to 127.0.0.1 (or 0.0.0.0) to back up"
         ),
     };
+    let token = crate::admin_token::read(data_dir)?;
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {}", token.as_str()).parse()?,
+    );
     let client = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(30))
+        .default_headers(headers)
         .build()?;
     let url = format!("http://{addr}/admin/backup");
     let answer = client

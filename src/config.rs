@@ -223,6 +223,27 @@ pub struct LimitsConfig {
     pub heavy_pages_in_flight: usize,
     /// How long a heavy page waits for its turn before a 503.
     pub heavy_wait_ms: u64,
+    /// The part of each pool of heavy work (heavy pages, history pages, the balances
+    /// fan-out) one client may hold at once (at least one permit); a client holding none is
+    /// served before one holding some.
+    pub heavy_share_per_client: f64,
+    /// Reverse proxies and load balancers (CIDRs or addresses) whose requests name their
+    /// client in `client_ip_header`: every per-client rule then counts that client, not the
+    /// proxy. Empty (the default): every TCP peer is a client and the headers are ignored.
+    pub trusted_proxies: Vec<String>,
+    /// The header trusted proxies name the client in: `"x-forwarded-for"` (nginx, HAProxy,
+    /// most ingresses and cloud balancers) or `"forwarded"` (RFC 7239 `for=`). Only this one
+    /// is read: a client could send the other one through the proxy unchanged.
+    pub client_ip_header: ClientIpHeader,
+}
+
+/// The header naming a proxied request's client (`[limits] client_ip_header`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientIpHeader {
+    #[default]
+    XForwardedFor,
+    Forwarded,
 }
 
 impl Default for LimitsConfig {
@@ -240,6 +261,9 @@ impl Default for LimitsConfig {
             rate_limit_exempt_loopback: true,
             heavy_pages_in_flight: 2,
             heavy_wait_ms: 5_000,
+            heavy_share_per_client: 0.5,
+            trusted_proxies: vec![],
+            client_ip_header: ClientIpHeader::default(),
         }
     }
 }
@@ -294,6 +318,20 @@ impl LimitsConfig {
                 key("heavy_pages_in_flight"),
                 "must be between 1 and 1024",
             ));
+        }
+        if !(self.heavy_share_per_client > 0.0 && self.heavy_share_per_client <= 1.0) {
+            return Err(invalid(
+                key("heavy_share_per_client"),
+                "must be above 0 and at most 1 (a part of each pool)",
+            ));
+        }
+        for (i, network) in self.trusted_proxies.iter().enumerate() {
+            if crate::http::client::parse_network(network).is_none() {
+                return Err(invalid(
+                    format!("limits.trusted_proxies[{i}]"),
+                    format!("{network:?} is not a CIDR (10.0.0.0/8, fd00::/8) or an address"),
+                ));
+            }
         }
         Ok(())
     }

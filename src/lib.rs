@@ -1,6 +1,7 @@
 //! The weaver daemon's front: configuration, boot, HTTP listeners and the devnet node.
 
 pub mod admin_client;
+pub mod admin_token;
 pub mod boot;
 pub mod config;
 pub mod devnet_network;

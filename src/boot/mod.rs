@@ -145,12 +145,30 @@ fn announce(config: &Config) {
     }
 }
 
+/// A data directory holding `db.partial` and no `db` is an unfinished backup copy (the
+/// daemon that wrote it stopped half way): starting on it would build an empty store beside
+/// the remains and index everything again, so it is refused, saying what it is.
+fn refuse_unfinished_backup(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let partial = data_dir.join("db.partial");
+    if partial.exists() && !data_dir.join("db").exists() {
+        anyhow::bail!(
+            "{} holds {}: an unfinished backup (the daemon writing it stopped before the copy was whole), not a store. Take the backup again (`weaver backup --to {}` on the running daemon: the leftover is replaced), or delete {} to start an empty store here",
+            data_dir.display(),
+            partial.display(),
+            data_dir.display(),
+            partial.display()
+        );
+    }
+    Ok(())
+}
+
 /// Opens the store under `data_dir` (created if missing) with the configured engine, and
 /// checks its format version ([`weaver_engine::store::format`]): the store and its version.
 fn open_store(config: &Config) -> anyhow::Result<(Store, u64)> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!("cannot create data dir {}: {e}", config.data_dir.display())
     })?;
+    refuse_unfinished_backup(&config.data_dir)?;
     Store::open_engine(
         config.store.engine,
         &config.data_dir.join("db"),
@@ -246,7 +264,14 @@ fn bind_metrics(
     (store, store_format): (Store, u64),
     listeners: &mut Listeners,
 ) -> anyhow::Result<Server> {
-    let admin = web::Data::new(http::admin::AdminApi::new(store, store_format));
+    let token = crate::admin_token::create(&config.data_dir)?;
+    let admin = web::Data::new(http::admin::AdminApi::new(
+        store,
+        store_format,
+        config.data_dir.clone(),
+        token,
+        config.metrics.listen.ip(),
+    ));
     let metrics_data = web::Data::new(prometheus);
     let status_board = web::Data::new(http::status::StatusBoard::new(
         chains,

@@ -1,34 +1,64 @@
-//! Operator requests on the metrics listener, accepted from loopback only. `POST
-//! /admin/backup {"to": "/abs/dir"}` starts a copy of the running store — every tree as of one
-//! instant — into a new data directory (`<to>/db`) that a weaver started with `--data-dir <to>`
-//! resumes from; it answers 202 at once (a large store takes longer than any request may),
-//! and `GET /admin/backup` says how the last one went. `weaver backup --to DIR` makes the
-//! request and polls until it ends.
+//! Operator requests on the metrics listener. `POST /admin/backup {"to": "/abs/dir"}` starts
+//! a copy of the running store — every tree as of one instant — into a new data directory
+//! (`<to>/db`) that a weaver started with `--data-dir <to>` resumes from; it answers 202 at
+//! once (a large store takes longer than any request may), and `GET /admin/backup` says how
+//! the last one went. `weaver backup --to DIR` makes the request and polls until it ends.
+//!
+//! No web page may reach these (a page can send requests to loopback: CSRF, and DNS
+//! rebinding, where an attacker's name resolves to 127.0.0.1). [`guard`] refuses, before
+//! CORS or any route runs, an admin request that:
+//! - comes from a TCP peer that is not loopback;
+//! - carries an `Origin` (browsers send one with every cross-origin request and every
+//!   POST; the command line never does) or `Sec-Fetch-Site` other than `none`, or is a
+//!   preflight — so no CORS header is ever added to an admin answer;
+//! - names a `Host` that is neither a loopback name or address nor the listener's own
+//!   address (a rebound name is refused);
+//! - lacks the bearer token of `<data_dir>/admin.token` ([`crate::admin_token`]), which a
+//!   page cannot read.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
-use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
+use actix_web::http::{header, Method, StatusCode};
+use actix_web::{web, HttpResponse, ResponseError};
+use futures_util::future::{Either, FutureExt, LocalBoxFuture};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use weaver_engine::store::{Store, StoreError};
 use weaver_engine::system::Recover;
 
 use super::error::{ApiError, ApiResult};
+use crate::admin_token::AdminToken;
 
 pub struct AdminApi {
     store: Store,
     store_format: u64,
+    /// The data directory the store lives in: no backup is written inside it.
+    data_dir: PathBuf,
+    /// The credential every admin request must present.
+    token: AdminToken,
+    /// The metrics listener's configured address: a `Host` naming it is accepted.
+    listen: std::net::IpAddr,
     /// The last backup's state (one runs at a time: each reads every tree).
     backup: Mutex<Value>,
 }
 
 impl AdminApi {
-    pub fn new(store: Store, store_format: u64) -> Self {
+    pub fn new(
+        store: Store,
+        store_format: u64,
+        data_dir: PathBuf,
+        token: AdminToken,
+        listen: std::net::IpAddr,
+    ) -> Self {
         AdminApi {
             store,
             store_format,
+            data_dir,
+            token,
+            listen,
             backup: Mutex::new(json!({"state": "none"})),
         }
     }
@@ -48,44 +78,198 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// Whether `path` is an admin route (its requests go through [`guard`]).
+fn is_admin(path: &str) -> bool {
+    path == "/admin" || path.starts_with("/admin/")
+}
+
+/// Why an admin request is refused, if it is (see the module doc); `None` lets it through.
+fn refusal(req: &ServiceRequest, api: &AdminApi) -> Option<ApiError> {
+    let forbidden = |message: &str| Some(ApiError::new(StatusCode::FORBIDDEN, message));
+    if !req.peer_addr().is_some_and(|peer| peer.ip().to_canonical().is_loopback()) {
+        return forbidden("admin requests are accepted from loopback only");
+    }
+    let headers = req.headers();
+    if *req.method() == Method::OPTIONS || headers.contains_key(header::ORIGIN) {
+        return forbidden(
+            "admin requests are not accepted from web pages (the request carries an Origin): use `weaver backup` or curl",
+        );
+    }
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|site| site.as_bytes() != b"none")
+    {
+        return forbidden("admin requests are not accepted from web pages");
+    }
+    match headers.get(header::HOST).map(|host| host.as_bytes()) {
+        Some(host) if host_is_local(host, api.listen) => {}
+        _ => {
+            return forbidden(
+                "admin requests must name this host as localhost, a loopback address or the listener's address (Host)",
+            )
+        }
+    }
+    match headers.get(header::AUTHORIZATION) {
+        Some(value) if api.token.admits(value.as_bytes()) => None,
+        _ => Some(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "admin requests need the bearer token the daemon writes to <data_dir>/admin.token (readable by weaver's user only): use `weaver backup`, or curl -H \"Authorization: Bearer $(cat <data_dir>/admin.token)\"",
+        )),
+    }
+}
+
+/// Whether a `Host` header value names this machine's loopback (`localhost`, an address of
+/// 127.0.0.0/8 or `[::1]`) or the listener's configured address `own` (the port is not
+/// checked: a rebound name is refused by its name, whatever port it names).
+fn host_is_local(host: &[u8], own: std::net::IpAddr) -> bool {
+    let Ok(host) = std::str::from_utf8(host) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, port)) if port.is_empty() || port.starts_with(':') => v6,
+            _ => return false,
+        },
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match name.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.to_canonical().is_loopback() || (ip == own && !ip.is_unspecified()),
+        Err(_) => false,
+    }
+}
+
+/// The middleware of [`refusal`], placed outside CORS (so a preflight never reaches actix-cors
+/// and an admin answer never carries CORS headers) on listeners whose app holds an
+/// [`AdminApi`]; other requests pass untouched.
+pub fn guard<S, B>(
+    req: ServiceRequest,
+    service: &S,
+) -> Either<
+    LocalBoxFuture<'static, Result<ServiceResponse<EitherBody<B>>, actix_web::Error>>,
+    std::future::Ready<Result<ServiceResponse<EitherBody<B>>, actix_web::Error>>,
+>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    S::Future: 'static,
+    B: MessageBody + 'static,
+{
+    if is_admin(req.path()) {
+        if let Some(api) = req.app_data::<web::Data<AdminApi>>() {
+            if let Some(error) = refusal(&req, api) {
+                let mut response = error.error_response();
+                if error.status == StatusCode::UNAUTHORIZED {
+                    response.headers_mut().insert(
+                        header::WWW_AUTHENTICATE,
+                        header::HeaderValue::from_static("Bearer"),
+                    );
+                }
+                return Either::Right(std::future::ready(Ok(
+                    req.into_response(response).map_into_right_body()
+                )));
+            }
+        }
+    }
+    Either::Left(
+        service
+            .call(req)
+            .map(|response| response.map(ServiceResponse::map_into_left_body))
+            .boxed_local(),
+    )
+}
+
 #[derive(Deserialize)]
 struct BackupRequest {
     to: Option<String>,
 }
 
-/// Only a process on this host may ask: the metrics listener may face a network.
-fn loopback_only(req: &HttpRequest) -> Result<(), ApiError> {
-    if req.peer_addr().is_some_and(|peer| peer.ip().is_loopback()) {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "admin requests are accepted from loopback only",
-        ))
+/// The directory a backup may be written into, from the request's `to`: an absolute, clean
+/// path (no `.` or `..`, no control characters) outside the data directory, empty or absent
+/// (or holding only what an interrupted backup left, which the copy replaces).
+fn backup_target(to: &str, data_dir: &Path) -> Result<PathBuf, ApiError> {
+    let refuse = |why: &str| {
+        Err(ApiError::bad_request(format!(
+            "[INVALID_VALUE] invalid value for to: {to:?} ({why})"
+        )))
+    };
+    if to.chars().any(char::is_control) {
+        return refuse("control characters are not allowed in a path");
+    }
+    let trimmed = if to.len() > 1 { to.trim_end_matches('/') } else { to };
+    let path = PathBuf::from(trimmed);
+    if !path.is_absolute() {
+        return refuse("must be an absolute path (the daemon's working directory is not yours)");
+    }
+    let clean = path
+        .components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    // `components` drops a `.` and repeated slashes: compare with the text as sent.
+    if !clean || path.components().collect::<PathBuf>().as_os_str() != trimmed {
+        return refuse("must be a clean path: no `.` or `..` parts, no repeated slashes");
+    }
+    if path.parent().is_none() {
+        return refuse("the root directory is not a backup directory");
+    }
+    let data_dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    if resolved(&path).starts_with(&data_dir) {
+        return refuse(&format!(
+            "inside the data directory {:?}: a backup goes beside the store, never into it",
+            data_dir
+        ));
+    }
+    if let Ok(entries) = std::fs::read_dir(&path) {
+        let leftover = |entry: std::io::Result<std::fs::DirEntry>| {
+            entry.is_ok_and(|e| e.file_name() == *BACKUP_PARTIAL)
+        };
+        if !entries.into_iter().all(leftover) {
+            return Err(ApiError::bad_request(format!(
+                "{path:?} is not empty: a backup goes into a new (or empty) directory"
+            )));
+        }
+    } else if path.exists() {
+        return Err(ApiError::bad_request(format!(
+            "{path:?} is not a directory this daemon can read"
+        )));
+    }
+    Ok(path)
+}
+
+/// What an interrupted backup leaves in its target directory (`<to>/db.partial`).
+const BACKUP_PARTIAL: &str = "db.partial";
+
+/// `path` with its existing part's symbolic links resolved (the rest appended as it is).
+fn resolved(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
     }
 }
 
-async fn backup_state(api: web::Data<AdminApi>, req: HttpRequest) -> ApiResult {
-    loopback_only(&req)?;
+async fn backup_state(api: web::Data<AdminApi>) -> ApiResult {
     let state = api.backup.lock().recover().clone();
     Ok(HttpResponse::Ok().json(state))
 }
 
-async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Bytes) -> ApiResult {
-    loopback_only(&req)?;
+async fn start_backup(api: web::Data<AdminApi>, body: web::Bytes) -> ApiResult {
     let request: BackupRequest = super::router::parse_body(&body, &["to"], &[])?;
     let to = request
         .to
         .filter(|to| !to.is_empty())
         .ok_or_else(|| ApiError::bad_request("to is required: the directory to back up into"))?;
-    let to = PathBuf::from(to);
-    if !to.is_absolute() {
-        return Err(ApiError::invalid_value(
-            "to",
-            &to.display().to_string(),
-            "must be an absolute path (the daemon's working directory is not yours)",
-        ));
-    }
+    let to = backup_target(&to, &api.data_dir)?;
+    let shown = to.display().to_string();
     {
         let mut state = api.backup.lock().recover();
         if state["state"] == "running" {
@@ -94,29 +278,20 @@ async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Byt
                 format!("a backup is running already (into {})", state["to"]),
             ));
         }
-        if to.exists()
-            && std::fs::read_dir(&to)
-                .map(|mut entries| entries.next().is_some())
-                .unwrap_or(true)
-        {
-            return Err(ApiError::bad_request(format!(
-                "{} is not empty: a backup goes into a new (or empty) directory",
-                to.display()
-            )));
-        }
-        *state = json!({"state": "running", "to": to.display().to_string()});
+        *state = json!({"state": "running", "to": shown});
     }
     let api = api.into_inner();
-    let running = json!({"state": "running", "to": to.display().to_string()});
+    let running = json!({"state": "running", "to": shown});
     // On the blocking pool, outliving this request (its timeout does not cut the copy).
     actix_web::rt::task::spawn_blocking(move || {
         let copied = api.store.backup_to(&to.join("db"));
         let done = match copied {
             Ok(report) => {
-                tracing::info!(to = %to.display(), trees = report.trees, keys = report.keys, seconds = report.seconds, "backup written");
+                // `?`: a path is the client's text, logged escaped.
+                tracing::info!(to = ?to, trees = report.trees, keys = report.keys, seconds = report.seconds, "backup written");
                 json!({
                     "state": "done",
-                    "to": to.display().to_string(),
+                    "to": shown,
                     "store_format": api.store_format,
                     "trees": report.trees,
                     "keys": report.keys,
@@ -125,14 +300,14 @@ async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Byt
                 })
             }
             Err(e) => {
-                tracing::error!(error = %e, to = %to.display(), "backup failed");
+                tracing::error!(error = %e, to = ?to, "backup failed");
                 let bad_request = matches!(
                     e,
                     StoreError::BackupTarget(_) | StoreError::BackupUnsupported
                 );
                 json!({
                     "state": "failed",
-                    "to": to.display().to_string(),
+                    "to": shown,
                     "error": e.to_string(),
                     "retry": !bad_request,
                 })
@@ -146,44 +321,235 @@ async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Byt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use actix_web::ResponseError;
+    use actix_web::test as actix_test;
 
-    fn request(peer: &str) -> HttpRequest {
-        actix_web::test::TestRequest::post()
-            .peer_addr(peer.parse().unwrap())
-            .to_http_request()
+    struct Admin {
+        dir: tempfile::TempDir,
+        api: web::Data<AdminApi>,
     }
 
-    /// The metrics listener may face a network: a backup asked from another host is refused
-    /// before anything is read or written; from loopback it runs, and its state says when
-    /// it is done.
-    #[actix_web::test]
-    async fn a_backup_from_another_host_is_refused_and_one_from_loopback_runs() {
+    fn admin() -> Admin {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("db"), 8 << 20).unwrap();
-        let api = web::Data::new(AdminApi::new(store, 2));
-        let to = dir.path().join("copy");
-        let body = web::Bytes::from(json!({"to": to.display().to_string()}).to_string());
-        let refused = start_backup(api.clone(), request("10.1.2.3:5000"), body.clone())
-            .await
-            .unwrap_err();
-        assert_eq!(refused.status_code(), StatusCode::FORBIDDEN);
-        assert!(backup_state(api.clone(), request("10.1.2.3:5000"))
-            .await
-            .is_err());
-        assert!(!to.exists(), "a refused backup wrote something");
-        let started = start_backup(api.clone(), request("127.0.0.1:5000"), body)
-            .await
-            .unwrap();
-        assert_eq!(started.status(), StatusCode::ACCEPTED);
-        for _ in 0..500 {
-            if api.backup.lock().unwrap()["state"] != "running" {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let data_dir = dir.path().join("data");
+        let store = Store::open(&data_dir.join("db"), 8 << 20).unwrap();
+        let token = crate::admin_token::create(&data_dir).unwrap();
+        let listen = "127.0.0.1".parse().unwrap();
+        let api = web::Data::new(AdminApi::new(store, 2, data_dir, token, listen));
+        Admin { dir, api }
+    }
+
+    impl Admin {
+        fn bearer(&self) -> String {
+            format!("Bearer {}", self.api.token.as_str())
         }
-        let state = api.backup.lock().unwrap().clone();
+
+        /// A backup request as `weaver backup` sends it, from `peer`.
+        fn post(&self, peer: &str, to: &str) -> actix_test::TestRequest {
+            actix_test::TestRequest::post()
+                .uri("/admin/backup")
+                .peer_addr(peer.parse().unwrap())
+                .insert_header((header::HOST, "127.0.0.1:9090"))
+                .insert_header((header::AUTHORIZATION, self.bearer()))
+                .insert_header((header::CONTENT_TYPE, "application/json"))
+                .set_payload(json!({"to": to}).to_string())
+        }
+
+        /// Status, headers and body of `request` on a metrics listener's app (CORS on, the
+        /// defaults: any origin).
+        async fn call(
+            &self,
+            request: actix_test::TestRequest,
+        ) -> (StatusCode, header::HeaderMap, serde_json::Value) {
+            let config = crate::config::LimitsConfig::default();
+            let limits = crate::http::ListenerLimits::new("metrics", &config);
+            let cors = crate::config::CorsConfig::default();
+            let app = actix_test::init_service(
+                crate::http::app("metrics", limits, &cors, routes).app_data(self.api.clone()),
+            )
+            .await;
+            let response = actix_test::call_service(&app, request.to_request()).await;
+            let (status, headers) = (response.status(), response.headers().clone());
+            let body = actix_test::read_body(response).await;
+            (status, headers, serde_json::from_slice(&body).unwrap_or(Value::Null))
+        }
+
+        async fn wait_done(&self) -> Value {
+            for _ in 0..1000 {
+                if self.api.backup.lock().unwrap()["state"] != "running" {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            self.api.backup.lock().unwrap().clone()
+        }
+    }
+
+    /// The metrics listener may face a network, and a browser on the operator's machine may
+    /// run any page: each way such a page (or another host) could ask for a backup is
+    /// refused before anything is read or written, with no CORS header to read the answer
+    /// by; the command line's request runs.
+    #[actix_web::test]
+    async fn only_the_operator_with_the_token_on_loopback_starts_a_backup() {
+        let admin = admin();
+        let to = admin.dir.path().join("copy");
+        let to_text = to.display().to_string();
+        let evil = "https://evil.example";
+        let cases: Vec<(&str, actix_test::TestRequest, StatusCode)> = vec![
+            (
+                "another host",
+                admin.post("10.1.2.3:5000", &to_text),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                "a preflight",
+                actix_test::TestRequest::default()
+                    .method(Method::OPTIONS)
+                    .uri("/admin/backup")
+                    .peer_addr("127.0.0.1:5000".parse().unwrap())
+                    .insert_header((header::HOST, "127.0.0.1:9090"))
+                    .insert_header((header::ORIGIN, evil))
+                    .insert_header((header::ACCESS_CONTROL_REQUEST_METHOD, "POST"))
+                    .insert_header((header::ACCESS_CONTROL_REQUEST_HEADERS, "authorization")),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                "a page's POST (Origin)",
+                admin
+                    .post("127.0.0.1:5000", &to_text)
+                    .insert_header((header::ORIGIN, evil)),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                "a page's POST (Sec-Fetch-Site)",
+                admin
+                    .post("127.0.0.1:5000", &to_text)
+                    .insert_header(("sec-fetch-site", "cross-site")),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                "a rebound name (Host)",
+                admin
+                    .post("127.0.0.1:5000", &to_text)
+                    .insert_header((header::HOST, "evil.example:9090")),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                "no token",
+                admin
+                    .post("127.0.0.1:5000", &to_text)
+                    .insert_header((header::AUTHORIZATION, "")),
+                StatusCode::UNAUTHORIZED,
+            ),
+            (
+                "a wrong token",
+                admin.post("127.0.0.1:5000", &to_text).insert_header((
+                    header::AUTHORIZATION,
+                    format!("Bearer {}", "0".repeat(64)),
+                )),
+                StatusCode::UNAUTHORIZED,
+            ),
+        ];
+        for (what, request, status) in cases {
+            let (got, headers, body) = admin.call(request).await;
+            assert_eq!(got, status, "{what}: {body}");
+            assert!(body["message"].is_string(), "{what}: {body}");
+            for name in headers.keys() {
+                assert!(
+                    !name.as_str().starts_with("access-control-"),
+                    "{what}: {name} on an admin answer"
+                );
+            }
+            assert!(!to.exists(), "{what}: a refused backup wrote something");
+            assert_eq!(admin.api.backup.lock().unwrap()["state"], "none", "{what}");
+        }
+        // The state is the operator's business too.
+        let (got, _, _) = admin
+            .call(
+                actix_test::TestRequest::get()
+                    .uri("/admin/backup")
+                    .peer_addr("127.0.0.1:5000".parse().unwrap())
+                    .insert_header((header::HOST, "localhost:9090")),
+            )
+            .await;
+        assert_eq!(got, StatusCode::UNAUTHORIZED);
+
+        let (got, headers, body) = admin.call(admin.post("127.0.0.1:5000", &to_text)).await;
+        assert_eq!(got, StatusCode::ACCEPTED, "{body}");
+        assert!(!headers.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN));
+        let state = admin.wait_done().await;
         assert_eq!(state["state"], "done", "{state}");
         assert!(to.join("db").exists());
+    }
+
+    #[test]
+    fn hosts_of_this_machine_are_accepted_and_others_refused() {
+        let own: std::net::IpAddr = "192.0.2.10".parse().unwrap();
+        for host in [
+            "localhost",
+            "LOCALHOST:9090",
+            "127.0.0.1",
+            "127.0.0.1:9090",
+            "127.8.9.10:1",
+            "[::1]",
+            "[::1]:9090",
+            "192.0.2.10:9090",
+        ] {
+            assert!(host_is_local(host.as_bytes(), own), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:9090",
+            "localhost.evil.example",
+            "192.0.2.11:9090",
+            "[::1",
+            "[::2]:9090",
+            "0.0.0.0:9090",
+            "",
+        ] {
+            assert!(!host_is_local(host.as_bytes(), own), "{host}");
+        }
+        let unspecified = "0.0.0.0".parse().unwrap();
+        assert!(!host_is_local(b"0.0.0.0:9090", unspecified));
+    }
+
+    #[test]
+    fn a_backup_goes_into_a_clean_absolute_empty_directory_outside_the_data_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("data");
+        std::fs::create_dir_all(data_dir.join("db")).unwrap();
+        let base = dir.path().display().to_string();
+        let full = dir.path().join("full");
+        std::fs::create_dir_all(&full).unwrap();
+        std::fs::write(full.join("file"), "x").unwrap();
+        let leftover = dir.path().join("leftover");
+        std::fs::create_dir_all(leftover.join(BACKUP_PARTIAL)).unwrap();
+        let link = dir.path().join("link");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&data_dir, &link).unwrap();
+        for (to, why) in [
+            ("relative/dir".to_string(), "absolute"),
+            (format!("{base}/a/../data/x"), "clean"),
+            (format!("{base}/./x"), "clean"),
+            (format!("{base}//x"), "clean"),
+            (format!("{base}/x\ny"), "control"),
+            (format!("{base}/x\u{1b}[31m"), "control"),
+            ("/".to_string(), "root"),
+            (format!("{base}/data"), "inside the data directory"),
+            (format!("{base}/data/backups/today"), "inside the data directory"),
+            (format!("{base}/link/x"), "inside the data directory"),
+            (format!("{base}/full"), "not empty"),
+        ] {
+            let error = backup_target(&to, &data_dir).unwrap_err();
+            assert_eq!(error.status, StatusCode::BAD_REQUEST, "{to:?}");
+            assert!(error.message.contains(why), "{to:?}: {}", error.message);
+            assert!(!error.message.contains('\n') && !error.message.contains('\u{1b}'));
+        }
+        for to in [
+            format!("{base}/new"),
+            format!("{base}/new/deeper/"),
+            leftover.display().to_string(),
+        ] {
+            assert!(backup_target(&to, &data_dir).is_ok(), "{to}");
+        }
     }
 }

@@ -470,6 +470,7 @@ mod tests {
             .app_data(web::Data::new(HeavyPages::new(
                 "test",
                 2,
+                1.0,
                 std::time::Duration::from_secs(1),
             )));
         if let Some(accept) = accept {
@@ -615,7 +616,7 @@ mod tests {
         let cache = AnswerCache::for_record_pages("test");
         let renders = Cell::new(0);
         let body = page(200);
-        let heavy = web::Data::new(HeavyPages::new("test", 1, std::time::Duration::ZERO));
+        let heavy = web::Data::new(HeavyPages::new("test", 1, 1.0, std::time::Duration::ZERO));
         let req = TestRequest::get()
             .uri("/busy")
             .insert_header((header::ACCEPT_ENCODING, "gzip"))

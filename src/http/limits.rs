@@ -1,5 +1,7 @@
-//! The `[limits]` of every listener: per-IP connection cap (counted per connection through
-//! actix `on_connect`), per-IP rate limit (a token bucket per address), body size and
+//! The `[limits]` of every listener: who the client is ([`super::client`]: the TCP peer, or
+//! the address a trusted proxy names), per-IP connection cap (counted per connection through
+//! actix `on_connect`; a trusted proxy's connections are not capped), per-client rate limit
+//! (a token bucket per client address), body size and
 //! body-read timeout (the body is read here, bounded in size and time, before any handler
 //! runs), a whole-request budget, and the gate that keeps heavy pages from starving cheap
 //! requests. Every refusal is the JSON error body and is counted in
@@ -21,10 +23,13 @@ use actix_web::HttpMessage;
 use actix_web::ResponseError;
 use dashmap::DashMap;
 use futures_util::StreamExt;
-use tokio::sync::Semaphore;
 
+use super::client::{Client, TrustedProxies};
+use super::fair_pool::{FairPermit, FairPool};
 use super::error::ApiError;
 use crate::config::LimitsConfig;
+
+pub use super::client::client_key;
 
 /// The limits of one listener, shared by its workers.
 pub struct ListenerLimits {
@@ -32,6 +37,7 @@ pub struct ListenerLimits {
     pub config: LimitsConfig,
     connections: Arc<DashMap<IpAddr, usize>>,
     rate: Option<RateLimiter>,
+    proxies: TrustedProxies,
     pub heavy: actix_web::web::Data<HeavyPages>,
 }
 
@@ -44,9 +50,11 @@ impl ListenerLimits {
             rate: (config.rate_limit_per_ip > 0.0).then(|| {
                 RateLimiter::new(config.rate_limit_per_ip, config.rate_limit_burst as f64)
             }),
+            proxies: TrustedProxies::new(&config.trusted_proxies, config.client_ip_header),
             heavy: actix_web::web::Data::new(HeavyPages::new(
                 name,
                 config.heavy_pages_in_flight,
+                config.heavy_share_per_client,
                 Duration::from_millis(config.heavy_wait_ms),
             )),
         })
@@ -66,7 +74,10 @@ impl ListenerLimits {
             return;
         };
         let ip = peer.ip().to_canonical();
-        if self.config.rate_limit_exempt_loopback && ip.is_loopback() {
+        // A trusted proxy's connections carry many clients: they are capped by the proxy
+        // (and by `max_connections_per_listener`), the clients by their requests.
+        if (self.config.rate_limit_exempt_loopback && ip.is_loopback()) || self.proxies.trusts(ip)
+        {
             return;
         }
         let ticket = self.connect(client_key(ip));
@@ -101,19 +112,6 @@ impl ListenerLimits {
             .max_connections_per_listener
             .div_ceil(workers.max(1))
             .max(1)
-    }
-}
-
-/// The address per-IP limits count by: an IPv4 address, or the /64 of an IPv6 one (a single
-/// host usually owns a whole /64 and could rotate through it).
-pub fn client_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => {
-            let mut segments = v6.segments();
-            segments[4..].fill(0);
-            IpAddr::V6(segments.into())
-        }
     }
 }
 
@@ -194,35 +192,49 @@ impl RateLimiter {
     }
 }
 
-/// At most N heavy pages at once per listener, each on the blocking pool; the others wait
-/// up to `wait`, then get a 503 with `Retry-After`.
+tokio::task_local! {
+    /// The client of the request being served, set by the limits middleware around the
+    /// rest of the request: the fair pools ([`HeavyPages`], the balances fan-out) read it
+    /// without every handler and helper passing it down.
+    static CLIENT: IpAddr;
+}
+
+/// The client of the request this task serves (the unspecified address outside a request).
+pub fn current_client() -> IpAddr {
+    CLIENT
+        .try_with(|client| *client)
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]))
+}
+
+/// At most N heavy pages at once per listener, each on the blocking pool, shared fairly among
+/// clients ([`FairPool`]: one holds at most `heavy_share_per_client` of them, a newcomer goes
+/// first); the others wait up to `wait`, then get a 503 with `Retry-After`.
 pub struct HeavyPages {
     listener: &'static str,
-    permits: Arc<Semaphore>,
+    permits: Arc<FairPool>,
     wait: Duration,
 }
 
 impl HeavyPages {
-    pub fn new(listener: &'static str, in_flight: usize, wait: Duration) -> Self {
+    pub fn new(listener: &'static str, in_flight: usize, share: f64, wait: Duration) -> Self {
         HeavyPages {
             listener,
-            permits: Arc::new(Semaphore::new(in_flight.max(1))),
+            permits: FairPool::new(in_flight, share),
             wait,
         }
     }
 
-    /// Runs `work` on the blocking pool once a permit is free; the permit is held until the
-    /// work is done, even if the client has gone.
+    /// Runs `work` on the blocking pool once a permit is free for this request's client; the
+    /// permit is held until the work is done, even if the client has gone.
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce() -> Result<T, ApiError> + Send + 'static,
     {
-        let permit = match tokio::time::timeout(self.wait, self.permits.clone().acquire_owned())
-            .await
-        {
-            Ok(Ok(permit)) => permit,
-            _ => {
+        let client = current_client();
+        let permit = match tokio::time::timeout(self.wait, self.permits.acquire(client)).await {
+            Ok(permit) => permit,
+            Err(_) => {
                 rejected(self.listener, "heavy_busy");
                 return Err(ApiError::unavailable(
                     "too many large pages in flight on this listener; retry later or ask for smaller pages",
@@ -234,20 +246,21 @@ impl HeavyPages {
     }
 
     /// Runs optional `work` (the client is served either way) on the blocking pool if a permit
-    /// is free right now; `None` if none is, or if the work could not run.
+    /// is free for this request's client right now; `None` if none is, or if the work could
+    /// not run.
     pub async fn run_if_free<T, F>(&self, work: F) -> Option<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        let permit = self.permits.try_acquire(current_client())?;
         holding(permit, work).await.ok()
     }
 }
 
 /// `work` on the blocking pool, `permit` held until it is done (even if the client has gone).
 async fn holding<T, F>(
-    permit: tokio::sync::OwnedSemaphorePermit,
+    permit: FairPermit,
     work: F,
 ) -> Result<T, actix_web::error::BlockingError>
 where
@@ -386,10 +399,14 @@ where
             .closing();
             return Box::pin(ready(Ok(refuse(req, error))));
         }
-        if let (Some(rate), Some(peer)) = (&limits.rate, req.peer_addr()) {
-            let ip = client_key(peer.ip().to_canonical());
-            if !(config.rate_limit_exempt_loopback && ip.is_loopback()) {
-                if let Err(wait) = rate.check(ip, Instant::now()) {
+        let client = match req.peer_addr() {
+            Some(peer) => limits.proxies.client(peer.ip(), req.headers()),
+            None => Client::direct(IpAddr::from([0, 0, 0, 0])),
+        };
+        req.extensions_mut().insert(client);
+        if let Some(rate) = &limits.rate {
+            if !(config.rate_limit_exempt_loopback && client.ip.is_loopback()) {
+                if let Err(wait) = rate.check(client.key, Instant::now()) {
                     rejected(name, "rate_limit");
                     let error = ApiError::too_many_requests(
                         format!(
@@ -446,7 +463,8 @@ where
             }
             // No clone of the request may outlive this point (routing needs it unshared), so
             // a timeout is answered as an error: actix renders it with our JSON body.
-            match tokio::time::timeout(request_timeout, service.call(req)).await {
+            let served = CLIENT.scope(client.key, service.call(req));
+            match tokio::time::timeout(request_timeout, served).await {
                 Ok(response) => response.map(ServiceResponse::map_into_left_body),
                 Err(_) => {
                     rejected(name, "request_timeout");
@@ -538,7 +556,7 @@ mod tests {
 
     #[actix_web::test]
     async fn heavy_pages_wait_for_a_permit_then_give_up() {
-        let heavy = Arc::new(HeavyPages::new("test", 1, Duration::from_millis(50)));
+        let heavy = Arc::new(HeavyPages::new("test", 1, 0.5, Duration::from_millis(50)));
         let (release, hold) = std::sync::mpsc::channel::<()>();
         let first = {
             let heavy = heavy.clone();
@@ -553,12 +571,12 @@ mod tests {
         };
         // Bounded wait until the first page holds the only permit.
         for _ in 0..200 {
-            if heavy.permits.available_permits() == 0 {
+            if heavy.permits.in_use(current_client()).0 == 1 {
                 break;
             }
             actix_web::rt::time::sleep(Duration::from_millis(5)).await;
         }
-        assert_eq!(heavy.permits.available_permits(), 0);
+        assert_eq!(heavy.permits.in_use(current_client()).0, 1);
         let busy = heavy.run(|| Ok(2)).await.unwrap_err();
         assert_eq!(busy.status.as_u16(), 503);
         assert_eq!(busy.retry_after, Some(1));

@@ -12,9 +12,11 @@
 
 pub mod admin;
 pub mod answer_cache;
+pub mod client;
 pub mod cors;
 pub mod error;
 pub mod evm;
+pub mod fair_pool;
 pub mod history;
 pub mod indexer;
 pub mod info;
@@ -176,12 +178,14 @@ fn note_client_error(
         "status" => status.as_str().to_string()
     )
     .increment(1);
+    // Not the `message` field: that one is written as it is, and the path and the error
+    // text hold what the client sent (a field other than `message` is written escaped).
     tracing::debug!(
         listener,
         method,
         path,
         status = status.as_u16(),
-        message = message.as_deref().unwrap_or(""),
+        reason = message.as_deref().unwrap_or(""),
         "client error"
     );
 }
@@ -223,6 +227,9 @@ pub fn app(
         .default_service(web::to(error::unknown_route))
         .wrap(limits::Limits(limits))
         .wrap(cors::middleware(cors))
+        // Outside CORS: an admin request from a page is refused before actix-cors answers
+        // its preflight or marks its answer readable.
+        .wrap_fn(admin::guard)
         .wrap_fn(move |req, service| {
             let started = Instant::now();
             // A fixed label set: arbitrary extension methods must not create new series.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
@@ -142,14 +142,18 @@ fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, ApiEr
         .ok_or_else(|| ApiError::bad_request(format!("{field} is required")))
 }
 
-/// The client a request counts against in the per-client caps: its TCP peer's address, an
-/// IPv6 one by its /64 (as every per-IP limit keys clients, `http::limits::client_key`).
+/// The client a request counts against in the per-client caps, as the limits middleware
+/// found it (the TCP peer, or the address a trusted proxy names), an IPv6 one by its /64
+/// ([`super::client::client_key`]); the TCP peer when no middleware ran (unit tests).
 pub(super) fn client_of(req: &HttpRequest) -> IpAddr {
+    if let Some(client) = req.extensions().get::<super::client::Client>() {
+        return client.key;
+    }
     let ip = req
         .peer_addr()
         .map(|a| a.ip().to_canonical())
         .unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    super::limits::client_key(ip)
+    super::client::client_key(ip)
 }
 
 /// The tracked key of a request, if its chain is one the router knows.

@@ -49,9 +49,40 @@ impl Store {
             std::fs::remove_dir_all(&partial)
                 .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", partial.display())))?;
         }
+        let copied = self.copy_into(db, &partial);
+        let mut report = match copied {
+            Ok(report) => report,
+            Err(e) => {
+                // A failed copy (a full disk, an I/O error) leaves nothing behind: the
+                // directory can be backed up into again once the cause is fixed.
+                if let Err(cleanup) = std::fs::remove_dir_all(&partial) {
+                    tracing::warn!(error = %cleanup, partial = ?partial, "cannot remove an unfinished backup copy");
+                }
+                return Err(e);
+            }
+        };
+        if to.exists() {
+            // An empty target directory (checked above): replaced by the copy.
+            std::fs::remove_dir(to)
+                .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", to.display())))?;
+        }
+        std::fs::rename(&partial, to)
+            .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", to.display())))?;
+        // The rename is durable only once the directory holding it is written out.
+        if let Some(parent) = to.parent() {
+            std::fs::File::open(parent)
+                .and_then(|dir| dir.sync_all())
+                .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", parent.display())))?;
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Every tree as of one instant, bulk-loaded into a new store at `partial`, flushed.
+    fn copy_into(&self, db: &fjall::Database, partial: &Path) -> Result<BackupReport, StoreError> {
         // Taken first: every tree is read as of this instant.
         let snapshot = db.snapshot();
-        let copy = Store::open_engine(StoreEngine::Fjall, &partial, 16 << 20, self.memtable_bytes)?;
+        let copy = Store::open_engine(StoreEngine::Fjall, partial, 16 << 20, self.memtable_bytes)?;
         let target = match &copy.db {
             Db::Fjall(target) => target,
             #[cfg(feature = "sled")]
@@ -82,15 +113,6 @@ impl Store {
         }
         drop(snapshot);
         copy.flush()?;
-        drop(copy);
-        if to.exists() {
-            // An empty target directory (checked above): replaced by the copy.
-            std::fs::remove_dir(to)
-                .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", to.display())))?;
-        }
-        std::fs::rename(&partial, to)
-            .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", to.display())))?;
-        report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }
 }

@@ -53,9 +53,22 @@ pub const EVM_TXS_DOMAIN: &str = "evm_txs";
 /// The EVM internal-txs domain's tree: `chain/<chain_id>/evm_internal_txs`.
 pub const EVM_INTERNAL_TXS_DOMAIN: &str = "evm_internal_txs";
 
+/// A fjall error as a person reads it: its I/O cause (`No space left on device (os error
+/// 28)`) where it has one — fjall's own `Display` is its `Debug` dump — else that dump.
+fn engine_error(error: &fjall::Error) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return format!("I/O error: {io}");
+        }
+        cause = error.source();
+    }
+    error.to_string()
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("storage engine: {0}")]
+    #[error("storage engine: {}", engine_error(.0))]
     Engine(#[from] fjall::Error),
     #[cfg(feature = "sled")]
     #[error("storage engine (sled): {0}")]
