@@ -12,6 +12,7 @@ mod crate_graph;
 mod devnet_network;
 mod devnet_send;
 mod domains;
+mod edge;
 mod evm;
 mod evm_bank_coins;
 mod evm_rpc;

@@ -24,7 +24,7 @@ const SAMPLE_REPLICAS: [&str; 2] = ["10.0.0.11", "10.0.0.12"];
 const SAMPLE_INDEXER_PORT: u16 = 8080;
 const SAMPLE_ROUTER_PORT: u16 = 8090;
 
-fn nginx() -> Option<PathBuf> {
+pub(crate) fn nginx() -> Option<PathBuf> {
     crate::harness::outside_tool(&["nginx"], "nginx")
 }
 
@@ -37,7 +37,7 @@ fn config() -> String {
     with_world(&text, &format!("genesis_unix_ms = {genesis}"))
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -96,7 +96,7 @@ fn nginx_config(replicas: &[&Daemon; 2], ports: (u16, u16), dir: &Path) -> Strin
     text
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -104,7 +104,7 @@ fn is_root() -> bool {
 }
 
 /// nginx in the foreground; killed (its own PID) on drop.
-struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
     _dir: tempfile::TempDir,
 }
@@ -129,9 +129,15 @@ impl Drop for Nginx {
 }
 
 fn start_nginx(binary: &Path, replicas: &[&Daemon; 2], ports: (u16, u16)) -> Nginx {
+    run_nginx(binary, |dir| nginx_config(replicas, ports, dir))
+}
+
+/// nginx with the config `conf` makes of its own (temporary) directory, checked first.
+pub(crate) fn run_nginx(binary: &Path, conf: impl FnOnce(&Path) -> String) -> Nginx {
     let dir = tempfile::tempdir().unwrap();
+    let text = conf(dir.path());
     let conf = dir.path().join("nginx.conf");
-    std::fs::write(&conf, nginx_config(replicas, ports, dir.path())).unwrap();
+    std::fs::write(&conf, text).unwrap();
     let d = dir.path().display();
     let check = Command::new(binary)
         .arg("-p")

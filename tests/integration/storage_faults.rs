@@ -21,12 +21,12 @@ use crate::harness::{
 const CHAIN: &str = "miniwasm-1";
 
 /// A tmpfs mounted for the test, unmounted on drop.
-struct Tmpfs {
+pub(crate) struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
 impl Tmpfs {
-    fn mount(size: &str) -> Option<Tmpfs> {
+    pub(crate) fn mount(size: &str) -> Option<Tmpfs> {
         let dir = tempfile::tempdir().unwrap();
         let output = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -48,7 +48,7 @@ impl Tmpfs {
         }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 }
@@ -69,7 +69,7 @@ impl Drop for Tmpfs {
 }
 
 /// Fills the file system holding `path` until a write fails with ENOSPC.
-fn fill(path: &Path) {
+pub(crate) fn fill(path: &Path) {
     let mut file = std::fs::File::create(path).unwrap();
     let chunk = vec![0xA5u8; 64 << 10];
     for _ in 0..1_000_000 {
