@@ -462,6 +462,7 @@ fn bind_indexer_listener(
     });
     let api = web::Data::new(
         http::indexer::ChainApi::new(blocks, ingestion.main.clone())
+            .with_txs_kept(chain.domains.contains(&Domain::Txs))
             .with_own_followers(
                 ingestion
                     .own

@@ -13,7 +13,6 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
-use weaver_engine::chain::address::parse_account;
 use weaver_engine::chain::timefmt::rfc3339_seconds;
 use weaver_router::tracker::history::{HistoryCursor, HistoryItem, HistoryQuery};
 use weaver_router::tracker::history_watch::Watching;
@@ -103,6 +102,24 @@ fn parse_cursor(text: &str) -> Result<HistoryCursor, ApiError> {
     })
 }
 
+/// An account as the transfer history takes one: bech32 of 20 or 32 bytes (any prefix), or
+/// `0x` and 40 or 64 hex digits — a whole address, never a short one (`0x1234` names no
+/// account that sends transfers; the indexer's short Move forms are for its own routes).
+fn transfer_address(text: &str) -> Result<Vec<u8>, &'static str> {
+    const WHY: &str =
+        "an address is bech32 of 20 or 32 bytes, or 0x and 40 or 64 hex digits";
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) if matches!(hex.len(), 40 | 64) && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(hex::decode(hex).map_err(|_| WHY)?)
+        }
+        Some(_) => Err(WHY),
+        None => match weaver_engine::chain::address::decode_bech32(text) {
+            Some((_, bytes)) if matches!(bytes.len(), 20 | 32) => Ok(bytes),
+            _ => Err(WHY),
+        },
+    }
+}
+
 /// The query of a request: 400 for a bad value, 404 for a chain whose transfers are not
 /// indexed here.
 fn parse_query(req: &HttpRequest, api: &TrackingApi) -> Result<HistoryQuery, ApiError> {
@@ -114,10 +131,9 @@ fn parse_query(req: &HttpRequest, api: &TrackingApi) -> Result<HistoryQuery, Api
     for (name, value) in form_urlencoded::parse(req.query_string().as_bytes()) {
         match name.as_ref() {
             "address" if !value.is_empty() => {
-                address = Some(
-                    parse_account(value.trim())
-                        .map_err(|e| ApiError::invalid_value("address", &value, &e.to_string()))?,
-                )
+                address = Some(transfer_address(value.trim()).map_err(|why| {
+                    ApiError::invalid_value("address", &value, why)
+                })?)
             }
             "chain_id" if !value.is_empty() => chain = Some(value.to_string()),
             "state" => states = parse_states(&value)?,

@@ -32,6 +32,9 @@ pub struct ChainApi {
     last_height: AtomicU64,
     /// The data directory's store format version (docs/operations.md, "Upgrades").
     store_format: u64,
+    /// The chain keeps the `txs` domain; without it the tx routes answer 404 "not kept"
+    /// (as the EVM lists do), not an empty list beside a block that has txs.
+    txs_kept: bool,
 }
 
 impl ChainApi {
@@ -44,6 +47,24 @@ impl ChainApi {
             own_followers: Vec::new(),
             last_height: AtomicU64::new(0),
             store_format: weaver_engine::store::format::FORMAT_VERSION,
+            txs_kept: true,
+        }
+    }
+
+    /// Whether the chain keeps the `txs` domain (default: it does).
+    pub fn with_txs_kept(mut self, kept: bool) -> Self {
+        self.txs_kept = kept;
+        self
+    }
+
+    /// The tx routes' 404 when the chain does not keep its txs.
+    fn txs_kept(&self) -> Result<(), ApiError> {
+        if self.txs_kept {
+            Ok(())
+        } else {
+            Err(ApiError::not_found(
+                "txs are not kept for this chain (add \"txs\" to its domains)",
+            ))
         }
     }
 
@@ -235,6 +256,7 @@ pub(super) async fn block(api: web::Data<ChainApi>, height: web::Path<String>) -
     params(("tx_hash" = String, Path, description = "64 hex digits, any case, `0x` allowed", pattern = "^(0x)?[0-9a-fA-F]{64}$")),
     responses((status = 200, description = "The tx", body = crate::http::openapi::schemas::TxResponse)))]
 pub(super) async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> ApiResult {
+    api.txs_kept()?;
     let hash = parse_tx_hash(&hash)?;
     let record = api
         .store
@@ -359,6 +381,7 @@ async fn tx_list(
     req: &HttpRequest,
     filter_of: impl FnOnce(&ListQuery) -> Result<TxFilter, ApiError>,
 ) -> ApiResult {
+    api.txs_kept()?;
     cache
         .answer(req, api.store.domain(), || async {
             let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;

@@ -73,11 +73,19 @@ fn a_backup_taken_during_catch_up_restores_and_resumes_to_identical_answers() {
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
-    // Backups are for loopback callers only: the handler checks the peer (tested through
-    // the CLI above); a body without `to` is a 400.
+    // Admin requests need the daemon's token (tests/integration/edge.rs has the refusals);
+    // with it, a body without `to` is a 400.
     let metrics = format!("http://{}", original.listeners["metrics"].as_str().unwrap());
-    let (code, _, body) = original.post(&format!("{metrics}/admin/backup"), &serde_json::json!({}));
-    assert_eq!(code, 400, "{body}");
+    let token_path = original.dir.as_ref().unwrap().path().join("data/admin.token");
+    let token = std::fs::read_to_string(token_path).unwrap();
+    let response = original
+        .http
+        .post(format!("{metrics}/admin/backup"))
+        .bearer_auth(token.trim())
+        .json(&serde_json::json!({}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400, "{:?}", response.text());
 
     // Restore: a daemon on the copy (same config: the same devnet world) resumes from it.
     let config_path = restored_dir.path().join("weaver.toml");

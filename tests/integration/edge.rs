@@ -383,3 +383,45 @@ fn a_flooding_client_leaves_a_share_of_heavy_work_to_another() {
     assert!(refused > 0, "the flood never filled the pool: the test proves nothing");
     assert!(served.iter().all(|s| *s == 200), "the other client was refused: {served:?}");
 }
+
+/// A chain that does not keep its txs says so (404 "not kept", as the EVM lists do) rather
+/// than an empty list beside a block that has txs; the transfer history takes only whole
+/// addresses.
+#[test]
+fn answers_say_what_is_not_kept_and_refuse_partial_addresses() {
+    let chain = devnet_chain(CHAIN, "move", "").replacen(
+        "[chains.source]",
+        "domains = [\"blocks\", \"relay\"]\n[chains.source]",
+        1,
+    );
+    let config = format!(
+        "{}\n[[router.chains]]\nchain_id = \"{CHAIN}\"\nchain_name = \"{CHAIN}\"\nbech32_prefix = \"init\"\n",
+        config_with(&chain)
+    );
+    let daemon = Daemon::start(&config);
+    daemon.wait_height(CHAIN, 20);
+    let base = daemon.chain_url(CHAIN);
+    let block = daemon.ok(&format!("{base}/indexer/block/v1/blocks/10"));
+    let tx_count: u64 = block["block"]["tx_count"].as_str().unwrap().parse().unwrap();
+    assert!(tx_count > 0, "{block}");
+    let hash = "AB".repeat(32);
+    for path in [
+        "/indexer/tx/v1/txs".to_string(),
+        "/indexer/tx/v1/txs/by_height/10".to_string(),
+        format!("/indexer/tx/v1/txs/by_account/0x{}", "1".repeat(40)),
+        format!("/indexer/tx/v1/txs/{hash}"),
+    ] {
+        let (code, _, body) = daemon.get(&format!("{base}{path}"));
+        assert_eq!(code, 404, "{path}: {body}");
+        assert!(body["message"].as_str().unwrap().contains("not kept"), "{path}: {body}");
+    }
+    let router = format!("http://{}", daemon.listeners["router"].as_str().unwrap());
+    for address in ["0x1234", "foo", &format!("0x{}", "1".repeat(39)), &"1".repeat(40)] {
+        let (code, _, body) = daemon.get(&format!("{router}/v2/tx/transfers?address={address}"));
+        assert_eq!(code, 400, "{address}: {body}");
+    }
+    for address in [format!("0x{}", "1".repeat(40)), format!("0x{}", "A".repeat(64))] {
+        let (code, _, body) = daemon.get(&format!("{router}/v2/tx/transfers?address={address}"));
+        assert_eq!(code, 200, "{address}: {body}");
+    }
+}
