@@ -22,10 +22,63 @@ use weaver_router::planner::registry::{
 pub enum ConfigError {
     #[error("config file {0} does not exist")]
     Missing(PathBuf),
-    #[error("{0}")]
+    #[error("{}", parse_error(.0))]
     Parse(#[from] Box<figment::Error>),
     #[error("{key}: {message}")]
     Invalid { key: String, message: String },
+}
+
+/// A figment error naming the key as the rest of the validation does (`chains[0].source`,
+/// no profile), with "did you mean …?" for an unknown key close to a known one.
+fn parse_error(error: &figment::Error) -> String {
+    error
+        .clone()
+        .into_iter()
+        .map(|error| {
+            let mut parts: Vec<String> = Vec::new();
+            // figment's path starts with the profile (`default`) for TOML values.
+            for part in error.path.iter().skip_while(|p| *p == "default") {
+                match part.parse::<usize>() {
+                    Ok(index) if !parts.is_empty() => {
+                        let last = parts.last_mut().expect("not empty");
+                        last.push_str(&format!("[{index}]"));
+                    }
+                    _ => parts.push(part.clone()),
+                }
+            }
+            let mut key = parts.join(".");
+            let message = match &error.kind {
+                figment::error::Kind::UnknownField(field, expected) => {
+                    key = if key.is_empty() {
+                        field.clone()
+                    } else {
+                        format!("{key}.{field}")
+                    };
+                    let closest = expected
+                        .iter()
+                        .map(|known| (strsim::jaro_winkler(field, known), *known))
+                        .filter(|(score, _)| *score > 0.8)
+                        .max_by(|a, b| a.0.total_cmp(&b.0));
+                    match closest {
+                        Some((_, known)) => format!("unknown key; did you mean `{known}`?"),
+                        None => format!("unknown key; expected one of: {}", expected.join(", ")),
+                    }
+                }
+                kind => kind.to_string(),
+            };
+            let source = error
+                .metadata
+                .as_ref()
+                .map(|m| format!(" (in {})", m.name))
+                .unwrap_or_default();
+            if key.is_empty() {
+                format!("{message}{source}")
+            } else {
+                format!("{key}: {message}{source}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -157,6 +210,74 @@ impl Default for TrackerConfig {
             max_stream_secs: 3600,
             lookups_in_flight: 32,
         }
+    }
+}
+
+/// Longest duration a `[tracker]` key takes: 30 days (a deadline must be addable to an
+/// instant and to a clock in nanoseconds, far from any overflow).
+const TRACKER_SECS_MAX: u64 = 30 * 86_400;
+
+impl TrackerConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let key = |field: &str| format!("tracker.{field}");
+        for (field, value, max) in [
+            (
+                "abandon_unseen_secs",
+                self.abandon_unseen_secs,
+                TRACKER_SECS_MAX,
+            ),
+            (
+                "abandon_stalled_secs",
+                self.abandon_stalled_secs,
+                TRACKER_SECS_MAX,
+            ),
+            ("retention_secs", self.retention_secs, 365 * 86_400),
+            (
+                "unseen_retention_secs",
+                self.unseen_retention_secs,
+                TRACKER_SECS_MAX,
+            ),
+            ("max_stream_secs", self.max_stream_secs, 86_400),
+        ] {
+            if !(1..=max).contains(&value) {
+                return Err(invalid(
+                    key(field),
+                    format!("must be between 1 and {max} (s)"),
+                ));
+            }
+        }
+        for (field, value, max) in [
+            ("max_trackers", self.max_trackers, 100_000_000),
+            ("max_streams", self.max_streams, 1_000_000),
+            ("lookups_in_flight", self.lookups_in_flight, 4096),
+        ] {
+            if !(1..=max).contains(&value) {
+                return Err(invalid(key(field), format!("must be between 1 and {max}")));
+            }
+        }
+        // Per-client caps: 0 is "no cap", as for every per-IP key of `[limits]`.
+        for (field, value, total, total_field) in [
+            (
+                "max_open_per_ip",
+                self.max_open_per_ip,
+                self.max_trackers,
+                "max_trackers",
+            ),
+            (
+                "max_streams_per_ip",
+                self.max_streams_per_ip,
+                self.max_streams,
+                "max_streams",
+            ),
+        ] {
+            if value > total {
+                return Err(invalid(
+                    key(field),
+                    format!("must be at most {total_field} ({total}); 0 is no cap"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -500,6 +621,18 @@ impl Default for MetricsConfig {
     }
 }
 
+impl MetricsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.ready_max_lag_blocks > 1_000_000 {
+            return Err(invalid(
+                "metrics.ready_max_lag_blocks",
+                "must be at most 1000000 (blocks)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn default_ready_max_lag_blocks() -> u64 {
     10
 }
@@ -798,6 +931,8 @@ impl Config {
             return Err(invalid("http_workers", "must be between 1 and 256"));
         }
         self.limits.validate()?;
+        self.tracker.validate()?;
+        self.metrics.validate()?;
         if self.cors.enabled {
             self.cors.validate()?;
         }
@@ -1128,6 +1263,103 @@ mod tests {
         assert!(
             matches!(&config.chains[0].source, SourceConfig::Devnet(d) if d.block_interval_ms == 500)
         );
+    }
+
+    /// Every bounded key of `[limits]`, `[tracker]` and `[metrics]`: a value just past each
+    /// bound is refused naming the key, the bound itself is taken; an unknown key gets the
+    /// closest known one; the environment is held to the same bounds as the file.
+    #[test]
+    fn every_bound_is_checked_and_named() {
+        let cases: &[(&str, &str, &str, &str)] = &[
+            // (table, key, refused, taken)
+            ("limits", "header_timeout_ms", "0", "3600000"),
+            ("limits", "body_timeout_ms", "3600001", "1"),
+            ("limits", "request_timeout_ms", "0", "1"),
+            ("limits", "heavy_wait_ms", "3600001", "3600000"),
+            ("limits", "max_body_bytes", "0", "67108864"),
+            ("limits", "max_post_body_bytes", "67108865", "1"),
+            ("limits", "max_connections_per_listener", "0", "1"),
+            ("limits", "rate_limit_per_ip", "-1.0", "0.0"),
+            ("limits", "rate_limit_per_ip", "0.0001", "0.001"),
+            ("limits", "heavy_pages_in_flight", "0", "1024"),
+            ("limits", "heavy_pages_in_flight", "1025", "1"),
+            ("limits", "heavy_share_per_client", "0.0", "1.0"),
+            ("limits", "heavy_share_per_client", "1.5", "0.01"),
+            (
+                "limits",
+                "trusted_proxies",
+                "[\"10.0.0.0/33\"]",
+                "[\"10.0.0.0/8\", \"::1\"]",
+            ),
+            (
+                "limits",
+                "client_ip_header",
+                "\"x-real-ip\"",
+                "\"forwarded\"",
+            ),
+            ("tracker", "abandon_unseen_secs", "10000000000", "2592000"),
+            ("tracker", "abandon_unseen_secs", "0", "1"),
+            ("tracker", "abandon_stalled_secs", "2592001", "2592000"),
+            ("tracker", "retention_secs", "31536001", "31536000"),
+            ("tracker", "unseen_retention_secs", "0", "60"),
+            ("tracker", "max_stream_secs", "9223372036854775807", "86400"),
+            ("tracker", "max_stream_secs", "0", "1"),
+            ("tracker", "max_trackers", "0", "100000000"),
+            ("tracker", "max_streams", "0", "1000000"),
+            ("tracker", "lookups_in_flight", "0", "4096"),
+            ("tracker", "lookups_in_flight", "4097", "1"),
+            ("tracker", "max_open_per_ip", "2000001", "0"),
+            ("tracker", "max_streams_per_ip", "1001", "0"),
+            ("metrics", "ready_max_lag_blocks", "1000001", "0"),
+        ];
+        for (table, key, refused, taken) in cases {
+            let with = |value: &str| format!("{MINIMAL}\n[{table}]\n{key} = {value}\n");
+            let error = Config::from_toml(&with(refused))
+                .err()
+                .unwrap_or_else(|| panic!("{table}.{key} = {refused} was taken"))
+                .to_string();
+            assert!(
+                error.contains(&format!("{table}.{key}")),
+                "{table}.{key} = {refused}: {error}"
+            );
+            if let Err(e) = Config::from_toml(&with(taken)) {
+                panic!("{table}.{key} = {taken} was refused: {e}");
+            }
+        }
+
+        let typo = format!("{MINIMAL}\n[tracker]\nmax_stream_sec = 10\n");
+        let error = Config::from_toml(&typo).unwrap_err().to_string();
+        assert!(error.contains("tracker.max_stream_sec"), "{error}");
+        assert!(error.contains("did you mean `max_stream_secs`?"), "{error}");
+        let typo = format!("hot_tier_block = 10\n{MINIMAL}");
+        let error = Config::from_toml(&typo).unwrap_err().to_string();
+        assert!(error.contains("did you mean `hot_tier_blocks`?"), "{error}");
+        assert!(!error.contains("default."), "{error}");
+    }
+
+    /// Values from outside the file (the environment: `WEAVER_*`, whose integers go past
+    /// TOML's i64) pass the same bounds: the checks run on the merged config. Merged here as
+    /// figment values rather than set in the process environment, which every other test
+    /// reading a config would see.
+    #[test]
+    fn values_past_tomls_range_are_held_to_the_same_bounds() {
+        use figment::providers::Serialized;
+        let with = |key: &str, value: serde_json::Value| {
+            Config::from_figment(
+                Figment::new()
+                    .merge(Toml::string(MINIMAL))
+                    .merge(Serialized::default(key, value)),
+            )
+        };
+        let error = with("tracker.max_stream_secs", serde_json::json!(u64::MAX))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("tracker.max_stream_secs"), "{error}");
+        let error = with("limits.trusted_proxies", serde_json::json!(["10.0.0.0/40"]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("limits.trusted_proxies[0]"), "{error}");
+        with("tracker.max_stream_secs", serde_json::json!(60)).unwrap();
     }
 
     #[test]

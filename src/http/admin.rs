@@ -86,7 +86,10 @@ fn is_admin(path: &str) -> bool {
 /// Why an admin request is refused, if it is (see the module doc); `None` lets it through.
 fn refusal(req: &ServiceRequest, api: &AdminApi) -> Option<ApiError> {
     let forbidden = |message: &str| Some(ApiError::new(StatusCode::FORBIDDEN, message));
-    if !req.peer_addr().is_some_and(|peer| peer.ip().to_canonical().is_loopback()) {
+    if !req
+        .peer_addr()
+        .is_some_and(|peer| peer.ip().to_canonical().is_loopback())
+    {
         return forbidden("admin requests are accepted from loopback only");
     }
     let headers = req.headers();
@@ -141,16 +144,14 @@ fn host_is_local(host: &[u8], own: std::net::IpAddr) -> bool {
     }
 }
 
+/// What [`guard`] answers: the inner service's answer, or a refusal made at once.
+type Answer<B> = Result<ServiceResponse<EitherBody<B>>, actix_web::Error>;
+pub type Guarded<B> = Either<LocalBoxFuture<'static, Answer<B>>, std::future::Ready<Answer<B>>>;
+
 /// The middleware of [`refusal`], placed outside CORS (so a preflight never reaches actix-cors
 /// and an admin answer never carries CORS headers) on listeners whose app holds an
 /// [`AdminApi`]; other requests pass untouched.
-pub fn guard<S, B>(
-    req: ServiceRequest,
-    service: &S,
-) -> Either<
-    LocalBoxFuture<'static, Result<ServiceResponse<EitherBody<B>>, actix_web::Error>>,
-    std::future::Ready<Result<ServiceResponse<EitherBody<B>>, actix_web::Error>>,
->
+pub fn guard<S, B>(req: ServiceRequest, service: &S) -> Guarded<B>
 where
     S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = actix_web::Error>,
     S::Future: 'static,
@@ -166,9 +167,9 @@ where
                         header::HeaderValue::from_static("Bearer"),
                     );
                 }
-                return Either::Right(std::future::ready(Ok(
-                    req.into_response(response).map_into_right_body()
-                )));
+                return Either::Right(std::future::ready(Ok(req
+                    .into_response(response)
+                    .map_into_right_body())));
             }
         }
     }
@@ -197,7 +198,11 @@ fn backup_target(to: &str, data_dir: &Path) -> Result<PathBuf, ApiError> {
     if to.chars().any(char::is_control) {
         return refuse("control characters are not allowed in a path");
     }
-    let trimmed = if to.len() > 1 { to.trim_end_matches('/') } else { to };
+    let trimmed = if to.len() > 1 {
+        to.trim_end_matches('/')
+    } else {
+        to
+    };
     let path = PathBuf::from(trimmed);
     if !path.is_absolute() {
         return refuse("must be an absolute path (the daemon's working directory is not yours)");
@@ -370,7 +375,11 @@ mod tests {
             let response = actix_test::call_service(&app, request.to_request()).await;
             let (status, headers) = (response.status(), response.headers().clone());
             let body = actix_test::read_body(response).await;
-            (status, headers, serde_json::from_slice(&body).unwrap_or(Value::Null))
+            (
+                status,
+                headers,
+                serde_json::from_slice(&body).unwrap_or(Value::Null),
+            )
         }
 
         async fn wait_done(&self) -> Value {
@@ -442,10 +451,9 @@ mod tests {
             ),
             (
                 "a wrong token",
-                admin.post("127.0.0.1:5000", &to_text).insert_header((
-                    header::AUTHORIZATION,
-                    format!("Bearer {}", "0".repeat(64)),
-                )),
+                admin
+                    .post("127.0.0.1:5000", &to_text)
+                    .insert_header((header::AUTHORIZATION, format!("Bearer {}", "0".repeat(64)))),
                 StatusCode::UNAUTHORIZED,
             ),
         ];
@@ -535,7 +543,10 @@ mod tests {
             (format!("{base}/x\u{1b}[31m"), "control"),
             ("/".to_string(), "root"),
             (format!("{base}/data"), "inside the data directory"),
-            (format!("{base}/data/backups/today"), "inside the data directory"),
+            (
+                format!("{base}/data/backups/today"),
+                "inside the data directory",
+            ),
             (format!("{base}/link/x"), "inside the data directory"),
             (format!("{base}/full"), "not empty"),
         ] {

@@ -92,12 +92,9 @@ pub fn parse_network(text: &str) -> Option<IpNet> {
         .map(|network| match network {
             // An IPv4-mapped IPv6 network is the IPv4 one (peers are canonical).
             IpNet::V6(v6) => match v6.addr().to_ipv4_mapped() {
-                Some(v4) if v6.prefix_len() >= 96 => {
-                    IpNet::V4(
-                        ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96)
-                            .expect("a prefix of at most 32"),
-                    )
-                }
+                Some(v4) if v6.prefix_len() >= 96 => IpNet::V4(
+                    ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96).expect("a prefix of at most 32"),
+                ),
                 _ => IpNet::V6(v6),
             },
             v4 => v4,
@@ -184,13 +181,27 @@ mod tests {
             &["127.0.0.1".into(), "10.0.0.0/8".into(), "fd00::/8".into()],
             ClientIpHeader::XForwardedFor,
         );
-        let cases: &[(&str, &[(&str, &str)], &str)] = &[
+        // (peer, headers, the client)
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
             // Not a trusted peer: its headers are ignored.
-            ("203.0.113.9", &[("x-forwarded-for", "198.51.100.1")], "203.0.113.9"),
-            ("127.0.0.2", &[("x-forwarded-for", "198.51.100.1")], "127.0.0.2"),
+            (
+                "203.0.113.9",
+                &[("x-forwarded-for", "198.51.100.1")],
+                "203.0.113.9",
+            ),
+            (
+                "127.0.0.2",
+                &[("x-forwarded-for", "198.51.100.1")],
+                "127.0.0.2",
+            ),
             // A trusted peer without the header is the client.
             ("127.0.0.1", &[], "127.0.0.1"),
-            ("127.0.0.1", &[("x-forwarded-for", "198.51.100.1")], "198.51.100.1"),
+            (
+                "127.0.0.1",
+                &[("x-forwarded-for", "198.51.100.1")],
+                "198.51.100.1",
+            ),
             // A forged address left of the one the proxy appended is ignored.
             (
                 "127.0.0.1",
@@ -207,9 +218,17 @@ mod tests {
                 "198.51.100.7",
             ),
             // Every hop trusted: the leftmost.
-            ("10.1.1.1", &[("x-forwarded-for", "10.3.3.3, 10.2.2.2")], "10.3.3.3"),
+            (
+                "10.1.1.1",
+                &[("x-forwarded-for", "10.3.3.3, 10.2.2.2")],
+                "10.3.3.3",
+            ),
             // Garbage where the proxy's entry should be: the proxy.
-            ("127.0.0.1", &[("x-forwarded-for", "1.2.3.4, junk")], "127.0.0.1"),
+            (
+                "127.0.0.1",
+                &[("x-forwarded-for", "1.2.3.4, junk")],
+                "127.0.0.1",
+            ),
             (
                 "127.0.0.1",
                 &[("x-forwarded-for", " 2001:db8::5 ")],
@@ -220,10 +239,22 @@ mod tests {
                 &[("x-forwarded-for", "::ffff:198.51.100.2")],
                 "198.51.100.2",
             ),
-            ("::ffff:127.0.0.1", &[("x-forwarded-for", "198.51.100.3")], "198.51.100.3"),
-            ("fd00::1", &[("x-forwarded-for", "198.51.100.4")], "198.51.100.4"),
+            (
+                "::ffff:127.0.0.1",
+                &[("x-forwarded-for", "198.51.100.3")],
+                "198.51.100.3",
+            ),
+            (
+                "fd00::1",
+                &[("x-forwarded-for", "198.51.100.4")],
+                "198.51.100.4",
+            ),
             // The other header is not read.
-            ("127.0.0.1", &[("forwarded", "for=198.51.100.1")], "127.0.0.1"),
+            (
+                "127.0.0.1",
+                &[("forwarded", "for=198.51.100.1")],
+                "127.0.0.1",
+            ),
         ];
         for (peer, pairs, want) in cases {
             let client = trusted.client(ip(peer), &headers(pairs));
@@ -241,18 +272,34 @@ mod tests {
         let trusted = TrustedProxies::new(&["127.0.0.1/32".into()], ClientIpHeader::Forwarded);
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("forwarded", "for=198.51.100.1")], "198.51.100.1"),
-            (&[("forwarded", "For=\"198.51.100.1:4711\";proto=https")], "198.51.100.1"),
-            (&[("forwarded", "for=\"[2001:db8:cafe::17]:4711\"")], "2001:db8:cafe::17"),
             (
-                &[("forwarded", "for=1.2.3.4, proto=http;for=198.51.100.9;by=127.0.0.1")],
+                &[("forwarded", "For=\"198.51.100.1:4711\";proto=https")],
+                "198.51.100.1",
+            ),
+            (
+                &[("forwarded", "for=\"[2001:db8:cafe::17]:4711\"")],
+                "2001:db8:cafe::17",
+            ),
+            (
+                &[(
+                    "forwarded",
+                    "for=1.2.3.4, proto=http;for=198.51.100.9;by=127.0.0.1",
+                )],
                 "198.51.100.9",
             ),
             (&[("forwarded", "for=unknown")], "127.0.0.1"),
-            (&[("forwarded", "for=_hidden, for=198.51.100.1")], "198.51.100.1"),
+            (
+                &[("forwarded", "for=_hidden, for=198.51.100.1")],
+                "198.51.100.1",
+            ),
             (&[("x-forwarded-for", "198.51.100.1")], "127.0.0.1"),
         ];
         for (pairs, want) in cases {
-            assert_eq!(trusted.client(ip("127.0.0.1"), &headers(pairs)).ip, ip(want), "{pairs:?}");
+            assert_eq!(
+                trusted.client(ip("127.0.0.1"), &headers(pairs)).ip,
+                ip(want),
+                "{pairs:?}"
+            );
         }
     }
 
@@ -272,7 +319,10 @@ mod tests {
         assert!(parse_network("10.0.0.1").is_some());
         assert!(parse_network("::1").is_some());
         assert!(parse_network("fd00::/8").is_some());
-        assert_eq!(parse_network("::ffff:10.0.0.0/104"), parse_network("10.0.0.0/8"));
+        assert_eq!(
+            parse_network("::ffff:10.0.0.0/104"),
+            parse_network("10.0.0.0/8")
+        );
         for bad in ["", "10.0.0.0/33", "example.com", "10.0.0.0/8/1"] {
             assert!(parse_network(bad).is_none(), "{bad}");
         }

@@ -106,8 +106,7 @@ fn parse_cursor(text: &str) -> Result<HistoryCursor, ApiError> {
 /// `0x` and 40 or 64 hex digits — a whole address, never a short one (`0x1234` names no
 /// account that sends transfers; the indexer's short Move forms are for its own routes).
 fn transfer_address(text: &str) -> Result<Vec<u8>, &'static str> {
-    const WHY: &str =
-        "an address is bech32 of 20 or 32 bytes, or 0x and 40 or 64 hex digits";
+    const WHY: &str = "an address is bech32 of 20 or 32 bytes, or 0x and 40 or 64 hex digits";
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) if matches!(hex.len(), 40 | 64) && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
             Ok(hex::decode(hex).map_err(|_| WHY)?)
@@ -131,9 +130,10 @@ fn parse_query(req: &HttpRequest, api: &TrackingApi) -> Result<HistoryQuery, Api
     for (name, value) in form_urlencoded::parse(req.query_string().as_bytes()) {
         match name.as_ref() {
             "address" if !value.is_empty() => {
-                address = Some(transfer_address(value.trim()).map_err(|why| {
-                    ApiError::invalid_value("address", &value, why)
-                })?)
+                address = Some(
+                    transfer_address(value.trim())
+                        .map_err(|why| ApiError::invalid_value("address", &value, why))?,
+                )
             }
             "chain_id" if !value.is_empty() => chain = Some(value.to_string()),
             "state" => states = parse_states(&value)?,

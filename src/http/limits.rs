@@ -25,8 +25,8 @@ use dashmap::DashMap;
 use futures_util::StreamExt;
 
 use super::client::{Client, TrustedProxies};
-use super::fair_pool::{FairPermit, FairPool};
 use super::error::ApiError;
+use super::fair_pool::{FairPermit, FairPool};
 use crate::config::LimitsConfig;
 
 pub use super::client::client_key;
@@ -76,8 +76,7 @@ impl ListenerLimits {
         let ip = peer.ip().to_canonical();
         // A trusted proxy's connections carry many clients: they are capped by the proxy
         // (and by `max_connections_per_listener`), the clients by their requests.
-        if (self.config.rate_limit_exempt_loopback && ip.is_loopback()) || self.proxies.trusts(ip)
-        {
+        if (self.config.rate_limit_exempt_loopback && ip.is_loopback()) || self.proxies.trusts(ip) {
             return;
         }
         let ticket = self.connect(client_key(ip));
@@ -259,10 +258,7 @@ impl HeavyPages {
 }
 
 /// `work` on the blocking pool, `permit` held until it is done (even if the client has gone).
-async fn holding<T, F>(
-    permit: FairPermit,
-    work: F,
-) -> Result<T, actix_web::error::BlockingError>
+async fn holding<T, F>(permit: FairPermit, work: F) -> Result<T, actix_web::error::BlockingError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,

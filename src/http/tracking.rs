@@ -66,7 +66,7 @@ impl StreamSlot {
     pub(super) fn open(api: &web::Data<TrackingApi>, ip: IpAddr) -> Result<StreamSlot, ApiError> {
         let limits = &api.streams;
         let mut per_ip = limits.per_ip.lock().recover();
-        if per_ip.get(&ip).copied().unwrap_or(0) >= limits.max_per_ip {
+        if limits.max_per_ip > 0 && per_ip.get(&ip).copied().unwrap_or(0) >= limits.max_per_ip {
             return Err(ApiError::too_many_requests(
                 format!("at most {} status streams per client", limits.max_per_ip),
                 5,

@@ -76,7 +76,12 @@ fn a_backup_taken_during_catch_up_restores_and_resumes_to_identical_answers() {
     // Admin requests need the daemon's token (tests/integration/edge.rs has the refusals);
     // with it, a body without `to` is a 400.
     let metrics = format!("http://{}", original.listeners["metrics"].as_str().unwrap());
-    let token_path = original.dir.as_ref().unwrap().path().join("data/admin.token");
+    let token_path = original
+        .dir
+        .as_ref()
+        .unwrap()
+        .path()
+        .join("data/admin.token");
     let token = std::fs::read_to_string(token_path).unwrap();
     let response = original
         .http

@@ -68,7 +68,11 @@ fn clients_behind_a_trusted_proxy_are_capped_one_by_one() {
     let port = crate::scale_out::free_port();
     let _nginx = crate::scale_out::run_nginx(&binary, |dir| {
         let d = dir.display();
-        let user = if crate::scale_out::is_root() { "user root;" } else { "" };
+        let user = if crate::scale_out::is_root() {
+            "user root;"
+        } else {
+            ""
+        };
         format!(
             "{user}\nworker_processes 1;\nevents {{ worker_connections 256; }}\nhttp {{\n  access_log off;\n  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n  server {{\n    listen 127.0.0.1:{port};\n    location / {{\n      proxy_pass http://{router};\n      proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n      proxy_buffering off;\n      proxy_read_timeout 60s;\n    }}\n  }}\n}}\n"
         )
@@ -91,7 +95,11 @@ fn clients_behind_a_trusted_proxy_are_capped_one_by_one() {
         assert_eq!(response.status().as_u16(), 200);
         a_streams.push(response);
     }
-    assert_eq!(status_of(a.get(&stream_url).send()), 429, "a's third stream");
+    assert_eq!(
+        status_of(a.get(&stream_url).send()),
+        429,
+        "a's third stream"
+    );
     let b_stream = b.get(&stream_url).send().unwrap();
     assert_eq!(b_stream.status().as_u16(), 200, "b's first stream");
     drop((a_streams, b_stream));
@@ -123,7 +131,11 @@ fn clients_behind_a_trusted_proxy_are_capped_one_by_one() {
         }
     }
     assert_eq!(refused, 1, "a was never rate limited behind nginx");
-    assert_eq!(status_of(b.get(&info).send()), 200, "b is limited by a's flood");
+    assert_eq!(
+        status_of(b.get(&info).send()),
+        200,
+        "b is limited by a's flood"
+    );
     let forged = a
         .get(format!("http://{router}/v2/info/chains"))
         .header("x-forwarded-for", "127.0.0.9")
@@ -131,7 +143,11 @@ fn clients_behind_a_trusted_proxy_are_capped_one_by_one() {
     let direct_b = b.get(format!("http://{router}/v2/info/chains")).send();
     assert_eq!(status_of(direct_b), 200);
     // a's own bucket (direct from 127.0.0.2) is the one behind nginx too: it is empty.
-    assert_eq!(status_of(forged), 429, "a forged X-Forwarded-For was believed");
+    assert_eq!(
+        status_of(forged),
+        429,
+        "a forged X-Forwarded-For was believed"
+    );
 }
 
 /// Serves one HTML page on loopback (the page of "another origin").
@@ -230,8 +246,14 @@ async function attempt(name, init) {{
         // Either the browser refused to let the script read the answer (a failed preflight,
         // no CORS header) or the answer is opaque (no-cors: status 0): never a 2xx read.
         let status = result["status"].as_u64().unwrap_or(0);
-        assert!(status == 0 || status >= 400, "a page read an admin answer: {result}");
-        assert!(!result["body"].as_str().unwrap_or("").contains("running"), "{result}");
+        assert!(
+            status == 0 || status >= 400,
+            "a page read an admin answer: {result}"
+        );
+        assert!(
+            !result["body"].as_str().unwrap_or("").contains("running"),
+            "{result}"
+        );
     }
     // The form post and every fetch had time to land (the virtual time budget): nothing was
     // written, and no backup ran.
@@ -251,7 +273,12 @@ async function attempt(name, init) {{
 
     // DNS rebinding: the attacker's name resolves to 127.0.0.1 and the page is same-origin
     // with it; the Host header still names the attacker's domain.
-    let port = daemon.listeners["metrics"].as_str().unwrap().rsplit(':').next().unwrap();
+    let port = daemon.listeners["metrics"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap();
     let rebound = daemon
         .http
         .post(format!("{metrics}/admin/backup"))
@@ -261,7 +288,10 @@ async function attempt(name, init) {{
         .send()
         .unwrap();
     assert_eq!(rebound.status().as_u16(), 403);
-    assert!(rebound.headers().get("access-control-allow-origin").is_none());
+    assert!(rebound
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
     assert!(!Path::new(&target("rebound")).exists());
 }
 
@@ -294,10 +324,19 @@ fn a_failed_backup_cleans_up_and_can_be_retried_into_the_same_directory() {
     };
     let failed = backup();
     let stderr = String::from_utf8_lossy(&failed.stderr).to_string();
-    assert!(!failed.status.success(), "a backup into a full disk succeeded");
+    assert!(
+        !failed.status.success(),
+        "a backup into a full disk succeeded"
+    );
     assert!(stderr.contains("No space left on device"), "{stderr}");
-    assert!(!stderr.contains("FjallError"), "an unreadable error: {stderr}");
-    assert!(stderr.contains("\\\"retry\\\":true") || stderr.contains("\"retry\":true"), "{stderr}");
+    assert!(
+        !stderr.contains("FjallError"),
+        "an unreadable error: {stderr}"
+    );
+    assert!(
+        stderr.contains("\\\"retry\\\":true") || stderr.contains("\"retry\":true"),
+        "{stderr}"
+    );
     let left: Vec<_> = std::fs::read_dir(&to)
         .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
         .unwrap_or_default();
@@ -325,7 +364,10 @@ fn a_failed_backup_cleans_up_and_can_be_retried_into_the_same_directory() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success());
     assert!(stderr.contains("unfinished backup"), "{stderr}");
-    assert!(!leftover.path().join("db").exists(), "a new store was built beside the copy");
+    assert!(
+        !leftover.path().join("db").exists(),
+        "a new store was built beside the copy"
+    );
 }
 
 /// One client floods the heavy pages of a chain listener; a second client's heavy page is
@@ -344,9 +386,15 @@ fn a_flooding_client_leaves_a_share_of_heavy_work_to_another() {
     let chain = daemon.chain_url(CHAIN);
     // Each page asked once (a kept answer would cost no permit): limits 901..=1000.
     let heavy = move |n: usize| {
-        format!("{chain}/indexer/tx/v1/txs?pagination.limit={}", 901 + n % 100)
+        format!(
+            "{chain}/indexer/tx/v1/txs?pagination.limit={}",
+            901 + n % 100
+        )
     };
-    let info = format!("http://{}/v2/info/chains", daemon.listeners["router"].as_str().unwrap());
+    let info = format!(
+        "http://{}/v2/info/chains",
+        daemon.listeners["router"].as_str().unwrap()
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let flood_until = Instant::now() + Duration::from_secs(20);
     let flooders: Vec<_> = (0..24)
@@ -374,14 +422,23 @@ fn a_flooding_client_leaves_a_share_of_heavy_work_to_another() {
         info_ms.push(started.elapsed().as_secs_f64() * 1e3);
     }
     stop.store(true, Ordering::Relaxed);
-    let flood: Vec<u16> = flooders.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let flood: Vec<u16> = flooders
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
     let refused = flood.iter().filter(|s| **s == 503).count();
     eprintln!(
         "fairness flood: flooder {} pages ({refused} refused 503); other client's heavy pages {served:?}; /v2/info/chains ms {info_ms:.1?}",
         flood.len()
     );
-    assert!(refused > 0, "the flood never filled the pool: the test proves nothing");
-    assert!(served.iter().all(|s| *s == 200), "the other client was refused: {served:?}");
+    assert!(
+        refused > 0,
+        "the flood never filled the pool: the test proves nothing"
+    );
+    assert!(
+        served.iter().all(|s| *s == 200),
+        "the other client was refused: {served:?}"
+    );
 }
 
 /// A chain that does not keep its txs says so (404 "not kept", as the EVM lists do) rather
@@ -402,7 +459,11 @@ fn answers_say_what_is_not_kept_and_refuse_partial_addresses() {
     daemon.wait_height(CHAIN, 20);
     let base = daemon.chain_url(CHAIN);
     let block = daemon.ok(&format!("{base}/indexer/block/v1/blocks/10"));
-    let tx_count: u64 = block["block"]["tx_count"].as_str().unwrap().parse().unwrap();
+    let tx_count: u64 = block["block"]["tx_count"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(tx_count > 0, "{block}");
     let hash = "AB".repeat(32);
     for path in [
@@ -413,14 +474,25 @@ fn answers_say_what_is_not_kept_and_refuse_partial_addresses() {
     ] {
         let (code, _, body) = daemon.get(&format!("{base}{path}"));
         assert_eq!(code, 404, "{path}: {body}");
-        assert!(body["message"].as_str().unwrap().contains("not kept"), "{path}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("not kept"),
+            "{path}: {body}"
+        );
     }
     let router = format!("http://{}", daemon.listeners["router"].as_str().unwrap());
-    for address in ["0x1234", "foo", &format!("0x{}", "1".repeat(39)), &"1".repeat(40)] {
+    for address in [
+        "0x1234",
+        "foo",
+        &format!("0x{}", "1".repeat(39)),
+        &"1".repeat(40),
+    ] {
         let (code, _, body) = daemon.get(&format!("{router}/v2/tx/transfers?address={address}"));
         assert_eq!(code, 400, "{address}: {body}");
     }
-    for address in [format!("0x{}", "1".repeat(40)), format!("0x{}", "A".repeat(64))] {
+    for address in [
+        format!("0x{}", "1".repeat(40)),
+        format!("0x{}", "A".repeat(64)),
+    ] {
         let (code, _, body) = daemon.get(&format!("{router}/v2/tx/transfers?address={address}"));
         assert_eq!(code, 200, "{address}: {body}");
     }
