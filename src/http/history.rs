@@ -19,6 +19,7 @@ use weaver_router::tracker::history_watch::Watching;
 use weaver_router::tracker::{Topology, TrackKey, Tracked, TxState, WatchKey};
 
 use super::error::{ApiError, ApiResult};
+use super::limits::HeavyPages;
 use super::query::{decode_key_text, parse_limit};
 use super::tracking::{client_of, event_stream, StreamSlot, TrackingApi, KEEPALIVE};
 
@@ -189,13 +190,16 @@ fn item_json(item: &HistoryItem, topology: &Topology) -> Value {
     summary = "Every IBC and OPinit transfer an address sent or received on the followed chains, newest first (no registration needed)",
     params(TransfersParams),
     responses((status = 200, description = "A page of transfers", body = crate::http::openapi::schemas::TransferHistoryResponse)))]
-pub(super) async fn transfers(api: web::Data<TrackingApi>, req: HttpRequest) -> ApiResult {
+pub(super) async fn transfers(
+    api: web::Data<TrackingApi>,
+    heavy: web::Data<HeavyPages>,
+    req: HttpRequest,
+) -> ApiResult {
     let query = parse_query(&req, &api)?;
     let history = api.history.clone();
-    // Store reads (a few per transfer) off the listener's worker.
-    let page = web::block(move || history.page(&query))
-        .await
-        .map_err(|e| ApiError::unavailable(format!("the reader is busy: {e}"), 1))??;
+    // Store reads (a few per transfer) off the listener's worker, within the listener's
+    // heavy-work permits (one client's flood of pages gets its share, not the pool).
+    let page = heavy.run(move || Ok(history.page(&query)?)).await?;
     let topology = api.history.topology();
     let txs: Vec<Value> = page
         .items

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
 use utoipa::{IntoParams, ToSchema};
 
 use weaver_engine::chain::query::BANK_BALANCES_PAGE;
@@ -38,7 +37,8 @@ pub const MAX_DENOMS: usize = 128;
 /// One chain's bank query, waiting for its turn included: past it, the chain's entries
 /// carry an error and the others are answered.
 const NODE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Bank queries in flight at once, for all requests together (the rest wait their turn).
+/// Bank queries in flight at once, for all requests together (the rest wait their turn; one
+/// client holds at most half of them).
 const NODE_CALLS_IN_FLIGHT: usize = 16;
 /// How long an answer of a node is reused. Short: a wallet refreshes a balance every second
 /// or so (InterwovenKit's `staleTime`), and a balance must move soon after a transfer. A
@@ -63,7 +63,8 @@ pub struct BalanceReader {
     followed: HashMap<String, Arc<ChainAccess>>,
     /// For registry chains weaver does not follow (their `rest` URL).
     http: reqwest::Client,
-    in_flight: Arc<Semaphore>,
+    /// Shared fairly among clients: one holds at most half the node calls in flight.
+    in_flight: Arc<super::fair_pool::FairPool>,
     /// A small map with a TTL rather than a cache crate (`moka`): one lock taken twice per
     /// chain of a request, entries that live two seconds, a bound that clears the expired
     /// ones; an LRU's admission and eviction policies would buy nothing here.
@@ -82,7 +83,7 @@ impl BalanceReader {
         BalanceReader {
             followed,
             http,
-            in_flight: Arc::new(Semaphore::new(NODE_CALLS_IN_FLIGHT)),
+            in_flight: super::fair_pool::FairPool::new(NODE_CALLS_IN_FLIGHT, 0.5),
             cache: Mutex::new(HashMap::new()),
             ttl: CACHE_TTL,
         }
@@ -98,9 +99,10 @@ impl BalanceReader {
             }
         }
         let asked = async {
-            let Ok(_permit) = self.in_flight.acquire().await else {
-                return Err("the router is shutting down".to_string());
-            };
+            let _permit = self
+                .in_flight
+                .acquire(super::limits::current_client())
+                .await;
             self.ask(chain, address).await
         };
         let held = match tokio::time::timeout(NODE_TIMEOUT, asked).await {
