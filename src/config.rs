@@ -255,28 +255,8 @@ impl TrackerConfig {
                 return Err(invalid(key(field), format!("must be between 1 and {max}")));
             }
         }
-        // Per-client caps: 0 is "no cap", as for every per-IP key of `[limits]`.
-        for (field, value, total, total_field) in [
-            (
-                "max_open_per_ip",
-                self.max_open_per_ip,
-                self.max_trackers,
-                "max_trackers",
-            ),
-            (
-                "max_streams_per_ip",
-                self.max_streams_per_ip,
-                self.max_streams,
-                "max_streams",
-            ),
-        ] {
-            if value > total {
-                return Err(invalid(
-                    key(field),
-                    format!("must be at most {total_field} ({total}); 0 is no cap"),
-                ));
-            }
-        }
+        // The per-client caps `max_open_per_ip` and `max_streams_per_ip` take any value: 0
+        // is "no cap", as for every per-IP key of `[limits]` (one above its total is the total).
         Ok(())
     }
 }
@@ -647,6 +627,10 @@ fn default_metrics_listen() -> SocketAddr {
 pub struct RouterConfig {
     #[serde(default = "default_router_listen")]
     pub listen: SocketAddr,
+    /// Connections to `listen` open with a PROXY protocol header (v1 or v2), from
+    /// `[limits] trusted_proxies` only: behind an L4 load balancer.
+    #[serde(default)]
+    pub proxy_protocol: bool,
     #[serde(default)]
     pub chains: Vec<RegChain>,
     #[serde(default)]
@@ -669,6 +653,7 @@ impl Default for RouterConfig {
     fn default() -> Self {
         RouterConfig {
             listen: default_router_listen(),
+            proxy_protocol: false,
             chains: vec![],
             assets: vec![],
             ibc_channels: vec![],
@@ -695,6 +680,7 @@ impl RouterConfig {
     pub fn from_registry(listen: SocketAddr, registry: Registry) -> Self {
         RouterConfig {
             listen,
+            proxy_protocol: false,
             chains: registry.chains,
             assets: registry.assets,
             ibc_channels: registry.ibc_channels,
@@ -716,6 +702,10 @@ pub struct ChainConfig {
     /// events.
     #[serde(default)]
     pub listen: Option<SocketAddr>,
+    /// Connections to `listen` open with a PROXY protocol header (v1 or v2), from
+    /// `[limits] trusted_proxies` only: behind an L4 load balancer.
+    #[serde(default)]
+    pub proxy_protocol: bool,
     /// What to keep as written (absent: the defaults of the chain's VM, see
     /// `Domain::defaults`); resolved into `domains` when the config is loaded.
     #[serde(default, rename = "domains", skip_serializing_if = "Option::is_none")]
@@ -931,6 +921,24 @@ impl Config {
             return Err(invalid("http_workers", "must be between 1 and 256"));
         }
         self.limits.validate()?;
+        let proxied = std::iter::once((
+            "router.proxy_protocol".to_string(),
+            self.router.proxy_protocol,
+        ))
+        .chain(
+            self.chains
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("chains[{i}].proxy_protocol"), c.proxy_protocol)),
+        );
+        for (key, on) in proxied {
+            if on && self.limits.trusted_proxies.is_empty() {
+                return Err(invalid(
+                    key,
+                    "needs [limits] trusted_proxies: the balancers allowed to name a client (anyone else could name any address)",
+                ));
+            }
+        }
         self.tracker.validate()?;
         self.metrics.validate()?;
         if self.cors.enabled {
@@ -1308,8 +1316,6 @@ mod tests {
             ("tracker", "max_streams", "0", "1000000"),
             ("tracker", "lookups_in_flight", "0", "4096"),
             ("tracker", "lookups_in_flight", "4097", "1"),
-            ("tracker", "max_open_per_ip", "2000001", "0"),
-            ("tracker", "max_streams_per_ip", "1001", "0"),
             ("metrics", "ready_max_lag_blocks", "1000001", "0"),
         ];
         for (table, key, refused, taken) in cases {
@@ -1326,6 +1332,12 @@ mod tests {
                 panic!("{table}.{key} = {taken} was refused: {e}");
             }
         }
+
+        // The per-client caps take 0 for "no cap", and any value above it.
+        let caps = format!("{MINIMAL}\n[tracker]\nmax_open_per_ip = 0\nmax_streams_per_ip = 0\n");
+        Config::from_toml(&caps).unwrap();
+        let caps = format!("{MINIMAL}\n[tracker]\nmax_streams = 6\nmax_streams_per_ip = 100\n");
+        Config::from_toml(&caps).unwrap();
 
         let typo = format!("{MINIMAL}\n[tracker]\nmax_stream_sec = 10\n");
         let error = Config::from_toml(&typo).unwrap_err().to_string();

@@ -484,7 +484,8 @@ fn bind_indexer_listener(
         ),
     ));
     let plugins = Arc::new(stores.plugins.clone());
-    let limits = http::ListenerLimits::new("indexer", &config.limits);
+    let limits =
+        http::ListenerLimits::with_proxy_protocol("indexer", &config.limits, chain.proxy_protocol);
     let app_limits = limits.clone();
     let cors = config.cors.clone();
     let (server, bound) = bind_server("indexer", listen, config.http_workers, limits, move || {

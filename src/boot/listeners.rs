@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::any::Any;
-
 use actix_service::IntoServiceFactory;
 use actix_service::ServiceFactoryExt;
 use actix_web::rt::net::TcpStream;
@@ -82,25 +80,32 @@ where
                 // client closed until a write fails: 15-30 s for an idle SSE stream).
                 .h1_allow_half_closed(false)
                 .local_addr(bound)
-                .on_connect_ext(move |io: &JsonErrorIo<TcpStream>, data| {
-                    limits.on_connect(io.get_ref() as &dyn Any, data)
+                .on_connect_ext({
+                    let limits = limits.clone();
+                    move |io: &JsonErrorIo<TcpStream>, data| {
+                        limits.on_connect(io.get_ref(), io.peer(), data)
+                    }
                 })
                 // The app config only feeds URL generation and `ConnectionInfo`'s fallback
                 // host, neither of which weaver uses.
                 .h1(actix_service::map_config(app, |()| {
                     actix_web::dev::AppConfig::default()
                 }));
-            actix_service::fn_service(|io: TcpStream| {
-                // Every write goes out at once, as nginx (`tcp_nodelay on`) sends it: with
-                // Nagle's algorithm the last short segment of an answer waited for the
-                // client's (delayed) ACK of the ones before (actix-http 3.20 leaves the
-                // option unset unless asked).
-                let _ = io.set_nodelay(true);
-                let peer = io.peer_addr().ok();
-                std::future::ready(Ok::<_, actix_http::error::DispatchError>((
-                    JsonErrorIo::new(io),
-                    peer,
-                )))
+            actix_service::fn_service(move |mut io: TcpStream| {
+                let limits = limits.clone();
+                async move {
+                    // Every write goes out at once, as nginx (`tcp_nodelay on`) sends it: with
+                    // Nagle's algorithm the last short segment of an answer waited for the
+                    // client's (delayed) ACK of the ones before (actix-http 3.20 leaves the
+                    // option unset unless asked).
+                    let _ = io.set_nodelay(true);
+                    // The client: the TCP peer, or the one a PROXY header names.
+                    let peer = limits
+                        .connection_peer(&mut io)
+                        .await
+                        .map_err(actix_http::error::DispatchError::Io)?;
+                    Ok::<_, actix_http::error::DispatchError>((JsonErrorIo::new(io, peer), peer))
+                }
             })
             .and_then(service)
         })

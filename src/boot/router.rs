@@ -60,7 +60,11 @@ pub(super) fn start_router(
         spawn_registry_reload(path, registry.clone(), own_explorers);
     }
     let snapshot = web::Data::new(registry);
-    let limits = http::ListenerLimits::new("router", &config.limits);
+    let limits = http::ListenerLimits::with_proxy_protocol(
+        "router",
+        &config.limits,
+        config.router.proxy_protocol,
+    );
     let app_limits = limits.clone();
     let cors = config.cors.clone();
     let docs = web::Data::new(http::openapi::ApiDocs::new(

@@ -38,12 +38,25 @@ pub struct ListenerLimits {
     connections: Arc<DashMap<IpAddr, usize>>,
     rate: Option<RateLimiter>,
     proxies: TrustedProxies,
+    /// Connections open with a PROXY protocol header ([`super::proxy_protocol`]).
+    pub proxy_protocol: bool,
     pub heavy: actix_web::web::Data<HeavyPages>,
 }
 
 impl ListenerLimits {
     pub fn new(name: &'static str, config: &LimitsConfig) -> Arc<Self> {
+        Self::with_proxy_protocol(name, config, false)
+    }
+
+    /// The limits of a listener whose connections open with a PROXY protocol header when
+    /// `proxy_protocol` (from trusted proxies only).
+    pub fn with_proxy_protocol(
+        name: &'static str,
+        config: &LimitsConfig,
+        proxy_protocol: bool,
+    ) -> Arc<Self> {
         Arc::new(ListenerLimits {
+            proxy_protocol,
             name,
             config: config.clone(),
             connections: Arc::default(),
@@ -60,17 +73,46 @@ impl ListenerLimits {
         })
     }
 
-    /// Connection bookkeeping for `HttpServer::on_connect`: a ticket per TCP connection,
-    /// kept in the connection's data and released when the connection closes.
+    /// The client a new connection is from: its TCP peer, or on a PROXY protocol listener
+    /// the address the header names — from a trusted proxy only, within `header_timeout_ms`;
+    /// an error closes the connection unanswered (counted as `proxy_untrusted` or
+    /// `proxy_header`).
+    pub async fn connection_peer(
+        &self,
+        stream: &mut actix_web::rt::net::TcpStream,
+    ) -> std::io::Result<Option<std::net::SocketAddr>> {
+        let tcp_peer = stream.peer_addr().ok();
+        if !self.proxy_protocol {
+            return Ok(tcp_peer);
+        }
+        if !tcp_peer.is_some_and(|peer| self.proxies.trusts(peer.ip())) {
+            rejected(self.name, "proxy_untrusted");
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "a PROXY protocol listener takes connections from trusted proxies only",
+            ));
+        }
+        let timeout = Duration::from_millis(self.config.header_timeout_ms);
+        match super::proxy_protocol::read_header(stream, timeout).await {
+            Ok(named) => Ok(named.or(tcp_peer)),
+            Err(e) => {
+                rejected(self.name, "proxy_header");
+                tracing::debug!(listener = self.name, error = %e, "connection refused");
+                Err(e)
+            }
+        }
+    }
+
+    /// Connection bookkeeping for `on_connect`: a ticket per connection of `peer` (the
+    /// client, see [`Self::connection_peer`]), kept in the connection's data and released
+    /// when the connection closes.
     pub fn on_connect(
         &self,
-        connection: &dyn std::any::Any,
+        stream: &actix_web::rt::net::TcpStream,
+        peer: Option<std::net::SocketAddr>,
         data: &mut actix_web::dev::Extensions,
     ) {
-        let Some(stream) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() else {
-            return;
-        };
-        let Ok(peer) = stream.peer_addr() else {
+        let Some(peer) = peer else {
             return;
         };
         let ip = peer.ip().to_canonical();

@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod nft;
 pub mod normalize;
 pub mod openapi;
+pub mod proxy_protocol;
 pub mod query;
 pub mod ready;
 pub mod richlist;
@@ -40,7 +41,7 @@ use std::time::Instant;
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
-use actix_web::{web, App, Handler, Responder, ResponseError};
+use actix_web::{web, App, Handler, HttpMessage, Responder, ResponseError};
 
 use crate::config::CorsConfig;
 pub use error::ApiError;
@@ -166,6 +167,7 @@ fn note_client_error(
     listener: &'static str,
     method: &str,
     path: &str,
+    client: Option<std::net::IpAddr>,
     status: StatusCode,
     message: Option<String>,
 ) {
@@ -180,10 +182,13 @@ fn note_client_error(
     .increment(1);
     // Not the `message` field: that one is written as it is, and the path and the error
     // text hold what the client sent (a field other than `message` is written escaped).
+    // The client as the limits found it: behind a trusted proxy, the one it named.
+    let client = client.map(|ip| ip.to_string()).unwrap_or_default();
     tracing::debug!(
         listener,
         method,
         path,
+        client,
         status = status.as_u16(),
         reason = message.as_deref().unwrap_or(""),
         "client error"
@@ -254,6 +259,7 @@ pub fn app(
                             listener,
                             method,
                             "unmatched",
+                            None,
                             status,
                             Some(error.to_string()),
                         );
@@ -274,7 +280,19 @@ pub fn app(
                     .map_or("unmatched", |label| label.0);
                 if status.is_client_error() {
                     let message = response.response().error().map(|e| e.to_string());
-                    note_client_error(listener, method, response.request().path(), status, message);
+                    let client = response
+                        .request()
+                        .extensions()
+                        .get::<client::Client>()
+                        .map(|client| client.ip);
+                    note_client_error(
+                        listener,
+                        method,
+                        response.request().path(),
+                        client,
+                        status,
+                        message,
+                    );
                 }
                 metrics::record_request(
                     listener,

@@ -25,17 +25,28 @@ use super::error::ApiError;
 /// A connection whose bodiless error answers are given their JSON body.
 pub struct JsonErrorIo<IO> {
     io: IO,
+    /// The client at the other end: the TCP peer, or the address a PROXY protocol header
+    /// named ([`super::proxy_protocol`]).
+    peer: Option<std::net::SocketAddr>,
     /// A rewritten answer not yet wholly written, and how much of it was.
     pending: Option<(Vec<u8>, usize)>,
 }
 
 impl<IO> JsonErrorIo<IO> {
-    pub fn new(io: IO) -> Self {
-        JsonErrorIo { io, pending: None }
+    pub fn new(io: IO, peer: Option<std::net::SocketAddr>) -> Self {
+        JsonErrorIo {
+            io,
+            peer,
+            pending: None,
+        }
     }
 
     pub fn get_ref(&self) -> &IO {
         &self.io
+    }
+
+    pub fn peer(&self) -> Option<std::net::SocketAddr> {
+        self.peer
     }
 }
 

@@ -6,8 +6,7 @@
 //! Loopback has a whole /8: the clients here are 127.0.0.2, 127.0.0.3… (each socket binds its
 //! source address), nginx reaches weaver from 127.0.0.1, the only trusted proxy.
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener};
+use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -150,46 +149,6 @@ fn clients_behind_a_trusted_proxy_are_capped_one_by_one() {
     );
 }
 
-/// Serves one HTML page on loopback (the page of "another origin").
-struct PageServer {
-    origin: String,
-    stop: Arc<AtomicBool>,
-}
-
-impl PageServer {
-    fn start(page: String) -> PageServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let origin = format!("http://{}", listener.local_addr().unwrap());
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        std::thread::spawn(move || {
-            while !stopping.load(Ordering::Relaxed) {
-                let Ok((mut stream, _)) = listener.accept() else {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                };
-                let _ = stream.set_nonblocking(false);
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut request = [0u8; 4096];
-                let _ = stream.read(&mut request);
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-                    page.len()
-                );
-            }
-        });
-        PageServer { origin, stop }
-    }
-}
-
-impl Drop for PageServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
 /// A page of another origin, open in a browser on the daemon's host, tries every way a
 /// script has to start a backup on the metrics listener (a JSON fetch, which is preflighted;
 /// a simple no-cors POST; a form post): none starts one, nothing is written, and the script
@@ -227,7 +186,7 @@ async function attempt(name, init) {{
 }})();
 </script></body></html>"#
     );
-    let server = PageServer::start(page);
+    let server = crate::interwovenkit::PageServer::start(page);
     let dom = crate::status_page::dump_dom(
         &browser,
         &format!("{}/", server.origin),
@@ -496,4 +455,117 @@ fn answers_say_what_is_not_kept_and_refuse_partial_addresses() {
         let (code, _, body) = daemon.get(&format!("{router}/v2/tx/transfers?address={address}"));
         assert_eq!(code, 200, "{address}: {body}");
     }
+}
+
+/// The PROXY protocol behind a real L4 balancer (nginx `stream`, `proxy_protocol on`): two
+/// clients behind it are capped separately; a connection from a peer that is not a trusted
+/// proxy, or a trusted one without a header, is closed unanswered; a v2 header (which nginx
+/// does not send) names its client too.
+#[test]
+fn clients_behind_a_proxy_protocol_balancer_are_capped_one_by_one() {
+    let Some(binary) = crate::scale_out::nginx() else {
+        return;
+    };
+    let module = Path::new("/usr/lib/nginx/modules/ngx_stream_module.so");
+    if !module.exists() {
+        assert!(
+            std::env::var_os("WEAVER_REQUIRE_OPS_TOOLS").is_none(),
+            "nginx's stream module is missing (Debian package libnginx-mod-stream)"
+        );
+        eprintln!("SKIPPED proxy protocol: no nginx stream module (libnginx-mod-stream)");
+        return;
+    }
+    let config = router_config("").replace(
+        "[router]\n",
+        "[limits]\ntrusted_proxies = [\"127.0.0.1\"]\nrate_limit_exempt_loopback = false\nrate_limit_per_ip = 2.0\nrate_limit_burst = 30\n[tracker]\nmax_open_per_ip = 3\n[router]\nproxy_protocol = true\n",
+    );
+    let daemon = Daemon::start(&config);
+    let router = daemon.listeners["router"].as_str().unwrap().to_string();
+    let port = crate::scale_out::free_port();
+    let _nginx = crate::scale_out::run_nginx(&binary, |_| {
+        let user = if crate::scale_out::is_root() {
+            "user root;"
+        } else {
+            ""
+        };
+        format!(
+            "load_module {};\n{user}\nworker_processes 1;\nevents {{ worker_connections 256; }}\nstream {{\n  server {{\n    listen 127.0.0.1:{port};\n    proxy_pass {router};\n    proxy_protocol on;\n  }}\n}}\n",
+            module.display()
+        )
+    });
+    let front = format!("http://127.0.0.1:{port}");
+    crate::devnet_network::wait_for("nginx stream", Duration::from_secs(20), || {
+        reqwest::blocking::get(format!("{front}/v2/info/chains"))
+            .ok()
+            .filter(|r| r.status().is_success())
+    });
+    let (a, b) = (client_from("127.0.0.2"), client_from("127.0.0.3"));
+    let track = |client: &reqwest::blocking::Client, n: u32| {
+        status_of(
+            client
+                .post(format!("{front}/v2/tx/track"))
+                .json(&json!({"tx_hash": format!("{n:064X}"), "chain_id": CHAIN}))
+                .send(),
+        )
+    };
+    for n in 0..3 {
+        assert_eq!(track(&a, 0xC0 + n), 200, "a's registration {n}");
+    }
+    assert_eq!(track(&a, 0xC9), 429, "a's fourth registration");
+    assert_eq!(track(&b, 0xD0), 200, "b's first registration");
+    let info = format!("{front}/v2/info/chains");
+    let limited = (0..200).any(|_| status_of(a.get(&info).send()) == 429);
+    assert!(limited, "a was never rate limited behind the balancer");
+    assert_eq!(
+        status_of(b.get(&info).send()),
+        200,
+        "b is limited by a's flood"
+    );
+
+    // Straight to weaver: an untrusted peer, and a trusted one without a header, are cut.
+    let direct = format!("http://{router}/v2/info/chains");
+    assert_eq!(
+        status_of(a.get(&direct).send()),
+        0,
+        "an untrusted peer was served"
+    );
+    assert_eq!(
+        status_of(client_from("127.0.0.1").get(&direct).send()),
+        0,
+        "a connection without a PROXY header was served"
+    );
+    // A v2 header, as HAProxy (`send-proxy-v2`) and cloud balancers send it.
+    let mut stream = std::net::TcpStream::connect(&router).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let header = ppp::v2::Builder::with_addresses(
+        ppp::v2::Version::Two | ppp::v2::Command::Proxy,
+        ppp::v2::Protocol::Stream,
+        (
+            "198.51.100.9:40000"
+                .parse::<std::net::SocketAddr>()
+                .unwrap(),
+            router.parse::<std::net::SocketAddr>().unwrap(),
+        ),
+    )
+    .build()
+    .unwrap();
+    use std::io::{Read, Write};
+    stream.write_all(&header).unwrap();
+    stream
+        .write_all(b"GET /v2/info/chains HTTP/1.1\r\nhost: weaver\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let rejected = |reason: &str| {
+        crate::harness::metric_value(
+            &daemon.metrics(),
+            "weaver_http_rejected_total",
+            &[("listener", "router"), ("reason", reason)],
+        )
+    };
+    assert!(rejected("proxy_untrusted") >= 1.0);
+    assert!(rejected("proxy_header") >= 1.0);
 }

@@ -26,13 +26,13 @@ use crate::devnet_network::{
 const KIT_VERSION: &str = "2.3.0";
 
 /// Serves `page` at every path on a loopback port until dropped; its origin.
-struct PageServer {
-    origin: String,
+pub(crate) struct PageServer {
+    pub(crate) origin: String,
     stop: Arc<AtomicBool>,
 }
 
 impl PageServer {
-    fn start(page: String) -> PageServer {
+    pub(crate) fn start(page: String) -> PageServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
