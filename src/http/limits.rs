@@ -29,7 +29,7 @@ use super::error::ApiError;
 use super::fair_pool::{FairPermit, FairPool};
 use crate::config::LimitsConfig;
 
-pub use super::client::client_key;
+use super::client::client_key;
 
 /// The limits of one listener, shared by its workers.
 pub struct ListenerLimits {
