@@ -899,6 +899,7 @@ fn start_hub(
             let deps = HubDeps {
                 tracking,
                 bus,
+                tx_feed: Default::default(),
                 pool: Arc::new(ArbiterPool::new(arbiters)),
             };
             let addr = TrackerHub::new(deps.clone()).start();

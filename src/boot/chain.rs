@@ -18,7 +18,7 @@ use weaver_engine::indexers::{
     NftIndexer, RelayIndexer, RichListIndexer,
 };
 use weaver_engine::relay::decode::RelayContext;
-use weaver_engine::relay::RelayBus;
+use weaver_engine::relay::{RelayBus, TxFeed};
 use weaver_engine::store::{
     BlocksStore, DomainTree, HotLimits, NftStore, RelayStore, RichListStore, Store,
 };
@@ -39,6 +39,8 @@ pub(super) struct Shared<'a> {
     pub extensions: &'a Extensions,
     pub supervision: &'a Supervision,
     pub bus: &'a RelayBus,
+    /// Each committed block's txs (transfer tracking matches registrations against them).
+    pub tx_feed: &'a TxFeed,
     pub restart: &'a RestartRequest,
     /// The devnet chain of each devnet chain id (the network's).
     pub devnets: &'a dyn Fn(&ChainConfig) -> Option<Arc<Devnet>>,
@@ -49,6 +51,9 @@ pub(super) struct StartedChain {
     pub ingestion: ChainIngestion,
     /// Its relay log, when it keeps the relay domain (read by transfer tracking).
     pub relay: Option<RelayStore>,
+    /// Its blocks tree, when it keeps tx records (transfer tracking finds registered txs in
+    /// it).
+    pub tx_index: Option<BlocksStore>,
     pub source: Arc<ChainAccess>,
     pub status: http::status::ChainStatus,
     /// Its indexer listener and the address bound, when it serves one.
@@ -70,6 +75,7 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
             l2_bridge_id: shared.config.l2_bridge_id(&chain.chain_id),
         },
         bus: shared.bus.clone(),
+        tx_feed: shared.tx_feed.clone(),
         exclude: backfill.clone(),
     });
     // Opened once here so a store that cannot serve this config stops the boot with a
@@ -93,9 +99,11 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
     let ingestion = start_followers(shared, chain, &stores, domains, &backfill, &source);
     let status = chain_status(chain, &ingestion, &stores);
     let listener = bind_indexer_listener(shared, chain, &stores, &source, &ingestion)?;
+    let tx_index = stores.blocks.clone().filter(|_| chain.indexes(Domain::Txs));
     Ok(StartedChain {
         ingestion,
         relay: stores.relay,
+        tx_index,
         source,
         status,
         listener,
@@ -210,6 +218,7 @@ struct ChainDomains {
     stores: ChainStores,
     relay_context: RelayContext,
     bus: RelayBus,
+    tx_feed: TxFeed,
     /// Rebuilt on followers of their own this run.
     exclude: Vec<Domain>,
 }
@@ -228,11 +237,10 @@ impl ChainDomains {
                 None => None,
             },
             Domain::Relay => match &stores.relay {
-                Some(relay) => Some(Box::new(RelayIndexer::open(
-                    relay.clone(),
-                    self.relay_context,
-                    Some(self.bus.clone()),
-                )?)),
+                Some(relay) => Some(Box::new(
+                    RelayIndexer::open(relay.clone(), self.relay_context, Some(self.bus.clone()))?
+                        .with_tx_feed(self.tx_feed.clone()),
+                )),
                 None => None,
             },
             Domain::Nft => stores.nft.as_ref().map(|nft| {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use actix_web::dev::Server;
 use actix_web::web;
 use weaver_engine::follower::{Hold, Ingestion, RestartRequest};
-use weaver_engine::relay::RelayBus;
+use weaver_engine::relay::{RelayBus, TxFeed};
 use weaver_engine::store::Store;
 use weaver_engine::system::Supervision;
 use weaver_router::tracker::TrackerView;
@@ -68,6 +68,7 @@ pub async fn run_with(
     let supervision = Supervision::new(Duration::from_secs(1));
     let devnet_network = crate::devnet_network::start(&config, devnet_world(&config, &store)?);
     let bus = RelayBus::default();
+    let tx_feed = TxFeed::default();
     // A chain whose store writes fail stalls; once the disk accepts writes again it asks the
     // process to exit non-zero so the service manager restarts it (the store refuses
     // every write after an IO error until it is reopened).
@@ -82,6 +83,7 @@ pub async fn run_with(
             extensions: &extensions,
             supervision: &supervision,
             bus: &bus,
+            tx_feed: &tx_feed,
             restart: &restart,
             devnets: &|chain: &ChainConfig| devnet_of(devnet_network.as_ref(), chain),
         },
@@ -92,9 +94,13 @@ pub async fn run_with(
         config_path,
         &store,
         &supervision,
-        chains.relay_stores,
-        chains.sources,
+        weaver_router::tracker::TrackedChains {
+            relay_stores: chains.relay_stores,
+            tx_indexes: chains.tx_indexes,
+            sources: chains.sources,
+        },
         &bus,
+        &tx_feed,
         &listeners.chains,
     )?;
     listeners.router = Some(router.bound);
@@ -219,6 +225,7 @@ struct StartedChains {
     servers: Vec<Server>,
     ingestions: Vec<Ingestion>,
     relay_stores: HashMap<String, weaver_engine::store::RelayStore>,
+    tx_indexes: HashMap<String, weaver_engine::store::BlocksStore>,
     sources: HashMap<String, Arc<weaver_engine::chain::ChainAccess>>,
     status: Vec<http::status::ChainStatus>,
 }
@@ -232,6 +239,7 @@ fn start_chains(
         servers: Vec::new(),
         ingestions: Vec::new(),
         relay_stores: HashMap::new(),
+        tx_indexes: HashMap::new(),
         sources: HashMap::new(),
         status: Vec::new(),
     };
@@ -244,6 +252,9 @@ fn start_chains(
             .extend(one.ingestion.own.into_iter().map(|(_, i)| i));
         if let Some(relay) = one.relay {
             started.relay_stores.insert(id.clone(), relay);
+        }
+        if let Some(blocks) = one.tx_index {
+            started.tx_indexes.insert(id.clone(), blocks);
         }
         started.sources.insert(id.clone(), one.source);
         started.status.push(one.status);

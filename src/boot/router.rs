@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web;
-use weaver_engine::chain::ChainAccess;
-use weaver_engine::relay::RelayBus;
-use weaver_engine::store::{RelayStore, Store};
+use weaver_engine::relay::{RelayBus, TxFeed};
+use weaver_engine::store::Store;
 use weaver_engine::system::Supervision;
 use weaver_router::planner::SnapshotHandle;
-use weaver_router::tracker::TrackerView;
+use weaver_router::tracker::{TrackedChains, TrackerView};
 
 use super::listeners::bind_server;
 use crate::config::Config;
@@ -35,9 +34,9 @@ pub(super) fn start_router(
     config_path: Option<PathBuf>,
     store: &Store,
     supervision: &Supervision,
-    relay_stores: HashMap<String, RelayStore>,
-    chain_sources: HashMap<String, Arc<ChainAccess>>,
+    chains: TrackedChains,
     bus: &RelayBus,
+    tx_feed: &TxFeed,
     indexers: &BTreeMap<String, SocketAddr>,
 ) -> anyhow::Result<StartedRouter> {
     // One snapshot of everything derived from the registry: the handlers plan on it and
@@ -45,15 +44,14 @@ pub(super) fn start_router(
     let own_explorers = Arc::new(own_explorers(config, indexers));
     let registry = SnapshotHandle::new(with_explorers(config.router.registry(), &own_explorers))?;
     // Balances are read through the same sources tracking looks txs up with.
-    let balances = web::Data::new(http::info::BalanceReader::new(chain_sources.clone()));
+    let balances = web::Data::new(http::info::BalanceReader::new(chains.sources.clone()));
     let tracking = web::Data::new(start_tracking(
         config,
         registry.clone(),
         store,
         supervision,
-        relay_stores,
-        chain_sources,
-        bus,
+        chains,
+        (bus, tx_feed),
     )?);
     let tracker_view = tracking.view.clone();
     if let Some(path) = config_path {
@@ -97,16 +95,16 @@ pub(super) fn start_router(
     })
 }
 
-/// The `TrackerHub` over every followed chain's relay log and source, and what the tracking
-/// routes share.
+/// The `TrackerHub` over every followed chain's relay log, committed txs (the tx feed and
+/// the tx index of chains that keep tx records) and source, and what the tracking routes
+/// share.
 fn start_tracking(
     config: &Config,
     registry: SnapshotHandle,
     store: &Store,
     supervision: &Supervision,
-    relay_stores: HashMap<String, RelayStore>,
-    sources: HashMap<String, Arc<ChainAccess>>,
-    bus: &RelayBus,
+    chains: TrackedChains,
+    (bus, tx_feed): (&RelayBus, &TxFeed),
 ) -> anyhow::Result<http::tracking::TrackingApi> {
     use weaver_router::tracker::history::TransferHistory;
     use weaver_router::tracker::history_watch::HistoryWatch;
@@ -117,10 +115,9 @@ fn start_tracking(
         weaver_router::tracker::store::TrackerStore::open(store)?,
     );
     let deps = HubDeps {
-        tracking: Tracking::new(
+        tracking: Tracking::over(
             view.clone(),
-            relay_stores,
-            sources,
+            chains,
             TrackerSettings {
                 abandon_unseen: Duration::from_secs(settings.abandon_unseen_secs),
                 abandon_stalled: Duration::from_secs(settings.abandon_stalled_secs),
@@ -129,10 +126,13 @@ fn start_tracking(
                 max_trackers: settings.max_trackers,
                 max_open_per_client: settings.max_open_per_ip,
                 lookups_in_flight: settings.lookups_in_flight,
+                // A quarter of the budget for the txs of one client (issue #38).
+                lookups_in_flight_per_client: (settings.lookups_in_flight / 4).max(1),
                 ..Default::default()
             },
         ),
         bus: bus.clone(),
+        tx_feed: tx_feed.clone(),
         pool: supervision.pool().clone(),
     };
     let history = Arc::new(TransferHistory::new(deps.tracking.clone()));

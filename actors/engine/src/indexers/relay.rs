@@ -1,6 +1,7 @@
 //! The relay domain: every IBC packet lifecycle and OPinit bridge event of a chain, in a
 //! per-chain log with lookups by packet, bridge transfer and tx; published on the
-//! [`RelayBus`] once durable. A relay event that does not decode is logged, counted and
+//! [`RelayBus`] once durable, with every tx of the block (hash and result) on the
+//! [`TxFeed`] when it has one. A relay event that does not decode is logged, counted and
 //! skipped: it never fails the block.
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use crate::chain::decode::tx_hash;
 use crate::chain::types::{BlockBundle, Event};
 use crate::indexers::BlockInput;
 use crate::relay::decode::{decode_relay_event, RelayContext};
-use crate::relay::{RelayBus, RelayEvent, RelayKind};
+use crate::relay::{CommittedBlock, CommittedTx, RelayBus, RelayEvent, RelayKind, TxFeed};
 use crate::store::relay::{stage_event, META_SEQUENCE, META_TIME};
 use crate::store::{keys, DomainTree, RelayStore};
 
@@ -18,6 +19,8 @@ pub struct RelayIndexer {
     store: RelayStore,
     context: RelayContext,
     bus: Option<RelayBus>,
+    /// Where each committed block's txs are told.
+    txs: Option<TxFeed>,
     sequence: u64,
     /// Built by `index`, published by `committed`.
     pending: Vec<Arc<RelayEvent>>,
@@ -37,9 +40,16 @@ impl RelayIndexer {
             store,
             context,
             bus,
+            txs: None,
             sequence,
             pending: Vec::new(),
         })
+    }
+
+    /// Tells `feed` every committed block's txs.
+    pub fn with_tx_feed(mut self, feed: TxFeed) -> Self {
+        self.txs = Some(feed);
+        self
     }
 
     fn decode(&self, event: &Event, height: u64) -> Option<RelayKind> {
@@ -112,7 +122,7 @@ impl DomainIndexer for RelayIndexer {
         Ok(())
     }
 
-    fn committed(&mut self, _bundle: &BlockBundle) {
+    fn committed(&mut self, bundle: &BlockBundle) {
         if let Some(last) = self.pending.last() {
             self.sequence = last.sequence;
         }
@@ -120,6 +130,31 @@ impl DomainIndexer for RelayIndexer {
             bus.publish(self.store.chain_id(), &self.pending);
         }
         self.pending.clear();
+        if let Some(feed) = &self.txs {
+            feed.publish(|| committed_block(bundle));
+        }
+    }
+}
+
+/// The txs of `bundle` as the [`TxFeed`] tells them.
+fn committed_block(bundle: &BlockBundle) -> CommittedBlock {
+    CommittedBlock {
+        chain_id: bundle.chain_id.clone(),
+        height: bundle.height,
+        txs: bundle
+            .txs
+            .iter()
+            .map(|tx| {
+                let failed = tx.result.code != 0;
+                let text = |s: &String| if failed { s.clone() } else { String::new() };
+                CommittedTx {
+                    hash: tx_hash(&tx.raw),
+                    code: tx.result.code,
+                    codespace: text(&tx.result.codespace),
+                    log: text(&tx.result.log),
+                }
+            })
+            .collect(),
     }
 }
 

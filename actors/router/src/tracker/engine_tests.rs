@@ -18,9 +18,11 @@ use super::tests::{data, ev, hash, ok_ack, packet, topology, ALPHA, HUB};
 use super::tracked::{Source as TxSource, TrackKey, TxState};
 use super::view::TrackerView;
 use weaver_engine::chain::{
-    BlockBundle, ChainAccess, ChainQuery, LocalChain, QueryAnswer, Source, SourceError,
+    BlockBundle, ChainAccess, ChainQuery, LocalChain, QueryAnswer, Source, SourceError, TxBundle,
+    TxResult,
 };
-use weaver_engine::relay::{RelayBus, RelayEvent, RelayKind};
+use weaver_engine::indexers::{BlocksIndexer, DomainSet, RelayIndexer};
+use weaver_engine::relay::{RelayBus, RelayEvent, RelayKind, TxFeed};
 use weaver_engine::store::relay::{stage_event, META_SEQUENCE, META_TIME};
 use weaver_engine::store::{keys, RelayStore, Store};
 use weaver_engine::system::ArbiterPool;
@@ -28,6 +30,7 @@ use weaver_engine::system::ArbiterPool;
 pub(super) struct Engine {
     store: Store,
     bus: RelayBus,
+    tx_feed: TxFeed,
     pub(super) relays: HashMap<String, RelayStore>,
     sequences: HashMap<String, u64>,
     pub(super) tracking: Arc<Tracking>,
@@ -89,6 +92,7 @@ impl Engine {
         Engine {
             store,
             bus,
+            tx_feed: TxFeed::default(),
             relays,
             sequences,
             tracking,
@@ -100,6 +104,7 @@ impl Engine {
         TrackerHub::new(HubDeps {
             tracking: self.tracking.clone(),
             bus: self.bus.clone(),
+            tx_feed: self.tx_feed.clone(),
             pool: self.pool.clone(),
         })
         .start()
@@ -1332,6 +1337,452 @@ fn a_tx_below_the_relay_logs_first_height_is_abandoned_saying_why() {
         assert_eq!(tracked.state(), TxState::Abandoned, "{tracked:?}");
         let reason = tracked.abandoned.unwrap();
         assert!(reason.contains("starts at height 15"), "{reason}");
+        engine.pool.stop();
+    });
+}
+
+/// Issue #38: a chain followed as the daemon follows it — its blocks domain (with tx
+/// records) and relay domain over the engine's store, the relay domain publishing on the
+/// engine's relay bus and telling its tx feed — from `first` on.
+fn follow(engine: &Engine, chain: &str, first: u64) -> DomainSet {
+    let blocks = engine
+        .store
+        .blocks(chain, weaver_engine::store::HotLimits::blocks(50))
+        .unwrap();
+    let relay = RelayIndexer::open(
+        engine.relays[chain].clone(),
+        Default::default(),
+        Some(engine.bus.clone()),
+    )
+    .unwrap()
+    .with_tx_feed(engine.tx_feed.clone());
+    DomainSet::open(
+        chain,
+        vec![
+            Box::new(BlocksIndexer::open(blocks, "init", true).unwrap()),
+            Box::new(relay),
+        ],
+    )
+    .unwrap()
+    .start_at(first)
+}
+
+/// An engine tracking `chains`, of which `indexed` keep tx records (their blocks trees are
+/// its tx indexes).
+fn engine_indexed(
+    store: Store,
+    indexed: &[&str],
+    sources: HashMap<String, Arc<ChainAccess>>,
+    settings: TrackerSettings,
+) -> Engine {
+    let mut engine = Engine::open_on(store, &[ALPHA, HUB], HashMap::new(), settings.clone());
+    let chains = super::shared::TrackedChains {
+        relay_stores: engine.relays.clone(),
+        tx_indexes: indexed
+            .iter()
+            .map(|chain| {
+                let blocks = engine
+                    .store
+                    .blocks(chain, weaver_engine::store::HotLimits::blocks(50))
+                    .unwrap();
+                (chain.to_string(), blocks)
+            })
+            .collect(),
+        sources,
+    };
+    engine.tracking = Tracking::over(engine.tracking.view.clone(), chains, settings);
+    engine
+}
+
+/// A tx whose raw bytes are `raw`, with result `code`, `codespace`, `log`.
+fn chain_tx(raw: &[u8], code: u32, codespace: &str, log: &str) -> TxBundle {
+    TxBundle {
+        raw: raw.to_vec(),
+        result: TxResult {
+            code,
+            codespace: codespace.into(),
+            log: log.into(),
+            ..Default::default()
+        },
+        json: serde_json::Value::Null,
+    }
+}
+
+fn chain_block(chain: &str, height: u64, txs: Vec<TxBundle>) -> BlockBundle {
+    BlockBundle {
+        chain_id: chain.into(),
+        height,
+        hash: vec![0; 32],
+        time_ns: now(),
+        proposer_address: vec![],
+        proposer: Default::default(),
+        txs,
+        finalize_events: vec![],
+    }
+}
+
+/// The tracking key of a tx with raw bytes `raw` on `chain`.
+fn key_of_raw(chain: &str, raw: &[u8]) -> TrackKey {
+    TrackKey {
+        chain_id: chain.into(),
+        tx_hash: hex::encode_upper(weaver_engine::chain::decode::tx_hash(raw)),
+    }
+}
+
+/// A node that knows some txs (their `tx_response`) and answers "not found" for every
+/// other, counting the lookups.
+#[derive(Default)]
+struct KnownTxsNode {
+    /// Their `tx_response` by hash (a test may add one as its block is committed).
+    known: std::sync::Mutex<HashMap<String, serde_json::Value>>,
+    lookups: std::sync::atomic::AtomicUsize,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl KnownTxsNode {
+    fn lookups(&self) -> usize {
+        self.lookups.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn access(self: &Arc<Self>) -> Arc<ChainAccess> {
+        Arc::new(ChainAccess::new(Source::Local(self.clone()), None))
+    }
+}
+
+impl LocalChain for KnownTxsNode {
+    fn latest_height(&self) -> u64 {
+        0
+    }
+
+    fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        Err(SourceError::FutureHeight(height))
+    }
+
+    fn query(&self, query: &ChainQuery, _height: u64) -> QueryAnswer {
+        let ChainQuery::TxByHash { hash } = query else {
+            panic!("{query:?}");
+        };
+        self.lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.asked.lock().unwrap().push(hash.clone());
+        match self.known.lock().unwrap().get(hash) {
+            Some(tx_response) => Ok(serde_json::json!({ "tx_response": tx_response })),
+            None => Err(weaver_engine::chain::QueryRejection {
+                code: 5,
+                message: "tx not found".into(),
+            }),
+        }
+    }
+}
+
+fn source_of(engine: &Engine, key: &TrackKey) -> TxSource {
+    engine.tracking.view.tracked(key).unwrap().unwrap().source
+}
+
+/// Issue #38: junk registered on a followed chain whose tx index holds every block costs no
+/// node lookup — the blocks the follower commits are matched instead — while real txs
+/// registered the same way are found: from the block that commits them (a failed one with
+/// the code, codespace and log the node's lookup answers), or from the tx index when they
+/// were committed before their registration.
+#[test]
+fn junk_on_a_followed_chain_costs_no_node_lookup_and_real_txs_are_found_in_its_blocks() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let log = "out of gas in location: \"WriteFlat\"; gasWanted: 100, gasUsed: 120 µ\n";
+        let (failed, included, earlier) = (
+            b"failed".as_slice(),
+            b"included".as_slice(),
+            b"earlier".as_slice(),
+        );
+        let answer = |code: u32, log: &str, height: u64| serde_json::json!({"code": code, "codespace": "sdk", "raw_log": log, "height": height.to_string()});
+        // The node knows the real txs, as a node would: were it asked, it would find them.
+        let node = Arc::new(KnownTxsNode {
+            known: std::sync::Mutex::new(HashMap::from([
+                (key_of_raw(ALPHA, failed).tx_hash, answer(11, log, 3)),
+                (key_of_raw(ALPHA, included).tx_hash, answer(0, "", 3)),
+                (
+                    key_of_raw(ALPHA, earlier).tx_hash,
+                    answer(5, "fee <\u{1}>", 2),
+                ),
+            ])),
+            ..Default::default()
+        });
+        let engine = engine_indexed(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            &[ALPHA],
+            HashMap::from([(ALPHA.to_string(), node.access())]),
+            TrackerSettings {
+                lookups_in_flight: 4,
+                ..settings()
+            },
+        );
+        let mut alpha = follow(&engine, ALPHA, 1);
+        alpha.apply(&chain_block(ALPHA, 1, vec![])).unwrap();
+        let hub = engine.start_hub();
+        let client: std::net::IpAddr = "10.0.0.1".parse().unwrap();
+        for i in 0..100 {
+            hub.send(Register(junk(i), Some(client)))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        for raw in [failed, included] {
+            hub.send(Register(key_of_raw(ALPHA, raw), Some(client)))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        alpha
+            .apply(&chain_block(
+                ALPHA,
+                2,
+                vec![chain_tx(earlier, 5, "sdk", "fee <\u{1}>")],
+            ))
+            .unwrap();
+        alpha
+            .apply(&chain_block(
+                ALPHA,
+                3,
+                vec![
+                    chain_tx(b"someone else's", 0, "", ""),
+                    chain_tx(failed, 11, "sdk", log),
+                    chain_tx(included, 0, "", "a success's log"),
+                ],
+            ))
+            .unwrap();
+        for height in 4..=10 {
+            alpha.apply(&chain_block(ALPHA, height, vec![])).unwrap();
+            actix::clock::sleep(settings().tick).await;
+        }
+        // Registered after its block: found in the tx index.
+        hub.send(Register(key_of_raw(ALPHA, earlier), Some(client)))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the real txs found", || {
+            [failed, included, earlier]
+                .iter()
+                .all(|raw| source_of(&engine, &key_of_raw(ALPHA, raw)) != TxSource::Unseen)
+        })
+        .await;
+        assert_eq!(
+            source_of(&engine, &key_of_raw(ALPHA, failed)),
+            TxSource::Failed {
+                code: 11,
+                codespace: "sdk".into(),
+                log: log.into(),
+            }
+        );
+        assert_eq!(
+            source_of(&engine, &key_of_raw(ALPHA, earlier)),
+            TxSource::Failed {
+                code: 5,
+                codespace: "sdk".into(),
+                log: "fee <\u{1}>".into(),
+            }
+        );
+        assert!(matches!(
+            source_of(&engine, &key_of_raw(ALPHA, included)),
+            TxSource::Included { height: 3 } | TxSource::Linked
+        ));
+        // Many ticks later (each junk tx would have been looked up several times by now).
+        actix::clock::sleep(settings().tick * 25).await;
+        let asked = node.asked.lock().unwrap().clone();
+        assert_eq!(
+            node.lookups(),
+            0,
+            "node lookups, the first: {:?}",
+            &asked[..asked.len().min(3)]
+        );
+        assert_eq!(engine.tracking.unseen_txs(), 100);
+        assert_eq!(engine.state(&junk(0)), Some(TxState::Submitted));
+        engine.pool.stop();
+    });
+}
+
+/// Issue #38: node lookups remain where the followed blocks cannot show a tx — on a chain
+/// not followed (asked until found, with a backoff), and on a followed chain whose tx index
+/// does not start at height 1 (asked once: a tx below it is found; a later one is in the
+/// blocks) — and one client's txs take at most its share of the lookup budget.
+#[test]
+fn lookups_remain_for_chains_not_followed_and_below_the_first_height_within_a_clients_share() {
+    use super::tests::GAMMA;
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let below = key_of_raw(ALPHA, b"below");
+        let unfollowed = key_of_raw(GAMMA, b"elsewhere");
+        let alpha_node = Arc::new(KnownTxsNode {
+            known: std::sync::Mutex::new(HashMap::from([(
+                below.tx_hash.clone(),
+                serde_json::json!({"code": 0, "height": "10"}),
+            )])),
+            ..Default::default()
+        });
+        let gamma_node = Arc::new(KnownTxsNode {
+            known: std::sync::Mutex::new(HashMap::from([(
+                unfollowed.tx_hash.clone(),
+                serde_json::json!({"code": 0, "height": "10"}),
+            )])),
+            ..Default::default()
+        });
+        let engine = engine_indexed(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            &[ALPHA],
+            HashMap::from([
+                (ALPHA.to_string(), alpha_node.access()),
+                (GAMMA.to_string(), gamma_node.access()),
+            ]),
+            TrackerSettings {
+                lookups_in_flight: 4,
+                lookups_in_flight_per_client: 1,
+                ..settings()
+            },
+        );
+        // The follower of alpha started at height 15.
+        let mut alpha = follow(&engine, ALPHA, 15);
+        alpha.apply(&chain_block(ALPHA, 15, vec![])).unwrap();
+        let hub = engine.start_hub();
+        let (flood, other): (std::net::IpAddr, std::net::IpAddr) =
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let on = |chain: &str, i: u32| TrackKey {
+            chain_id: chain.into(),
+            ..junk(i)
+        };
+        for i in 0..20 {
+            hub.send(Register(on(ALPHA, i), Some(flood)))
+                .await
+                .unwrap()
+                .unwrap();
+            hub.send(Register(on(GAMMA, i), Some(flood)))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        hub.send(Register(below.clone(), Some(other)))
+            .await
+            .unwrap()
+            .unwrap();
+        hub.send(Register(unfollowed.clone(), Some(other)))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the real txs found", || {
+            source_of(&engine, &below) != TxSource::Unseen
+                && source_of(&engine, &unfollowed) != TxSource::Unseen
+        })
+        .await;
+        assert_eq!(
+            source_of(&engine, &unfollowed),
+            TxSource::Included { height: 10 }
+        );
+        assert_eq!(
+            source_of(&engine, &below),
+            TxSource::Included { height: 10 }
+        );
+        for height in 16..=60 {
+            alpha.apply(&chain_block(ALPHA, height, vec![])).unwrap();
+            actix::clock::sleep(settings().tick).await;
+        }
+        // Not followed: asked again and again.
+        eventually("junk on gamma asked three times", || {
+            gamma_node.lookups() > 3 * 20
+        })
+        .await;
+        // Below the first height: each junk tx asked once, however long it waits.
+        let asked = alpha_node.asked.lock().unwrap().clone();
+        let distinct: std::collections::HashSet<&String> = asked.iter().collect();
+        assert_eq!(
+            (asked.len(), distinct.len()),
+            (21, 21),
+            "lookups on alpha (all, distinct)"
+        );
+        let most = engine
+            .tracking
+            .unseen
+            .lock()
+            .unwrap()
+            .most_in_flight_of_a_client;
+        assert_eq!(most, 1, "one client's lookups in flight at once");
+        engine.pool.stop();
+    });
+}
+
+/// Issue #38: blocks the hub did not hear of (it fell behind the tx feed) lose no tx: a real
+/// tx committed in them is found in its chain's tx index (no node lookup), and on a chain
+/// kept with `relay` alone (no tx index) each unseen tx is asked for once more.
+#[test]
+fn blocks_the_hub_fell_behind_on_lose_no_registered_tx() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let real = key_of_raw(ALPHA, b"real");
+        let elsewhere = key_of_raw(HUB, b"elsewhere");
+        let node = Arc::new(KnownTxsNode::default());
+        let hub_node = Arc::new(KnownTxsNode::default());
+        let mut engine = engine_indexed(
+            Store::open(dir.path(), 8 << 20).unwrap(),
+            &[ALPHA],
+            HashMap::from([
+                (ALPHA.to_string(), node.access()),
+                (HUB.to_string(), hub_node.access()),
+            ]),
+            settings(),
+        );
+        // A feed one block deep: the hub misses blocks committed while it does not run.
+        engine.tx_feed = TxFeed::with_capacity(1);
+        let mut alpha = follow(&engine, ALPHA, 1);
+        let relay = RelayIndexer::open(engine.relays[HUB].clone(), Default::default(), None)
+            .unwrap()
+            .with_tx_feed(engine.tx_feed.clone());
+        let mut hub_chain = DomainSet::open(HUB, vec![Box::new(relay)]).unwrap();
+        alpha.apply(&chain_block(ALPHA, 1, vec![])).unwrap();
+        hub_chain.apply(&chain_block(HUB, 1, vec![])).unwrap();
+        let hub = engine.start_hub();
+        hub.send(Register(real.clone(), None))
+            .await
+            .unwrap()
+            .unwrap();
+        hub.send(Register(elsewhere.clone(), None))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the hub chain's tx asked for once", || {
+            hub_node.lookups() == 1
+        })
+        .await;
+        // Committed without the hub running in between (one thread): it falls behind.
+        for height in 2..=4 {
+            let txs = |raw: &[u8], code| match height {
+                3 => vec![chain_tx(raw, code, "sdk", "no")],
+                _ => vec![],
+            };
+            if height == 3 {
+                // The node knows it from its block on.
+                hub_node.known.lock().unwrap().insert(
+                    elsewhere.tx_hash.clone(),
+                    serde_json::json!({"code": 7, "codespace": "sdk", "raw_log": "no", "height": "3"}),
+                );
+            }
+            alpha
+                .apply(&chain_block(ALPHA, height, txs(b"real", 5)))
+                .unwrap();
+            hub_chain
+                .apply(&chain_block(HUB, height, txs(b"elsewhere", 7)))
+                .unwrap();
+        }
+        eventually("both found", || {
+            source_of(&engine, &real) != TxSource::Unseen
+                && source_of(&engine, &elsewhere) != TxSource::Unseen
+        })
+        .await;
+        let failed = |code| TxSource::Failed {
+            code,
+            codespace: "sdk".into(),
+            log: "no".into(),
+        };
+        assert_eq!(source_of(&engine, &real), failed(5));
+        assert_eq!(source_of(&engine, &elsewhere), failed(7));
+        assert_eq!(node.lookups(), 0);
+        assert_eq!(hub_node.lookups(), 2);
         engine.pool.stop();
     });
 }

@@ -1,6 +1,7 @@
 //! `TrackerHub`: the supervised actor that registers txs and starts one [`Tracker`] actor
 //! per open one on the shared arbiter pool. It follows the `RelayBus` and delivers each
-//! relay event to the trackers listed under its key (and to the tracker of its tx), resumes
+//! relay event to the trackers listed under its key (and to the tracker of its tx), follows
+//! the `TxFeed` and gives each unseen tx a committed block shows its tracker, resumes
 //! every stored tracker at start, respawns a tracker that died, and forgets terminal txs
 //! past their retention.
 
@@ -14,10 +15,11 @@ use actix::WeakAddr;
 
 use super::actor::{CatchUp, Relay, Stage, Tracker};
 use super::machine::WatchKey;
-use super::shared::{now_ns, Abandonment, LookedUp, Tracking};
+use super::shared::{now_ns, Abandonment, Found, LookedUp, Tracking};
 use super::tracked::{Source, TrackKey, Tracked, TxState};
+use super::unseen::Lookups;
 use super::view::Entry;
-use weaver_engine::relay::{RelayBus, RelayCursors, RelayEvent};
+use weaver_engine::relay::{CommittedBlock, RelayBus, RelayCursors, RelayEvent, TxFeed, TxNews};
 use weaver_engine::system::{ArbiterPool, Recover};
 
 /// What the hub needs; cloned into each (re)started hub, so trackers outlive a hub restart.
@@ -25,6 +27,8 @@ use weaver_engine::system::{ArbiterPool, Recover};
 pub struct HubDeps {
     pub tracking: Arc<Tracking>,
     pub bus: RelayBus,
+    /// Each committed block's txs, from the followed chains' relay domains.
+    pub tx_feed: TxFeed,
     /// Where trackers run.
     pub pool: Arc<ArbiterPool>,
 }
@@ -346,8 +350,11 @@ impl TrackerHub {
 impl TrackerHub {
     /// Keeps an open tx its chain has not shown in the unseen set (no tracker) — unless its
     /// relay events are stored already (registered late, or shown while the daemon was
-    /// down): then it gets its tracker, which links it. An event committed after this look
-    /// reaches the hub on the bus afterwards and finds the tx in the set.
+    /// down), or its chain's tx index holds it: then it gets its tracker. An event or block
+    /// committed after this look reaches the hub afterwards (the relay bus, the tx feed) and
+    /// finds the tx in the set. Whether and how often it is looked up on its chain's node:
+    /// [`Tracking::lookups_for`] (read before the tx index, so that a block committed
+    /// meanwhile is either in the index or heard of).
     fn keep_unseen(&self, key: Arc<TrackKey>, registered_ns: i64) {
         let shown = self
             .tracking()
@@ -357,22 +364,112 @@ impl TrackerHub {
             self.spawn(key, Stage::Unseen);
             return;
         }
-        let lookable = self.tracking().sources.contains_key(&key.chain_id);
+        let mut lookups = self.tracking().lookups_for(&key.chain_id);
+        match self.tracking().indexed_tx(&key) {
+            Ok(Some(found)) => {
+                self.found(key, found, "index");
+                return;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                // Not read: the node is asked instead (once on a followed chain).
+                tracing::warn!(error = %e, tx_hash = %key.tx_hash, "tx index not read; the tx is looked up instead");
+                if lookups == Lookups::Never && self.tracking().sources.contains_key(&key.chain_id)
+                {
+                    lookups = Lookups::Once;
+                }
+            }
+        }
         self.tracking()
             .unseen
             .lock()
             .recover()
-            .insert(key, registered_ns, lookable);
+            .insert(key, registered_ns, lookups);
+    }
+
+    /// Starts the tracker of a tx found included or failed (`via`: what found it, counted).
+    fn found(&self, key: Arc<TrackKey>, found: Found, via: &'static str) {
+        metrics::counter!("weaver_tracker_unseen_found_total", "via" => via).increment(1);
+        self.spawn_tracker(key, move |tracking, key| {
+            Tracker::found(tracking, key, found)
+        });
+    }
+
+    /// A committed block's txs: each one the unseen set holds is found (no node asked).
+    fn on_block(&mut self, block: &CommittedBlock) {
+        let tracking = self.deps.tracking.clone();
+        let mut found = vec![];
+        {
+            let mut unseen = tracking.unseen.lock().recover();
+            if unseen.is_empty() {
+                return;
+            }
+            for tx in &block.txs {
+                let key = TrackKey {
+                    chain_id: block.chain_id.clone(),
+                    tx_hash: hex::encode_upper(tx.hash),
+                };
+                if let Some(key) = unseen.remove(&key) {
+                    let result = (tx.code, tx.codespace.clone(), tx.log.clone(), block.height);
+                    found.push((key, result));
+                }
+            }
+        }
+        for (key, result) in found {
+            self.found(key, result, "block");
+        }
+    }
+
+    /// Blocks went unheard (the hub fell behind the tx feed, or restarted): every unseen tx
+    /// of a followed chain is looked for in the tx index again, or on a chain without a
+    /// complete one, looked up once more.
+    fn recheck_unheard_blocks(&mut self) {
+        let tracking = self.deps.tracking.clone();
+        let once: Vec<&String> = tracking
+            .relay_stores
+            .keys()
+            .filter(|chain| tracking.lookups_for(chain) == Lookups::Once)
+            .collect();
+        let keys: Vec<Arc<TrackKey>> = {
+            let mut unseen = tracking.unseen.lock().recover();
+            unseen.look_up_again_once(|chain| once.iter().any(|c| *c == chain));
+            unseen
+                .keys()
+                .filter(|key| {
+                    tracking.relay_stores.contains_key(&key.chain_id)
+                        && tracking.tx_indexes.contains_key(&key.chain_id)
+                })
+                .cloned()
+                .collect()
+        };
+        for key in keys {
+            match tracking.indexed_tx(&key) {
+                Ok(Some(result)) => {
+                    if let Some(key) = tracking.unseen.lock().recover().remove(&key) {
+                        self.found(key, result, "index");
+                    }
+                }
+                Ok(None) => {}
+                // Not read: the node is asked once instead (its block may be one unheard).
+                Err(_) if tracking.sources.contains_key(&key.chain_id) => {
+                    tracking.unseen.lock().recover().look_up_once(&key);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, tx_hash = %key.tx_hash, "tx index not read and no node to ask: the tx may be abandoned unseen")
+                }
+            }
+        }
     }
 
     /// Starts the lookups that are due, within the shared budget.
     fn look_up_unseen(&mut self, ctx: &mut Context<Self>) {
         let tracking = self.deps.tracking.clone();
-        let due = tracking
-            .unseen
-            .lock()
-            .recover()
-            .take_due(Instant::now(), tracking.settings.lookups_in_flight.max(1));
+        let due = tracking.unseen.lock().recover().take_due(
+            Instant::now(),
+            tracking.settings.lookups_in_flight.max(1),
+            tracking.settings.lookups_in_flight_per_client,
+            |key| tracking.view.owner_of(key),
+        );
         for key in due {
             let Some(lookup) = tracking.look_up(&key) else {
                 // Not lookable (never queued so): its place in the budget is given back.
@@ -395,16 +492,17 @@ impl TrackerHub {
         match found {
             Some(Ok(found)) => {
                 if let Some(key) = tracking.unseen.lock().recover().remove(&key) {
-                    self.spawn_tracker(key, move |tracking, key| {
-                        Tracker::found(tracking, key, found)
-                    });
+                    self.found(key, found, "lookup");
                 }
             }
-            other => {
-                if let Some(Err(reason)) = other {
-                    tracing::debug!(tx_hash = %key.tx_hash, %reason, "tx lookup failed; retried");
-                }
-                tracking.unseen.lock().recover().not_found(
+            None => tracking.unseen.lock().recover().not_found(
+                &key,
+                Instant::now(),
+                tracking.settings.tick,
+            ),
+            Some(Err(reason)) => {
+                tracing::debug!(tx_hash = %key.tx_hash, %reason, "tx lookup failed; retried");
+                tracking.unseen.lock().recover().failed(
                     &key,
                     Instant::now(),
                     tracking.settings.tick,
@@ -507,11 +605,19 @@ impl Actor for TrackerHub {
                 }
             },
         ));
+        // Likewise the committed blocks' txs: a block committed meanwhile is either in the
+        // tx index when an unseen tx is looked for there, or heard of.
+        ctx.add_stream(futures_util::stream::unfold(
+            self.deps.tx_feed.subscribe(),
+            |mut sub| async move { sub.next().await.map(|news| (news, sub)) },
+        ));
         if self.tracking().resumed.load(Ordering::SeqCst) {
             // The lookups the dead hub had in flight never answer: asked again.
             self.tracking().unseen.lock().recover().forget_in_flight();
-            // Unseen txs shown while no hub listened are in the relay logs.
+            // Unseen txs shown while no hub listened are in the relay logs...
             self.link_shown_unseen();
+            // ...or in the blocks committed meanwhile, which no hub heard of.
+            self.recheck_unheard_blocks();
             // A restarted hub: the trackers lived on, but events published while no hub
             // listened were not delivered; they are in the relay logs.
             let live: Vec<WeakAddr<Tracker>> = self
@@ -558,6 +664,23 @@ impl StreamHandler<RelayEvent> for TrackerHub {
     }
 }
 
+impl StreamHandler<TxNews> for TrackerHub {
+    fn handle(&mut self, news: TxNews, _: &mut Context<Self>) {
+        match news {
+            TxNews::Block(block) => self.on_block(&block),
+            TxNews::Missed => {
+                tracing::warn!("the tracker hub fell behind the committed blocks' txs; unseen txs are looked for in the tx index again");
+                metrics::counter!("weaver_tracker_tx_feed_missed_total").increment(1);
+                self.recheck_unheard_blocks();
+            }
+        }
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {
+        // The feed outlives the hub (its deps hold it): nothing to do.
+    }
+}
+
 impl Handler<Register> for TrackerHub {
     type Result = Result<(), TrackError>;
 
@@ -588,6 +711,7 @@ impl Handler<Register> for TrackerHub {
         }
         let tracked = Tracked::new(key, now_ns());
         let key = self.record_open(&tracked, client)?;
+        metrics::counter!("weaver_tracker_registrations_total").increment(1);
         self.keep_unseen(key, tracked.registered_ns);
         self.look_up_unseen(ctx);
         Ok(())

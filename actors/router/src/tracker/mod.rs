@@ -31,7 +31,7 @@ pub mod wakers;
 pub use actor::Tracker;
 pub use hub::{HubDeps, Register, TrackError, TrackerHub};
 pub use machine::WatchKey;
-pub use shared::{TrackerSettings, Tracking};
+pub use shared::{TrackedChains, TrackerSettings, Tracking};
 pub use topology::Topology;
 pub use tracked::{Hop, TrackKey, Tracked, TxState};
 pub use view::TrackerView;

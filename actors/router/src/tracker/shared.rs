@@ -18,13 +18,13 @@ use tokio::sync::Semaphore;
 use super::actor::Tracker;
 use super::machine::WatchKey;
 use super::tracked::{Hop, Source, TrackKey, Tracked, TxState};
-use super::unseen::UnseenSet;
+use super::unseen::{Lookups, UnseenSet};
 use super::view::TrackerView;
 use crate::tracker::store::TrackerStore;
 use weaver_engine::chain::{ChainAccess, ChainQuery, ChainSource};
 use weaver_engine::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent};
 use weaver_engine::store::relay::RelayStore;
-use weaver_engine::store::StoreError;
+use weaver_engine::store::{BlocksStore, StoreError};
 use weaver_engine::system::Recover;
 
 /// Tracking limits and timings.
@@ -47,6 +47,9 @@ pub struct TrackerSettings {
     pub max_open_per_client: usize,
     /// Chain lookups of unseen txs in flight at once (across all trackers).
     pub lookups_in_flight: usize,
+    /// ...of which the txs one client registered may have at most this many (issue #38: one
+    /// client's junk cannot take the whole budget).
+    pub lookups_in_flight_per_client: usize,
     /// The hub's housekeeping period, and the unit of a tracker's backoffs: a relay-log
     /// check waits a tick at first, a chain lookup 1.5 ticks, a store retry 2 ticks, each
     /// growing from there (`tracker::actor`).
@@ -63,6 +66,7 @@ impl Default for TrackerSettings {
             max_trackers: 2_000_000,
             max_open_per_client: 1000,
             lookups_in_flight: 32,
+            lookups_in_flight_per_client: 8,
             tick: Duration::from_millis(500),
         }
     }
@@ -89,9 +93,22 @@ pub(super) enum Abandonment {
     At { deadline: i64, clock: i64 },
 }
 
+/// What tracking reads of the chains: by chain id, each followed chain's relay log (its
+/// relay domain also tells each committed block's txs on the `TxFeed`), the blocks tree of
+/// those that keep tx records (a registered tx committed already is found there), and the
+/// node of every configured chain (for lookups).
+#[derive(Clone, Default)]
+pub struct TrackedChains {
+    pub relay_stores: HashMap<String, RelayStore>,
+    pub tx_indexes: HashMap<String, BlocksStore>,
+    pub sources: HashMap<String, Arc<ChainAccess>>,
+}
+
 pub struct Tracking {
     pub view: Arc<TrackerView>,
     pub relay_stores: HashMap<String, RelayStore>,
+    /// Blocks trees with tx records, by chain ([`TrackedChains::tx_indexes`]).
+    pub tx_indexes: HashMap<String, BlocksStore>,
     pub sources: HashMap<String, Arc<ChainAccess>>,
     pub settings: TrackerSettings,
     /// Live trackers by the relay key they wait on, the key as its [`WatchId`]: the first
@@ -164,16 +181,35 @@ fn route_kind(tracked: &Tracked) -> &'static str {
 }
 
 impl Tracking {
+    /// Tracking over `relay_stores` and `sources`, with no tx index.
     pub fn new(
         view: Arc<TrackerView>,
         relay_stores: HashMap<String, RelayStore>,
         sources: HashMap<String, Arc<ChainAccess>>,
         settings: TrackerSettings,
     ) -> Arc<Self> {
+        Self::over(
+            view,
+            TrackedChains {
+                relay_stores,
+                tx_indexes: HashMap::new(),
+                sources,
+            },
+            settings,
+        )
+    }
+
+    /// Tracking over `chains`.
+    pub fn over(
+        view: Arc<TrackerView>,
+        chains: TrackedChains,
+        settings: TrackerSettings,
+    ) -> Arc<Self> {
         Arc::new(Tracking {
             view,
-            relay_stores,
-            sources,
+            relay_stores: chains.relay_stores,
+            tx_indexes: chains.tx_indexes,
+            sources: chains.sources,
             lookups: Arc::new(Semaphore::new(settings.lookups_in_flight.max(1))),
             settings,
             watchers: DashMap::new(),
@@ -228,6 +264,7 @@ impl Tracking {
         key: &TrackKey,
     ) -> Option<impl std::future::Future<Output = LookedUp> + 'static> {
         let source = self.sources.get(&key.chain_id)?.clone();
+        let chain = key.chain_id.clone();
         let lookups = self.lookups.clone();
         let query = ChainQuery::TxByHash {
             hash: key.tx_hash.clone(),
@@ -239,7 +276,7 @@ impl Tracking {
             };
             let answer = source.query(&query, 0).await;
             drop(permit);
-            metrics::counter!("weaver_tracker_lookups_total").increment(1);
+            metrics::counter!("weaver_tracker_lookups_total", "chain_id" => chain).increment(1);
             match answer {
                 Ok(Ok(body)) => {
                     let response = &body["tx_response"];
@@ -264,6 +301,76 @@ impl Tracking {
                 Err(e) => Some(Err(e.to_string())),
             }
         })
+    }
+
+    /// How an unseen tx of `chain` is looked up on its node (issue #38). A chain whose relay
+    /// log is kept here is followed: the hub hears of every block its follower commits from
+    /// now on, so a tx is looked up at most once — and never when this chain's tx index holds
+    /// every block before those (its first height is 1 and it is not behind the relay log;
+    /// read in that order, so a block committed meanwhile is in one or the other). A chain not
+    /// followed is looked up until the tx is found; one without a node, never.
+    pub(super) fn lookups_for(&self, chain: &str) -> Lookups {
+        let followed = self.relay_stores.get(chain);
+        let lookable = self.sources.contains_key(chain);
+        let Some(relay) = followed else {
+            return if lookable {
+                Lookups::UntilFound
+            } else {
+                Lookups::Never
+            };
+        };
+        let indexed = relay.watermark().ok().is_some_and(|relayed| {
+            self.tx_indexes.get(chain).is_some_and(|blocks| {
+                blocks.first_height().ok() == Some(1)
+                    && blocks.watermark().is_ok_and(|w| w >= relayed)
+            })
+        });
+        if indexed || !lookable {
+            Lookups::Never
+        } else {
+            Lookups::Once
+        }
+    }
+
+    /// A tx the chain's tx index holds (committed and indexed already): what a node lookup
+    /// would have found (`None`: not there, or no index of that chain here). Read from the
+    /// tx record the blocks domain stored: the code, codespace and log of the block results
+    /// the node's lookup answers from (a NUL in a log is stored as U+FFFD, as the indexer
+    /// API serves it).
+    pub(super) fn indexed_tx(&self, key: &TrackKey) -> Result<Option<Found>, StoreError> {
+        let Some(blocks) = self.tx_indexes.get(&key.chain_id) else {
+            return Ok(None);
+        };
+        let Some(hash) = hex::decode(&key.tx_hash)
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        else {
+            return Ok(None);
+        };
+        let Some(record) = blocks.tx_by_hash(&hash)? else {
+            return Ok(None);
+        };
+        #[derive(serde::Deserialize)]
+        struct Recorded<'a> {
+            height: &'a str,
+            code: u32,
+            #[serde(borrow)]
+            codespace: std::borrow::Cow<'a, str>,
+            #[serde(borrow)]
+            raw_log: std::borrow::Cow<'a, str>,
+        }
+        let result: Recorded =
+            serde_json::from_slice(&record).map_err(|e| StoreError::Corrupt {
+                key: format!("tx record {}", key.tx_hash),
+                reason: e.to_string(),
+            })?;
+        let height = result.height.parse().unwrap_or(0);
+        Ok(Some((
+            result.code,
+            result.codespace.into_owned(),
+            result.raw_log.into_owned(),
+            height,
+        )))
     }
 
     /// Stores and publishes a changed tracked tx; its state. A record the store refused is

@@ -1,17 +1,23 @@
 //! Registered txs their chain has not shown yet, kept by the hub without an actor each: a
 //! registration is usually made right after broadcast (the tx is seen a block later), and a
 //! hostile client can make a million that are never seen. Each costs an entry here (a shared
-//! key, its registration time, its lookups) until the relay bus shows its tx or a chain
-//! lookup finds it — then it gets a [`Tracker`] — or its deadline passes (it is abandoned).
+//! key, its registration time, its lookups) until the relay bus or its chain's committed blocks
+//! show its tx or a chain lookup finds it — then it gets a [`Tracker`] — or its deadline passes
+//! (it is abandoned).
 //!
-//! Chain lookups of unseen txs share one budget: at most `lookups_in_flight` at once, never
-//! looked-up ones first (a fresh registration is not queued behind a million old ones), then
-//! the others as their backoff comes due.
+//! A tx on a chain followed here is matched against the txs of each block the follower commits
+//! (the hub probes this set with each of them), so most entries are never looked up on a node
+//! ([`Lookups`]). Chain lookups of the others share one budget: at most `lookups_in_flight` at
+//! once, never looked-up ones first (a fresh registration is not queued behind a million old
+//! ones), then the others as their backoff comes due; and at most `per_client` of them for the
+//! txs of one client, so one client's registrations cannot take the whole budget (the next of
+//! its txs waits, parked, for one of its lookups to end).
 //!
 //! [`Tracker`]: super::actor::Tracker
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,12 +33,37 @@ pub(super) fn lookup_retry(tick: Duration) -> Backoff {
 /// Unseen txs of one chain, earliest registration first.
 type DeadlineQueue = BinaryHeap<Reverse<(i64, Arc<TrackKey>)>>;
 
+/// How often an unseen tx is looked up on its chain's node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lookups {
+    /// Never: its chain's committed blocks (and the tx index) show it, or there is no node to
+    /// ask.
+    Never,
+    /// Once: blocks before those the hub hears of may hold it and no tx index here has them
+    /// all (a relay-only chain, a follower that started later). A "not found" is final: a tx
+    /// committed later is in the blocks the hub hears of.
+    Once,
+    /// Until it is found, with a backoff: a chain not followed here.
+    UntilFound,
+}
+
 struct Entry {
     registered_ns: i64,
     /// Lookups that did not find it.
     lookups: u8,
     /// A lookup of it is in flight.
     looking: bool,
+    /// Looked up once at most ([`Lookups::Once`]).
+    once: bool,
+}
+
+/// One client's share of the lookup budget.
+#[derive(Default)]
+struct ClientLookups {
+    in_flight: usize,
+    /// Its txs due while it had no share left: the next takes the place of its next lookup
+    /// that ends.
+    parked: VecDeque<Arc<TrackKey>>,
 }
 
 #[derive(Default)]
@@ -46,6 +77,15 @@ pub struct UnseenSet {
     /// heap: resumed records come in store order, not by time).
     deadlines: HashMap<String, DeadlineQueue>,
     in_flight: usize,
+    /// Parked txs whose client has a share free again: served before any other.
+    unparked: VecDeque<Arc<TrackKey>>,
+    /// Clients with lookups in flight or txs parked.
+    clients: HashMap<IpAddr, ClientLookups>,
+    /// The client each lookup in flight counts against (trusted callers' count against none).
+    in_flight_clients: HashMap<Arc<TrackKey>, IpAddr>,
+    /// The most lookups one client ever had in flight (tests of the per-client share).
+    #[cfg(test)]
+    pub(super) most_in_flight_of_a_client: usize,
 }
 
 impl UnseenSet {
@@ -71,9 +111,9 @@ impl UnseenSet {
         self.in_flight
     }
 
-    /// Adds an unseen tx registered at `registered_ns` (again: nothing changes); looked up
-    /// on its chain if `lookable` (a chain with a node to ask).
-    pub(super) fn insert(&mut self, key: Arc<TrackKey>, registered_ns: i64, lookable: bool) {
+    /// Adds an unseen tx registered at `registered_ns` (again: nothing changes), looked up
+    /// on its chain's node as `lookups` says.
+    pub(super) fn insert(&mut self, key: Arc<TrackKey>, registered_ns: i64, lookups: Lookups) {
         if self.entries.contains_key(&key) {
             return;
         }
@@ -83,9 +123,10 @@ impl UnseenSet {
                 registered_ns,
                 lookups: 0,
                 looking: false,
+                once: lookups == Lookups::Once,
             },
         );
-        if lookable {
+        if lookups != Lookups::Never {
             self.fresh.push_back(key.clone());
         }
         self.deadlines
@@ -99,55 +140,141 @@ impl UnseenSet {
     pub(super) fn remove(&mut self, key: &TrackKey) -> Option<Arc<TrackKey>> {
         let (key, entry) = self.entries.remove_entry(key)?;
         if entry.looking {
-            self.in_flight -= 1;
+            self.release(&key);
         }
         Some(key)
     }
 
-    /// Up to `budget - in flight` txs to look up now, each marked in flight.
-    pub(super) fn take_due(&mut self, now: Instant, budget: usize) -> Vec<Arc<TrackKey>> {
+    /// A lookup in flight ended: its place in the budget, and in its client's share, is
+    /// free; the client's next parked tx (if any) is served next.
+    fn release(&mut self, key: &TrackKey) {
+        self.in_flight -= 1;
+        let Some(client) = self.in_flight_clients.remove(key) else {
+            return;
+        };
+        let Some(share) = self.clients.get_mut(&client) else {
+            return;
+        };
+        share.in_flight -= 1;
+        while let Some(next) = share.parked.pop_front() {
+            if self.entries.contains_key(&next) {
+                self.unparked.push_back(next);
+                break;
+            }
+        }
+        if share.in_flight == 0 && share.parked.is_empty() {
+            self.clients.remove(&client);
+        }
+    }
+
+    /// Up to `budget - in flight` txs to look up now, each marked in flight, with at most
+    /// `per_client` in flight for the txs of one client (`client_of`: who registered a tx;
+    /// `None`, a trusted caller, has no share).
+    pub(super) fn take_due(
+        &mut self,
+        now: Instant,
+        budget: usize,
+        per_client: usize,
+        client_of: impl Fn(&TrackKey) -> Option<IpAddr>,
+    ) -> Vec<Arc<TrackKey>> {
+        let per_client = per_client.max(1);
         let mut due = vec![];
         while self.in_flight + due.len() < budget {
-            let next = match self.fresh.pop_front() {
+            let next = match self.unparked.pop_front() {
                 Some(key) => key,
-                None => match self.retry.peek() {
-                    Some(Reverse((at, _))) if *at <= now => self.retry.pop().unwrap().0 .1,
-                    _ => break,
+                None => match self.fresh.pop_front() {
+                    Some(key) => key,
+                    None => match self.retry.peek() {
+                        Some(Reverse((at, _))) if *at <= now => self.retry.pop().unwrap().0 .1,
+                        _ => break,
+                    },
                 },
             };
-            match self.entries.get_mut(&next) {
-                Some(entry) if !entry.looking => {
-                    entry.looking = true;
-                    due.push(next);
-                }
-                _ => {} // gone, or already asked for
+            let Some(entry) = self.entries.get_mut(&next) else {
+                continue; // gone
+            };
+            if entry.looking {
+                continue; // already asked for
             }
+            if let Some(client) = client_of(&next) {
+                let share = self.clients.entry(client).or_default();
+                if share.in_flight >= per_client {
+                    share.parked.push_back(next);
+                    continue;
+                }
+                share.in_flight += 1;
+                #[cfg(test)]
+                {
+                    self.most_in_flight_of_a_client =
+                        self.most_in_flight_of_a_client.max(share.in_flight);
+                }
+                self.in_flight_clients.insert(next.clone(), client);
+            }
+            entry.looking = true;
+            due.push(next);
         }
         self.in_flight += due.len();
         due
     }
 
-    /// A lookup that did not find the tx: asked again after its backoff.
+    /// A lookup the node answered "not found": asked again after its backoff, unless it was
+    /// to be asked once ([`Lookups::Once`]).
     pub(super) fn not_found(&mut self, key: &Arc<TrackKey>, now: Instant, tick: Duration) {
+        self.ended(key, now, tick, true);
+    }
+
+    /// A lookup that failed (no answer, or one not understood): asked again after its
+    /// backoff.
+    pub(super) fn failed(&mut self, key: &Arc<TrackKey>, now: Instant, tick: Duration) {
+        self.ended(key, now, tick, false);
+    }
+
+    fn ended(&mut self, key: &Arc<TrackKey>, now: Instant, tick: Duration, answered: bool) {
         let Some(entry) = self.entries.get_mut(key) else {
             return;
         };
-        if entry.looking {
-            entry.looking = false;
-            self.in_flight -= 1;
-        }
+        let looking = std::mem::replace(&mut entry.looking, false);
         entry.lookups = entry.lookups.saturating_add(1);
-        let at = now + lookup_retry(tick).after(entry.lookups.into());
-        self.retry.push(Reverse((at, key.clone())));
+        let lookups = entry.lookups;
+        let last = answered && entry.once;
+        if looking {
+            self.release(key);
+        }
+        if !last {
+            let at = now + lookup_retry(tick).after(lookups.into());
+            self.retry.push(Reverse((at, key.clone())));
+        }
     }
 
     /// A lookup that could not be made (no node to ask): it leaves the budget, and the tx
-    /// is not queued again (the relay bus or its deadline settles it).
+    /// is not queued again (the relay bus, its chain's blocks or its deadline settle it).
     pub(super) fn not_looked_up(&mut self, key: &TrackKey) {
         if let Some(entry) = self.entries.get_mut(key) {
-            if entry.looking {
-                entry.looking = false;
-                self.in_flight -= 1;
+            if std::mem::replace(&mut entry.looking, false) {
+                self.release(key);
+            }
+        }
+    }
+
+    /// The txs asked for once whose lookup is over, of the chains `on` picks: asked once
+    /// more (blocks committed since may have gone unheard).
+    pub(super) fn look_up_again_once(&mut self, on: impl Fn(&str) -> bool) {
+        for (key, entry) in &mut self.entries {
+            if entry.once && on(&key.chain_id) && entry.lookups > 0 && !entry.looking {
+                entry.lookups = 0;
+                self.fresh.push_back(key.clone());
+            }
+        }
+    }
+
+    /// `key`'s tx is asked for once more (and not again after a "not found"), unless a
+    /// lookup of it is in flight.
+    pub(super) fn look_up_once(&mut self, key: &Arc<TrackKey>) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            if !entry.looking {
+                entry.once = true;
+                entry.lookups = 0;
+                self.fresh.push_back(key.clone());
             }
         }
     }
@@ -160,6 +287,11 @@ impl UnseenSet {
                 self.fresh.push_back(key.clone());
             }
         }
+        for (_, share) in self.clients.drain() {
+            self.fresh.extend(share.parked);
+        }
+        self.fresh.extend(self.unparked.drain(..));
+        self.in_flight_clients.clear();
         self.in_flight = 0;
     }
 
@@ -217,27 +349,33 @@ mod tests {
         let now = Instant::now();
         let tick = Duration::from_millis(100);
         for i in 0..10 {
-            set.insert(key(i), i as i64, true);
+            set.insert(key(i), i as i64, Lookups::UntilFound);
         }
-        let first = set.take_due(now, 4);
+        let first = set.take_due(now, 4, usize::MAX, |_| None);
         assert_eq!(first, (0..4).map(key).collect::<Vec<_>>());
-        assert!(set.take_due(now, 4).is_empty(), "the budget is spent");
+        assert!(
+            set.take_due(now, 4, usize::MAX, |_| None).is_empty(),
+            "the budget is spent"
+        );
         for k in &first {
             set.not_found(k, now, tick);
         }
         // A new registration comes before the retries, and the rest of the fresh ones too.
-        set.insert(key(10), 10, true);
-        let next = set.take_due(now, 4);
+        set.insert(key(10), 10, Lookups::UntilFound);
+        let next = set.take_due(now, 4, usize::MAX, |_| None);
         assert_eq!(next, [4, 5, 6, 7].map(key));
         for k in &next {
             set.not_found(k, now, tick);
         }
-        assert_eq!(set.take_due(now, 4), [8, 9, 10].map(key));
+        assert_eq!(
+            set.take_due(now, 4, usize::MAX, |_| None),
+            [8, 9, 10].map(key)
+        );
         // Not due yet: nothing more until the backoff passes.
         assert_eq!(set.in_flight(), 3);
-        assert!(set.take_due(now, 100).is_empty());
+        assert!(set.take_due(now, 100, usize::MAX, |_| None).is_empty());
         let later = now + Duration::from_secs(1);
-        assert_eq!(set.take_due(later, 5).len(), 2);
+        assert_eq!(set.take_due(later, 5, usize::MAX, |_| None).len(), 2);
         // A tx taken out while its lookup is in flight frees its place in the budget.
         assert!(set.remove(&key(8)).is_some());
         assert_eq!(set.in_flight(), 4);
@@ -247,7 +385,7 @@ mod tests {
     fn deadlines_run_on_each_chains_clock() {
         let mut set = UnseenSet::default();
         for i in [3, 1, 0, 2] {
-            set.insert(key(i), i as i64 * 10, true);
+            set.insert(key(i), i as i64 * 10, Lookups::UntilFound);
         }
         // Chain a-1's clock at 25, b-1's stopped at 0: only a-1's txs registered before 15.
         let expired = set.take_expired(10, 100, |chain| if chain == "a-1" { 25 } else { 0 });
@@ -258,5 +396,72 @@ mod tests {
         assert_eq!(set.take_expired(10, 1, |_| 1000).len(), 1);
         assert_eq!(set.take_expired(10, 100, |_| 1000).len(), 1);
         assert!(set.is_empty());
+    }
+
+    /// Issue #38: one client's txs take at most its share of the lookup budget; another
+    /// client's tx is looked up at once, however many the first one has waiting.
+    #[test]
+    fn one_clients_txs_take_at_most_its_share_of_the_budget() {
+        let mut set = UnseenSet::default();
+        let now = Instant::now();
+        let tick = Duration::from_millis(100);
+        let (flood, other): (IpAddr, IpAddr) =
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        for i in 0..100 {
+            set.insert(key(i), i as i64, Lookups::UntilFound);
+        }
+        set.insert(key(100), 100, Lookups::UntilFound);
+        let client_of = |k: &TrackKey| Some(if *k == *key(100) { other } else { flood });
+        // Budget 8, a share of 2: the flood's first two, then the other client's tx.
+        let first = set.take_due(now, 8, 2, client_of);
+        assert_eq!(first, [0, 1, 100].map(key));
+        assert_eq!(set.most_in_flight_of_a_client, 2);
+        assert!(
+            set.take_due(now, 8, 2, client_of).is_empty(),
+            "the flood waits"
+        );
+        // One of the flood's lookups ends: its next tx takes that place, and only that.
+        set.not_found(&key(0), now, tick);
+        assert_eq!(set.take_due(now, 8, 2, client_of), [key(2)]);
+        // A tx taken out while parked is skipped.
+        assert!(set.remove(&key(3)).is_some());
+        set.not_found(&key(1), now, tick);
+        assert_eq!(set.take_due(now, 8, 2, client_of), [key(4)]);
+        assert_eq!(set.most_in_flight_of_a_client, 2);
+        assert_eq!(set.in_flight(), 3);
+        // Trusted callers (no client) are not held to a share.
+        set.insert(key(200), 200, Lookups::UntilFound);
+        set.insert(key(201), 201, Lookups::UntilFound);
+        let trusted = |k: &TrackKey| {
+            (k.tx_hash != key(200).tx_hash && k.tx_hash != key(201).tx_hash).then_some(flood)
+        };
+        assert_eq!(set.take_due(now, 8, 2, trusted), [200, 201].map(key));
+    }
+
+    /// A tx to be looked up once leaves the queue when the node says "not found", and is
+    /// asked again after a failed lookup (or when asked for once more).
+    #[test]
+    fn a_tx_looked_up_once_is_not_asked_again_after_not_found() {
+        let mut set = UnseenSet::default();
+        let now = Instant::now();
+        let tick = Duration::from_millis(100);
+        set.insert(key(0), 0, Lookups::Once);
+        set.insert(key(2), 2, Lookups::Once);
+        set.insert(key(4), 4, Lookups::Never);
+        let none = |_: &TrackKey| None;
+        assert_eq!(set.take_due(now, 8, 8, none), [0, 2].map(key));
+        set.not_found(&key(0), now, tick);
+        set.failed(&key(2), now, tick);
+        let later = now + Duration::from_secs(60);
+        assert_eq!(set.take_due(later, 8, 8, none), [key(2)]);
+        set.not_found(&key(2), later, tick);
+        assert!(set
+            .take_due(later + Duration::from_secs(60), 8, 8, none)
+            .is_empty());
+        set.look_up_again_once(|chain| chain == "a-1");
+        let mut again = set.take_due(later, 8, 8, none);
+        again.sort();
+        assert_eq!(again, [0, 2].map(key));
+        assert_eq!(set.len(), 3);
     }
 }

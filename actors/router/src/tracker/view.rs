@@ -216,6 +216,12 @@ impl TrackerView {
         }
     }
 
+    /// The client that registered the open tx `key` (none: a trusted caller, or registered
+    /// before a restart).
+    pub(super) fn owner_of(&self, key: &TrackKey) -> Option<IpAddr> {
+        self.owners.get(key).map(|client| *client)
+    }
+
     /// Stops counting `key` against its registrant (terminal, or forgotten).
     fn disown(&self, key: &TrackKey) {
         let Some((_, client)) = self.owners.remove(key) else {
