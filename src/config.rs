@@ -49,10 +49,16 @@ fn parse_error(error: &figment::Error) -> String {
             let mut key = parts.join(".");
             let message = match &error.kind {
                 figment::error::Kind::UnknownField(field, expected) => {
-                    key = if key.is_empty() {
+                    // The path names the table, or (read again by `with_leaf`) the key too:
+                    // named once.
+                    let leaf = format!(".{field}");
+                    while key.ends_with(&leaf) {
+                        key.truncate(key.len() - leaf.len());
+                    }
+                    key = if key.is_empty() || key == *field {
                         field.clone()
                     } else {
-                        format!("{key}.{field}")
+                        format!("{key}{leaf}")
                     };
                     let closest = expected
                         .iter()
@@ -79,6 +85,61 @@ fn parse_error(error: &figment::Error) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// serde reports an error inside an internally tagged enum (`[chains.source]`, tagged by
+/// `kind`) at the enum (`chains[0].source`), not at its key: such an error is looked for again
+/// by reading the variant's table on its own, which names the key
+/// (`chains[0].source.block_interval_ms`). Any other error is returned as it is.
+fn with_leaf(figment: &Figment, error: figment::Error) -> figment::Error {
+    let path: Vec<String> = error
+        .path
+        .iter()
+        .skip_while(|p| *p == "default")
+        .cloned()
+        .collect();
+    if path.last().map(String::as_str) != Some("source") {
+        return error;
+    }
+    // `find_value` walks tables only: array indices (`chains.0`) are walked here.
+    let mut parts = path.iter();
+    let Some(mut value) = parts
+        .next()
+        .and_then(|first| figment.find_value(first).ok())
+    else {
+        return error;
+    };
+    for part in parts {
+        let next = match (value, part.parse::<usize>()) {
+            (figment::value::Value::Array(_, mut items), Ok(i)) if i < items.len() => {
+                Some(items.swap_remove(i))
+            }
+            (figment::value::Value::Dict(_, mut dict), _) => dict.remove(part),
+            _ => None,
+        };
+        match next {
+            Some(next) => value = next,
+            None => return error,
+        }
+    }
+    let Some(mut table) = value.into_dict() else {
+        return error;
+    };
+    let kind = table.remove("kind").and_then(|k| k.into_string());
+    let table = figment::value::Value::from(table);
+    let inner = match kind.as_deref() {
+        Some("devnet") => table.deserialize::<DevnetSourceConfig>().err(),
+        Some("node") => table.deserialize::<NodeSourceConfig>().err(),
+        _ => None,
+    };
+    match inner {
+        Some(mut inner) if !inner.path.is_empty() || error.path.is_empty() => {
+            inner.path = path.into_iter().chain(inner.path).collect();
+            inner.metadata = error.metadata.clone();
+            inner
+        }
+        _ => error,
+    }
 }
 
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -872,21 +933,21 @@ impl Config {
     }
 
     fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
+        let figment = figment.merge(
+            // Not config keys: `WEAVER_CONFIG`, `WEAVER_LOG`, `WEAVER_LOG_FORMAT`, and the test suite's
+            // `WEAVER_REQUIRE_OPS_TOOLS` and `WEAVER_REALCHAIN_DIR` (which CI exports, so
+            // every daemon a test boots inherits them).
+            Env::prefixed("WEAVER_").split("__").ignore(&[
+                "config",
+                "log",
+                "log_format",
+                "require_ops_tools",
+                "realchain_dir",
+            ]),
+        );
         let mut config: Config = figment
-            .merge(
-                // Not config keys: `WEAVER_CONFIG`, `WEAVER_LOG`, `WEAVER_LOG_FORMAT`, and the test suite's
-                // `WEAVER_REQUIRE_OPS_TOOLS` and `WEAVER_REALCHAIN_DIR` (which CI exports, so
-                // every daemon a test boots inherits them).
-                Env::prefixed("WEAVER_").split("__").ignore(&[
-                    "config",
-                    "log",
-                    "log_format",
-                    "require_ops_tools",
-                    "realchain_dir",
-                ]),
-            )
             .extract()
-            .map_err(Box::new)?;
+            .map_err(|e| Box::new(with_leaf(&figment, e)))?;
         for chain in &mut config.chains {
             chain.domains = chain
                 .domains_written
@@ -1343,6 +1404,23 @@ mod tests {
         let error = Config::from_toml(&typo).unwrap_err().to_string();
         assert!(error.contains("tracker.max_stream_sec"), "{error}");
         assert!(error.contains("did you mean `max_stream_secs`?"), "{error}");
+        // Inside `[chains.source]` (tagged by `kind`) too, the key itself is named.
+        let bad = MINIMAL.replace(
+            "source = { kind = \"devnet\" }",
+            "source = { kind = \"devnet\", block_interval_ms = \"fast\" }",
+        );
+        let error = Config::from_toml(&bad).unwrap_err().to_string();
+        assert!(
+            error.contains("chains[0].source.block_interval_ms"),
+            "{error}"
+        );
+        let typo = MINIMAL.replace(
+            "source = { kind = \"devnet\" }",
+            "source = { kind = \"node\", rpc = [\"http://x\"], rest = [\"http://x\"], timeout = 5 }",
+        );
+        let error = Config::from_toml(&typo).unwrap_err().to_string();
+        assert!(error.contains("chains[0].source.timeout:"), "{error}");
+        assert!(error.contains("did you mean `timeout_ms`?"), "{error}");
         let typo = format!("hot_tier_block = 10\n{MINIMAL}");
         let error = Config::from_toml(&typo).unwrap_err().to_string();
         assert!(error.contains("did you mean `hot_tier_blocks`?"), "{error}");
