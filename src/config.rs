@@ -690,7 +690,7 @@ pub struct RouterConfig {
     pub listen: SocketAddr,
     /// Connections to `listen` open with a PROXY protocol header (v1 or v2), from
     /// `[limits] trusted_proxies` only: behind an L4 load balancer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub proxy_protocol: bool,
     #[serde(default)]
     pub chains: Vec<RegChain>,
@@ -765,7 +765,7 @@ pub struct ChainConfig {
     pub listen: Option<SocketAddr>,
     /// Connections to `listen` open with a PROXY protocol header (v1 or v2), from
     /// `[limits] trusted_proxies` only: behind an L4 load balancer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub proxy_protocol: bool,
     /// What to keep as written (absent: the defaults of the chain's VM, see
     /// `Domain::defaults`); resolved into `domains` when the config is loaded.

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method, StatusCode};
-use actix_web::{web, HttpResponse, ResponseError};
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use futures_util::future::{Either, FutureExt, LocalBoxFuture};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -84,7 +84,7 @@ fn is_admin(path: &str) -> bool {
 }
 
 /// Why an admin request is refused, if it is (see the module doc); `None` lets it through.
-fn refusal(req: &ServiceRequest, api: &AdminApi) -> Option<ApiError> {
+fn refusal(req: &HttpRequest, api: &AdminApi) -> Option<ApiError> {
     let forbidden = |message: &str| Some(ApiError::new(StatusCode::FORBIDDEN, message));
     if !req
         .peer_addr()
@@ -144,6 +144,25 @@ fn host_is_local(host: &[u8], own: std::net::IpAddr) -> bool {
     }
 }
 
+/// The answer to a refused admin request (`WWW-Authenticate` with a 401).
+fn refused(error: &ApiError) -> HttpResponse {
+    let mut response = error.error_response();
+    if error.status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+    }
+    response
+}
+
+/// The admin handlers check again what [`guard`] checked: whichever way a request reached
+/// them, it is refused the same (defence in depth: the guard matches paths as the router does,
+/// and this holds even if a route is added that it would not see).
+fn authorized(req: &HttpRequest, api: &AdminApi) -> Result<(), HttpResponse> {
+    refusal(req, api).map_or(Ok(()), |error| Err(refused(&error)))
+}
+
 /// What [`guard`] answers: the inner service's answer, or a refusal made at once.
 type Answer<B> = Result<ServiceResponse<EitherBody<B>>, actix_web::Error>;
 pub type Guarded<B> = Either<LocalBoxFuture<'static, Answer<B>>, std::future::Ready<Answer<B>>>;
@@ -157,16 +176,11 @@ where
     S::Future: 'static,
     B: MessageBody + 'static,
 {
-    if is_admin(req.path()) {
+    // The path the router matches (`%61dmin` is `admin` to it), not the raw one.
+    if is_admin(req.match_info().as_str()) {
         if let Some(api) = req.app_data::<web::Data<AdminApi>>() {
-            if let Some(error) = refusal(&req, api) {
-                let mut response = error.error_response();
-                if error.status == StatusCode::UNAUTHORIZED {
-                    response.headers_mut().insert(
-                        header::WWW_AUTHENTICATE,
-                        header::HeaderValue::from_static("Bearer"),
-                    );
-                }
+            if let Some(error) = refusal(req.request(), api) {
+                let response = refused(&error);
                 return Either::Right(std::future::ready(Ok(req
                     .into_response(response)
                     .map_into_right_body())));
@@ -262,12 +276,18 @@ fn resolved(path: &Path) -> PathBuf {
     }
 }
 
-async fn backup_state(api: web::Data<AdminApi>) -> ApiResult {
+async fn backup_state(api: web::Data<AdminApi>, req: HttpRequest) -> ApiResult {
+    if let Err(refused) = authorized(&req, &api) {
+        return Ok(refused);
+    }
     let state = api.backup.lock().recover().clone();
     Ok(HttpResponse::Ok().json(state))
 }
 
-async fn start_backup(api: web::Data<AdminApi>, body: web::Bytes) -> ApiResult {
+async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Bytes) -> ApiResult {
+    if let Err(refused) = authorized(&req, &api) {
+        return Ok(refused);
+    }
     let request: BackupRequest = super::router::parse_body(&body, &["to"], &[])?;
     let to = request
         .to
@@ -287,8 +307,10 @@ async fn start_backup(api: web::Data<AdminApi>, body: web::Bytes) -> ApiResult {
     }
     let api = api.into_inner();
     let running = json!({"state": "running", "to": shown});
-    // On the blocking pool, outliving this request (its timeout does not cut the copy).
-    actix_web::rt::task::spawn_blocking(move || {
+    // On the blocking pool, outliving this request (its timeout does not cut the copy). A
+    // copy that panics still ends the state (else every later backup would be a 409).
+    let watched = api.clone();
+    let copy = actix_web::rt::task::spawn_blocking(move || {
         let copied = api.store.backup_to(&to.join("db"));
         let done = match copied {
             Ok(report) => {
@@ -319,6 +341,16 @@ async fn start_backup(api: web::Data<AdminApi>, body: web::Bytes) -> ApiResult {
             }
         };
         *api.backup.lock().recover() = done;
+    });
+    actix_web::rt::spawn(async move {
+        if let Err(e) = copy.await {
+            tracing::error!(error = %e, "backup task failed");
+            let mut state = watched.backup.lock().recover();
+            if state["state"] == "running" {
+                let to = state["to"].clone();
+                *state = json!({"state": "failed", "to": to, "error": format!("the copy stopped: {e}"), "retry": true});
+            }
+        }
     });
     Ok(HttpResponse::Accepted().json(running))
 }
@@ -440,6 +472,24 @@ mod tests {
                 admin
                     .post("127.0.0.1:5000", &to_text)
                     .insert_header((header::HOST, "evil.example:9090")),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                "a percent-encoded path, no token",
+                actix_test::TestRequest::post()
+                    .uri("/%61dmin/backup")
+                    .peer_addr("127.0.0.1:5000".parse().unwrap())
+                    .insert_header((header::HOST, "127.0.0.1:9090"))
+                    .insert_header((header::CONTENT_TYPE, "application/json"))
+                    .set_payload(json!({"to": to_text}).to_string()),
+                StatusCode::UNAUTHORIZED,
+            ),
+            (
+                "a percent-encoded path from a page",
+                admin
+                    .post("127.0.0.1:5000", &to_text)
+                    .uri("/adm%69n/backup")
+                    .insert_header((header::ORIGIN, evil)),
                 StatusCode::FORBIDDEN,
             ),
             (

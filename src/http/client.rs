@@ -48,22 +48,24 @@ impl TrustedProxies {
         if !self.trusts(peer) {
             return Client::direct(peer);
         }
+        // Split per entry on the bytes: one entry a client filled with junk (non-ASCII,
+        // say) is that entry alone, never the whole line the proxy appended to.
+        let entries = |name: &'static str| {
+            headers
+                .get_all(name)
+                .flat_map(|value| value.as_bytes().split(|b| *b == b','))
+        };
         let addresses: Vec<Option<IpAddr>> = match self.header {
-            ClientIpHeader::XForwardedFor => headers
-                .get_all("x-forwarded-for")
-                .flat_map(|value| value.to_str().unwrap_or("?").split(','))
-                .map(|entry| entry.trim().parse::<IpAddr>().ok())
-                .collect(),
-            ClientIpHeader::Forwarded => headers
-                .get_all("forwarded")
-                .flat_map(|value| value.to_str().unwrap_or("?").split(','))
-                .map(forwarded_for)
+            ClientIpHeader::XForwardedFor => entries("x-forwarded-for").map(address).collect(),
+            ClientIpHeader::Forwarded => entries("forwarded")
+                .map(|element| std::str::from_utf8(element).ok().and_then(forwarded_for))
                 .collect(),
         };
         // The last trusted hop seen, right to left: the client when no untrusted address
         // is left of it, or when the address left of it is not one (a proxy that names its
         // client `unknown`, or a header it did not write).
         let mut client = peer;
+        let mut unusable = false;
         for address in addresses.into_iter().rev() {
             match address {
                 Some(ip) => {
@@ -73,15 +75,31 @@ impl TrustedProxies {
                         break;
                     }
                 }
-                None => break,
+                None => {
+                    unusable = true;
+                    break;
+                }
             }
         }
         Client {
             ip: client,
             key: client_key(client),
             proxied: client != peer,
+            // A trusted proxy standing in for a client its header failed to name is no
+            // loopback client of ours: it gets no exemption.
+            vouched: !(unusable && self.trusts(client)),
         }
     }
+}
+
+/// One `X-Forwarded-For` entry: an address, with a port or in brackets as some balancers
+/// write it (`192.0.2.1:5678`, `[2001:db8::1]:80`, `[2001:db8::1]`).
+fn address(entry: &[u8]) -> Option<IpAddr> {
+    let text = std::str::from_utf8(entry).ok()?.trim();
+    text.parse::<IpAddr>()
+        .ok()
+        .or_else(|| text.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
+        .or_else(|| text.strip_prefix('[')?.strip_suffix(']')?.parse().ok())
 }
 
 /// A CIDR (`10.0.0.0/8`, `fd00::/8`) or a single address.
@@ -129,6 +147,9 @@ pub struct Client {
     pub key: IpAddr,
     /// Named by a trusted proxy (not the TCP peer).
     pub proxied: bool,
+    /// False when a trusted proxy's header could not name the client and the proxy stands
+    /// in for it: such a client is never exempt as loopback.
+    pub vouched: bool,
 }
 
 impl Client {
@@ -138,6 +159,7 @@ impl Client {
             ip,
             key: client_key(ip),
             proxied: false,
+            vouched: true,
         }
     }
 }
@@ -165,7 +187,7 @@ mod tests {
         for (name, value) in pairs {
             map.append(
                 HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                HeaderValue::from_str(value).unwrap(),
+                HeaderValue::from_bytes(value.as_bytes()).unwrap(),
             );
         }
         map
@@ -261,6 +283,12 @@ mod tests {
             assert_eq!(client.ip, ip(want), "{peer} {pairs:?}");
             assert_eq!(client.proxied, client.ip != ip(peer).to_canonical());
         }
+        // A header the proxy stands in for is no loopback client's.
+        let spoiled = trusted.client(ip("127.0.0.1"), &headers(&[("x-forwarded-for", "junk")]));
+        assert_eq!(spoiled.ip, ip("127.0.0.1"));
+        assert!(!spoiled.vouched);
+        let own = trusted.client(ip("127.0.0.1"), &headers(&[]));
+        assert!(own.vouched);
         // No trusted proxy: nobody's header counts.
         let none = TrustedProxies::default();
         let client = none.client(ip("127.0.0.1"), &headers(&[("x-forwarded-for", "1.2.3.4")]));

@@ -68,11 +68,14 @@ impl Store {
         }
         std::fs::rename(&partial, to)
             .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", to.display())))?;
-        // The rename is durable only once the directory holding it is written out.
-        if let Some(parent) = to.parent() {
-            std::fs::File::open(parent)
-                .and_then(|dir| dir.sync_all())
-                .map_err(|e| StoreError::BackupTarget(format!("{}: {e}", parent.display())))?;
+        // The rename is durable only once the directory holding it is written out (and that
+        // directory's own entry, if the copy created it). The copy is whole and in place
+        // either way: a failed sync is a warning, not a failed backup (a retry would find the
+        // directory taken).
+        for dir in to.ancestors().skip(1).take(2) {
+            if let Err(e) = std::fs::File::open(dir).and_then(|dir| dir.sync_all()) {
+                tracing::warn!(error = %e, dir = ?dir, "backup written, but its directory could not be synced");
+            }
         }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
