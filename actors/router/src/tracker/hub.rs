@@ -57,11 +57,21 @@ pub struct TrackerHub {
     /// Live trackers still to be told to read the relay logs after a hub restart, a batch
     /// per tick (a million at once would make every tracker read the store together).
     catch_up: std::collections::VecDeque<WeakAddr<Tracker>>,
+    /// Unseen txs still to look for in the tx indexes after blocks went unheard,
+    /// [`RECHECK_PER_TURN`] a turn.
+    recheck: std::collections::VecDeque<Arc<TrackKey>>,
+    /// Blocks went unheard again during a recheck: one more follows it (any number of
+    /// such notices make one).
+    recheck_again: bool,
 }
 
 /// Unseen txs abandoned per tick at most (each is a store read and write; after a long
 /// downtime all are due at once).
 const EXPIRED_PER_TICK: usize = 2000;
+
+/// Unseen txs looked for in the tx indexes in one turn of the hub after blocks went
+/// unheard (each is a store read; the rest come in the next turn).
+pub(super) const RECHECK_PER_TURN: usize = if cfg!(test) { 16 } else { 1024 };
 
 /// Trackers told to catch up per tick after a hub restart.
 const CATCH_UP_PER_TICK: usize = 2000;
@@ -72,6 +82,8 @@ impl TrackerHub {
             deps,
             ticks: 0,
             catch_up: Default::default(),
+            recheck: Default::default(),
+            recheck_again: false,
         }
     }
 
@@ -422,27 +434,48 @@ impl TrackerHub {
 
     /// Blocks went unheard (the hub fell behind the tx feed, or restarted): every unseen tx
     /// of a followed chain is looked for in the tx index again, or on a chain without a
-    /// complete one, looked up once more.
-    fn recheck_unheard_blocks(&mut self) {
+    /// complete one, looked up once more (with its retries). The index reads are made
+    /// [`RECHECK_PER_TURN`] a turn of the hub (it hears the feed and registrations in
+    /// between); notices while one is under way make one more recheck after it.
+    fn recheck_unheard_blocks(&mut self, ctx: &mut Context<Self>) {
+        if !self.recheck.is_empty() {
+            self.recheck_again = true;
+            return;
+        }
         let tracking = self.deps.tracking.clone();
         let once: Vec<&String> = tracking
             .relay_stores
             .keys()
             .filter(|chain| tracking.lookups_for(chain) == Lookups::Once)
             .collect();
-        let keys: Vec<Arc<TrackKey>> = {
-            let mut unseen = tracking.unseen.lock().recover();
-            unseen.look_up_again_once(|chain| once.iter().any(|c| *c == chain));
+        let mut unseen = tracking.unseen.lock().recover();
+        unseen.look_up_again_once(|chain| once.iter().any(|c| *c == chain));
+        self.recheck.extend(
             unseen
                 .keys()
                 .filter(|key| {
                     tracking.relay_stores.contains_key(&key.chain_id)
                         && tracking.tx_indexes.contains_key(&key.chain_id)
                 })
-                .cloned()
-                .collect()
-        };
-        for key in keys {
+                .cloned(),
+        );
+        drop(unseen);
+        self.recheck_some(ctx);
+    }
+
+    /// The next [`RECHECK_PER_TURN`] txs of the recheck; the rest in the next turn.
+    fn recheck_some(&mut self, ctx: &mut Context<Self>) {
+        let tracking = self.deps.tracking.clone();
+        let batch = self.recheck.len().min(RECHECK_PER_TURN);
+        #[cfg(test)]
+        tracking
+            .most_rechecked_in_a_turn
+            .fetch_max(batch, Ordering::Relaxed);
+        for key in self.recheck.drain(..batch).collect::<Vec<_>>() {
+            // Gone meanwhile (seen, abandoned): nothing to read.
+            if !tracking.unseen.lock().recover().contains(&key) {
+                continue;
+            }
             match tracking.indexed_tx(&key) {
                 Ok(Some(result)) => {
                     if let Some(key) = tracking.unseen.lock().recover().remove(&key) {
@@ -459,6 +492,13 @@ impl TrackerHub {
                 }
             }
         }
+        if !self.recheck.is_empty() {
+            // Next turn: whatever the hub has waited for meanwhile comes first.
+            ctx.run_later(std::time::Duration::ZERO, |hub, ctx| hub.recheck_some(ctx));
+        } else if std::mem::take(&mut self.recheck_again) {
+            self.recheck_unheard_blocks(ctx);
+        }
+        self.look_up_unseen(ctx);
     }
 
     /// Starts the lookups that are due, within the shared budget.
@@ -617,7 +657,7 @@ impl Actor for TrackerHub {
             // Unseen txs shown while no hub listened are in the relay logs...
             self.link_shown_unseen();
             // ...or in the blocks committed meanwhile, which no hub heard of.
-            self.recheck_unheard_blocks();
+            self.recheck_unheard_blocks(ctx);
             // A restarted hub: the trackers lived on, but events published while no hub
             // listened were not delivered; they are in the relay logs.
             let live: Vec<WeakAddr<Tracker>> = self
@@ -665,13 +705,13 @@ impl StreamHandler<RelayEvent> for TrackerHub {
 }
 
 impl StreamHandler<TxNews> for TrackerHub {
-    fn handle(&mut self, news: TxNews, _: &mut Context<Self>) {
+    fn handle(&mut self, news: TxNews, ctx: &mut Context<Self>) {
         match news {
             TxNews::Block(block) => self.on_block(&block),
             TxNews::Missed => {
                 tracing::warn!("the tracker hub fell behind the committed blocks' txs; unseen txs are looked for in the tx index again");
                 metrics::counter!("weaver_tracker_tx_feed_missed_total").increment(1);
-                self.recheck_unheard_blocks();
+                self.recheck_unheard_blocks(ctx);
             }
         }
     }

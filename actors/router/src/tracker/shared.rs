@@ -135,6 +135,10 @@ pub struct Tracking {
     /// Entries the hub's housekeeping walked (tests of what it walks).
     #[cfg(test)]
     pub(super) housekeeping_visits: std::sync::atomic::AtomicUsize,
+    /// The most unseen txs the hub looked for in the tx indexes in one turn (tests of the
+    /// recheck after unheard blocks).
+    #[cfg(test)]
+    pub(super) most_rechecked_in_a_turn: std::sync::atomic::AtomicUsize,
 }
 
 /// A tx a chain lookup found: its result code, codespace, log and height.
@@ -221,6 +225,8 @@ impl Tracking {
             running: Default::default(),
             #[cfg(test)]
             housekeeping_visits: Default::default(),
+            #[cfg(test)]
+            most_rechecked_in_a_turn: Default::default(),
         })
     }
 

@@ -30,6 +30,13 @@ pub(super) fn lookup_retry(tick: Duration) -> Backoff {
     Backoff::growing_by_half(tick * 3 / 2, Duration::from_secs(5))
 }
 
+/// "Not found" answers a [`Lookups::Once`] tx gets before one is final: a node that lags a
+/// few blocks behind the chain does not lose a tx committed before its registration. With
+/// the first lookup, at most `1 + ONCE_RETRIES` lookups per registration (spread over
+/// [`lookup_retry`]), and as many again each time blocks go unheard (the hub falls behind
+/// the tx feed, or restarts); failed lookups (no answer) do not count.
+pub(super) const ONCE_RETRIES: u8 = 3;
+
 /// Unseen txs of one chain, earliest registration first.
 type DeadlineQueue = BinaryHeap<Reverse<(i64, Arc<TrackKey>)>>;
 
@@ -39,8 +46,9 @@ pub(super) enum Lookups {
     /// Never: its chain's committed blocks (and the tx index) show it, or there is no node to
     /// ask.
     Never,
-    /// Once: blocks before those the hub hears of may hold it and no tx index here has them
-    /// all (a relay-only chain, a follower that started later). A "not found" is final: a tx
+    /// Once (with [`ONCE_RETRIES`] retries after "not found", for a node lagging a little):
+    /// blocks before those the hub hears of may hold it and no tx index here has them all (a
+    /// relay-only chain, a follower that started later). The last "not found" is final: a tx
     /// committed later is in the blocks the hub hears of.
     Once,
     /// Until it is found, with a backoff: a chain not followed here.
@@ -49,20 +57,29 @@ pub(super) enum Lookups {
 
 struct Entry {
     registered_ns: i64,
-    /// Lookups that did not find it.
+    /// Lookups that did not find it (its backoff).
     lookups: u8,
+    /// "Not found" answers since it was last asked for ([`Lookups::Once`]: the last one,
+    /// past [`ONCE_RETRIES`], is final).
+    misses: u8,
     /// A lookup of it is in flight.
     looking: bool,
-    /// Looked up once at most ([`Lookups::Once`]).
+    /// Looked up once, with a few retries, at most ([`Lookups::Once`]).
     once: bool,
+    /// Asked for once more while a lookup of it was in flight (that lookup may have been
+    /// sent before its block): that lookup's "not found" is not final, and it is asked again.
+    again: bool,
+    /// Its "not found" was final: no place in any queue.
+    done: bool,
 }
 
 /// One client's share of the lookup budget.
 #[derive(Default)]
 struct ClientLookups {
     in_flight: usize,
-    /// Its txs due while it had no share left: the next takes the place of its next lookup
-    /// that ends.
+    /// Its txs due while it had no share left: the next live one takes the place of its next
+    /// lookup that ends (a tx taken out or asked for meanwhile is skipped then, not earlier,
+    /// so a freed place is never spent on one).
     parked: VecDeque<Arc<TrackKey>>,
 }
 
@@ -77,8 +94,9 @@ pub struct UnseenSet {
     /// heap: resumed records come in store order, not by time).
     deadlines: HashMap<String, DeadlineQueue>,
     in_flight: usize,
-    /// Parked txs whose client has a share free again: served before any other.
-    unparked: VecDeque<Arc<TrackKey>>,
+    /// Clients with a place in their share free again (one entry a place) and txs parked:
+    /// their next live parked tx is served before any other.
+    unparked: VecDeque<IpAddr>,
     /// Clients with lookups in flight or txs parked.
     clients: HashMap<IpAddr, ClientLookups>,
     /// The client each lookup in flight counts against (trusted callers' count against none).
@@ -122,8 +140,11 @@ impl UnseenSet {
             Entry {
                 registered_ns,
                 lookups: 0,
+                misses: 0,
                 looking: false,
                 once: lookups == Lookups::Once,
+                again: false,
+                done: false,
             },
         );
         if lookups != Lookups::Never {
@@ -146,7 +167,7 @@ impl UnseenSet {
     }
 
     /// A lookup in flight ended: its place in the budget, and in its client's share, is
-    /// free; the client's next parked tx (if any) is served next.
+    /// free; the client's next live parked tx (if any) is served next.
     fn release(&mut self, key: &TrackKey) {
         self.in_flight -= 1;
         let Some(client) = self.in_flight_clients.remove(key) else {
@@ -156,15 +177,31 @@ impl UnseenSet {
             return;
         };
         share.in_flight -= 1;
-        while let Some(next) = share.parked.pop_front() {
-            if self.entries.contains_key(&next) {
-                self.unparked.push_back(next);
-                break;
-            }
-        }
-        if share.in_flight == 0 && share.parked.is_empty() {
+        if !share.parked.is_empty() {
+            // The place, not a tx: which parked tx takes it is decided when it is served.
+            self.unparked.push_back(client);
+        } else if share.in_flight == 0 {
             self.clients.remove(&client);
         }
+    }
+
+    /// The next parked tx of `client` still to look up, if it has a place free: its
+    /// parked txs taken out or looked up meanwhile are dropped on the way.
+    fn next_parked(&mut self, client: IpAddr, per_client: usize) -> Option<Arc<TrackKey>> {
+        let share = self.clients.get_mut(&client)?;
+        let mut next = None;
+        if share.in_flight < per_client {
+            while let Some(key) = share.parked.pop_front() {
+                if self.entries.get(&key).is_some_and(|e| !e.looking) {
+                    next = Some(key);
+                    break;
+                }
+            }
+        }
+        if share.in_flight == 0 && share.parked.is_empty() && next.is_none() {
+            self.clients.remove(&client);
+        }
+        next
     }
 
     /// Up to `budget - in flight` txs to look up now, each marked in flight, with at most
@@ -181,7 +218,10 @@ impl UnseenSet {
         let mut due = vec![];
         while self.in_flight + due.len() < budget {
             let next = match self.unparked.pop_front() {
-                Some(key) => key,
+                Some(client) => match self.next_parked(client, per_client) {
+                    Some(key) => key,
+                    None => continue,
+                },
                 None => match self.fresh.pop_front() {
                     Some(key) => key,
                     None => match self.retry.peek() {
@@ -235,12 +275,21 @@ impl UnseenSet {
         };
         let looking = std::mem::replace(&mut entry.looking, false);
         entry.lookups = entry.lookups.saturating_add(1);
+        // Asked for again while in flight: this answer may be older than the tx's block; it
+        // does not count, and the next lookup is made at once.
+        let again = std::mem::replace(&mut entry.again, false);
+        if answered && !again {
+            entry.misses = entry.misses.saturating_add(1);
+        }
         let lookups = entry.lookups;
-        let last = answered && entry.once;
+        let last = answered && entry.once && !again && entry.misses > ONCE_RETRIES;
+        entry.done = last;
         if looking {
             self.release(key);
         }
-        if !last {
+        if again {
+            self.fresh.push_back(key.clone());
+        } else if !last {
             let at = now + lookup_retry(tick).after(lookups.into());
             self.retry.push(Reverse((at, key.clone())));
         }
@@ -250,32 +299,46 @@ impl UnseenSet {
     /// is not queued again (the relay bus, its chain's blocks or its deadline settle it).
     pub(super) fn not_looked_up(&mut self, key: &TrackKey) {
         if let Some(entry) = self.entries.get_mut(key) {
+            entry.again = false;
             if std::mem::replace(&mut entry.looking, false) {
                 self.release(key);
             }
         }
     }
 
-    /// The txs asked for once whose lookup is over, of the chains `on` picks: asked once
-    /// more (blocks committed since may have gone unheard).
+    /// The txs asked for once, of the chains `on` picks: asked once more, with their
+    /// retries (blocks committed since may have gone unheard).
     pub(super) fn look_up_again_once(&mut self, on: impl Fn(&str) -> bool) {
         for (key, entry) in &mut self.entries {
-            if entry.once && on(&key.chain_id) && entry.lookups > 0 && !entry.looking {
-                entry.lookups = 0;
-                self.fresh.push_back(key.clone());
+            if entry.once && on(&key.chain_id) {
+                Self::rearm(&mut self.fresh, key, entry);
             }
         }
     }
 
-    /// `key`'s tx is asked for once more (and not again after a "not found"), unless a
-    /// lookup of it is in flight.
+    /// `key`'s tx is asked for once more, with its retries (not after the last "not
+    /// found").
     pub(super) fn look_up_once(&mut self, key: &Arc<TrackKey>) {
         if let Some(entry) = self.entries.get_mut(key) {
-            if !entry.looking {
-                entry.once = true;
-                entry.lookups = 0;
-                self.fresh.push_back(key.clone());
+            if !entry.once && !entry.looking {
+                // Its chain's blocks show it (no place in any queue): queued now.
+                entry.done = true;
             }
+            entry.once = true;
+            Self::rearm(&mut self.fresh, key, entry);
+        }
+    }
+
+    /// A full round of lookups from now: one in flight may have been sent too early (its
+    /// "not found" is not final), one done is queued again, one queued keeps its place.
+    fn rearm(fresh: &mut VecDeque<Arc<TrackKey>>, key: &Arc<TrackKey>, entry: &mut Entry) {
+        entry.misses = 0;
+        if entry.looking {
+            entry.again = true;
+        } else if entry.done {
+            entry.done = false;
+            entry.lookups = 0;
+            fresh.push_back(key.clone());
         }
     }
 
@@ -284,13 +347,14 @@ impl UnseenSet {
         for (key, entry) in &mut self.entries {
             if entry.looking {
                 entry.looking = false;
+                entry.again = false;
                 self.fresh.push_back(key.clone());
             }
         }
         for (_, share) in self.clients.drain() {
             self.fresh.extend(share.parked);
         }
-        self.fresh.extend(self.unparked.drain(..));
+        self.unparked.clear();
         self.in_flight_clients.clear();
         self.in_flight = 0;
     }
@@ -438,10 +502,33 @@ mod tests {
         assert_eq!(set.take_due(now, 8, 2, trusted), [200, 201].map(key));
     }
 
-    /// A tx to be looked up once leaves the queue when the node says "not found", and is
-    /// asked again after a failed lookup (or when asked for once more).
+    /// Looks the txs up as they come due (the clock moved on a minute each round), answering
+    /// "not found", until none comes due: the lookups made of each.
+    fn lookups_until_settled(
+        set: &mut UnseenSet,
+        mut now: Instant,
+    ) -> HashMap<Arc<TrackKey>, usize> {
+        let tick = Duration::from_millis(100);
+        let mut made = HashMap::new();
+        for _ in 0..100 {
+            let due = set.take_due(now, 8, 8, |_| None);
+            if due.is_empty() {
+                return made;
+            }
+            for key in due {
+                *made.entry(key.clone()).or_default() += 1;
+                set.not_found(&key, now, tick);
+            }
+            now += Duration::from_secs(60);
+        }
+        panic!("never settles");
+    }
+
+    /// A tx to be looked up once leaves the queue after a few "not found" answers (a node
+    /// lagging a little behind loses no tx), spread over the backoff; a failed lookup does
+    /// not count, and it is asked again when asked for once more.
     #[test]
-    fn a_tx_looked_up_once_is_not_asked_again_after_not_found() {
+    fn a_tx_looked_up_once_is_asked_a_few_times_before_not_found_is_final() {
         let mut set = UnseenSet::default();
         let now = Instant::now();
         let tick = Duration::from_millis(100);
@@ -452,16 +539,112 @@ mod tests {
         assert_eq!(set.take_due(now, 8, 8, none), [0, 2].map(key));
         set.not_found(&key(0), now, tick);
         set.failed(&key(2), now, tick);
+        assert!(
+            set.take_due(now, 8, 8, none).is_empty(),
+            "after the backoff"
+        );
         let later = now + Duration::from_secs(60);
-        assert_eq!(set.take_due(later, 8, 8, none), [key(2)]);
+        let mut again = set.take_due(later, 8, 8, none);
+        again.sort();
+        assert_eq!(again, [0, 2].map(key));
+        set.not_found(&key(0), later, tick);
         set.not_found(&key(2), later, tick);
-        assert!(set
-            .take_due(later + Duration::from_secs(60), 8, 8, none)
-            .is_empty());
+        let at = later + Duration::from_secs(60);
+        // key(0): two "not found" so far; key(2): one (its failure did not count).
+        let made = lookups_until_settled(&mut set, at);
+        assert_eq!(made[&key(0)], ONCE_RETRIES as usize - 1);
+        assert_eq!(made[&key(2)], ONCE_RETRIES as usize);
         set.look_up_again_once(|chain| chain == "a-1");
         let mut again = set.take_due(later, 8, 8, none);
         again.sort();
         assert_eq!(again, [0, 2].map(key));
         assert_eq!(set.len(), 3);
+    }
+
+    /// A tx asked for once more while its lookup is in flight (blocks went unheard meanwhile:
+    /// the lookup may have been sent before its block): that lookup's "not found" is not
+    /// final.
+    #[test]
+    fn a_not_found_to_a_lookup_sent_before_unheard_blocks_is_not_final() {
+        for rearm in ["again", "once"] {
+            let mut set = UnseenSet::default();
+            let now = Instant::now();
+            let tick = Duration::from_millis(100);
+            set.insert(key(0), 0, Lookups::Once);
+            // Its lookups done: "not found" is final.
+            assert_eq!(
+                lookups_until_settled(&mut set, now).get(&key(0)),
+                Some(&(1 + ONCE_RETRIES as usize))
+            );
+            set.look_up_again_once(|_| true);
+            assert_eq!(set.take_due(now, 8, 8, |_| None), [key(0)]);
+            // Blocks go unheard while this lookup is in flight.
+            match rearm {
+                "again" => set.look_up_again_once(|_| true),
+                _ => set.look_up_once(&key(0)),
+            }
+            set.not_found(&key(0), now, tick);
+            assert_eq!(
+                lookups_until_settled(&mut set, now).get(&key(0)),
+                Some(&(1 + ONCE_RETRIES as usize)),
+                "{rearm}: a full round after the stale answer"
+            );
+        }
+    }
+
+    /// Issue #38 review: a client's parked txs are looked up as its lookups end, even when
+    /// the txs unparked for them were taken out (a block showed them) before they came up.
+    #[test]
+    fn parked_txs_are_not_stranded_when_the_unparked_ones_are_taken_out() {
+        let mut set = UnseenSet::default();
+        let now = Instant::now();
+        let client: IpAddr = "10.0.0.1".parse().unwrap();
+        let client_of = |_: &TrackKey| Some(client);
+        for i in 1..=20 {
+            set.insert(key(i), i as i64, Lookups::UntilFound);
+        }
+        assert_eq!(
+            set.take_due(now, 32, 8, client_of),
+            (1..=8).map(key).collect::<Vec<_>>()
+        );
+        assert!(set.take_due(now, 32, 8, client_of).is_empty(), "parked");
+        // One block shows k1…k16: the client has nothing in flight.
+        for i in 1..=16 {
+            assert!(set.remove(&key(i)).is_some());
+        }
+        assert_eq!(set.in_flight(), 0);
+        assert_eq!(
+            set.take_due(now, 32, 8, client_of),
+            (17..=20).map(key).collect::<Vec<_>>()
+        );
+    }
+
+    /// A tx parked twice (asked for once more while parked) does not take its client's
+    /// place twice: the client's next parked tx is looked up beside it.
+    #[test]
+    fn a_tx_parked_twice_does_not_cost_its_client_a_place() {
+        let mut set = UnseenSet::default();
+        let now = Instant::now();
+        let tick = Duration::from_millis(100);
+        let client: IpAddr = "10.0.0.1".parse().unwrap();
+        let client_of = |_: &TrackKey| Some(client);
+        for i in 0..3 {
+            set.insert(key(i), i as i64, Lookups::Once);
+        }
+        assert_eq!(set.take_due(now, 8, 2, client_of), [0, 1].map(key));
+        assert!(
+            set.take_due(now, 8, 2, client_of).is_empty(),
+            "key(2) parked"
+        );
+        set.look_up_once(&key(2));
+        set.insert(key(3), 3, Lookups::Once);
+        assert!(
+            set.take_due(now, 8, 2, client_of).is_empty(),
+            "parked again"
+        );
+        set.not_found(&key(0), now, tick);
+        set.not_found(&key(1), now, tick);
+        assert_eq!(set.take_due(now, 8, 2, client_of), [2, 3].map(key));
+        assert_eq!(set.most_in_flight_of_a_client, 2);
     }
 }
