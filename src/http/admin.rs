@@ -159,8 +159,8 @@ fn refused(error: &ApiError) -> HttpResponse {
 /// The admin handlers check again what [`guard`] checked: whichever way a request reached
 /// them, it is refused the same (defence in depth: the guard matches paths as the router does,
 /// and this holds even if a route is added that it would not see).
-fn authorized(req: &HttpRequest, api: &AdminApi) -> Result<(), HttpResponse> {
-    refusal(req, api).map_or(Ok(()), |error| Err(refused(&error)))
+fn unauthorized(req: &HttpRequest, api: &AdminApi) -> Option<HttpResponse> {
+    refusal(req, api).map(|error| refused(&error))
 }
 
 /// What [`guard`] answers: the inner service's answer, or a refusal made at once.
@@ -277,7 +277,7 @@ fn resolved(path: &Path) -> PathBuf {
 }
 
 async fn backup_state(api: web::Data<AdminApi>, req: HttpRequest) -> ApiResult {
-    if let Err(refused) = authorized(&req, &api) {
+    if let Some(refused) = unauthorized(&req, &api) {
         return Ok(refused);
     }
     let state = api.backup.lock().recover().clone();
@@ -285,7 +285,7 @@ async fn backup_state(api: web::Data<AdminApi>, req: HttpRequest) -> ApiResult {
 }
 
 async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Bytes) -> ApiResult {
-    if let Err(refused) = authorized(&req, &api) {
+    if let Some(refused) = unauthorized(&req, &api) {
         return Ok(refused);
     }
     let request: BackupRequest = super::router::parse_body(&body, &["to"], &[])?;
