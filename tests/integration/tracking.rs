@@ -1322,10 +1322,11 @@ fn junk_registrations_do_not_keep_a_real_transfer_out_even_after_a_restart() {
         0.0,
         "node lookups of junk on minimove-1"
     );
-    // One each (a lookup that failed is asked again: a little slack).
+    // At least one each, at most four (one, and three retries of "not found" in case the node
+    // lagged, unless abandoned first; a lookup that failed is asked again: a little slack).
     let l1 = lookups(L1);
     assert!(
-        (15.0..=18.0).contains(&l1),
+        (15.0..=66.0).contains(&l1),
         "node lookups of 15 junk txs on the L1: {l1}"
     );
     let first = real_transfer_completes(&net, 0);
