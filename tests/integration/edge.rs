@@ -48,6 +48,49 @@ fn metrics_base(daemon: &Daemon) -> String {
     format!("http://{}", daemon.listeners["metrics"].as_str().unwrap())
 }
 
+/// Behind `front` (a proxy in front of the router, `max_open_per_ip` 3 and a burst of 30):
+/// a's fourth open registration is refused while b's first is taken, and a burns its rate
+/// limit while b is still served.
+fn registrations_and_rate_limit_count_apart(
+    front: &str,
+    a: &reqwest::blocking::Client,
+    b: &reqwest::blocking::Client,
+) {
+    let track = |client: &reqwest::blocking::Client, n: u64| {
+        status_of(
+            client
+                .post(format!("{front}/v2/tx/track"))
+                .json(&json!({"tx_hash": format!("{n:064X}"), "chain_id": CHAIN}))
+                .send(),
+        )
+    };
+    for n in 0..3 {
+        assert_eq!(
+            track(a, 0xA0 + n),
+            200,
+            "a's registration {n} through {front}"
+        );
+    }
+    assert_eq!(
+        track(a, 0xA9),
+        429,
+        "a's fourth registration through {front}"
+    );
+    assert_eq!(
+        track(b, 0xB0),
+        200,
+        "b's first registration through {front}"
+    );
+    let info = format!("{front}/v2/info/chains");
+    let limited = (0..200).any(|_| status_of(a.get(&info).send()) == 429);
+    assert!(limited, "a was never rate limited behind {front}");
+    assert_eq!(
+        status_of(b.get(&info).send()),
+        200,
+        "b is limited by a's flood"
+    );
+}
+
 /// Through a real nginx that names its clients in `X-Forwarded-For`, two clients are capped
 /// separately — status streams, open registrations, the rate limit — and neither is exempt
 /// as loopback because nginx is; a forged `X-Forwarded-For` sent straight to weaver is
@@ -103,38 +146,10 @@ fn clients_behind_a_trusted_proxy_are_capped_one_by_one() {
     assert_eq!(b_stream.status().as_u16(), 200, "b's first stream");
     drop((a_streams, b_stream));
 
-    // Open registrations: a's fourth is refused, b's first is taken.
-    let track = |client: &reqwest::blocking::Client, n: u32| {
-        status_of(
-            client
-                .post(format!("{front}/v2/tx/track"))
-                .json(&json!({"tx_hash": format!("{n:064X}"), "chain_id": CHAIN}))
-                .send(),
-        )
-    };
-    for n in 0..3 {
-        assert_eq!(track(&a, 0xA0 + n), 200, "a's registration {n}");
-    }
-    assert_eq!(track(&a, 0xA9), 429, "a's fourth registration");
-    assert_eq!(track(&b, 0xB0), 200, "b's first registration");
-
-    // The rate limit: a burns its burst, b is still served; a's address sent straight to
-    // weaver with a forged X-Forwarded-For is still a (the header of an untrusted peer is
-    // not read).
-    let info = format!("{front}/v2/info/chains");
-    let mut refused = 0;
-    for _ in 0..200 {
-        if status_of(a.get(&info).send()) == 429 {
-            refused += 1;
-            break;
-        }
-    }
-    assert_eq!(refused, 1, "a was never rate limited behind nginx");
-    assert_eq!(
-        status_of(b.get(&info).send()),
-        200,
-        "b is limited by a's flood"
-    );
+    // Open registrations and the rate limit, one client at a time.
+    registrations_and_rate_limit_count_apart(&front, &a, &b);
+    // a's address sent straight to weaver with a forged X-Forwarded-For is still a (the
+    // header of an untrusted peer is not read).
     let forged = a
         .get(format!("http://{router}/v2/info/chains"))
         .header("x-forwarded-for", "127.0.0.9")
@@ -500,27 +515,7 @@ fn clients_behind_a_proxy_protocol_balancer_are_capped_one_by_one() {
             .filter(|r| r.status().is_success())
     });
     let (a, b) = (client_from("127.0.0.2"), client_from("127.0.0.3"));
-    let track = |client: &reqwest::blocking::Client, n: u32| {
-        status_of(
-            client
-                .post(format!("{front}/v2/tx/track"))
-                .json(&json!({"tx_hash": format!("{n:064X}"), "chain_id": CHAIN}))
-                .send(),
-        )
-    };
-    for n in 0..3 {
-        assert_eq!(track(&a, 0xC0 + n), 200, "a's registration {n}");
-    }
-    assert_eq!(track(&a, 0xC9), 429, "a's fourth registration");
-    assert_eq!(track(&b, 0xD0), 200, "b's first registration");
-    let info = format!("{front}/v2/info/chains");
-    let limited = (0..200).any(|_| status_of(a.get(&info).send()) == 429);
-    assert!(limited, "a was never rate limited behind the balancer");
-    assert_eq!(
-        status_of(b.get(&info).send()),
-        200,
-        "b is limited by a's flood"
-    );
+    registrations_and_rate_limit_count_apart(&front, &a, &b);
 
     // Straight to weaver: an untrusted peer, and a trusted one without a header, are cut.
     let direct = format!("http://{router}/v2/info/chains");
