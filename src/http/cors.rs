@@ -106,6 +106,28 @@ mod tests {
         serde_json::from_slice(body).unwrap()
     }
 
+    /// InterwovenKit sends `InterwovenKit-Version` on its router requests (since February
+    /// 2026), and the Skip client its own headers: the default config's preflight allows them,
+    /// echoed back (issue #40).
+    #[actix_web::test]
+    async fn the_default_preflight_allows_wallet_sdk_headers() {
+        let config = CorsConfig::default();
+        let request = test::TestRequest::default()
+            .method(Method::OPTIONS)
+            .uri("/ok")
+            .insert_header((header::ORIGIN, "https://app.initia.xyz"))
+            .insert_header((header::ACCESS_CONTROL_REQUEST_METHOD, "POST"))
+            .insert_header((
+                header::ACCESS_CONTROL_REQUEST_HEADERS,
+                "content-type,interwovenkit-version",
+            ));
+        let (status, headers, _) = call(&config, request).await;
+        assert_eq!(status, StatusCode::OK);
+        let allowed = value(&headers, header::ACCESS_CONTROL_ALLOW_HEADERS).to_ascii_lowercase();
+        assert!(allowed.contains("interwovenkit-version"), "{allowed}");
+        assert_eq!(value(&headers, header::ACCESS_CONTROL_ALLOW_ORIGIN), "*");
+    }
+
     #[actix_web::test]
     async fn defaults_answer_preflights_and_mark_every_answer() {
         let config = CorsConfig::default();
