@@ -295,6 +295,7 @@ async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Byt
         .ok_or_else(|| ApiError::bad_request("to is required: the directory to back up into"))?;
     let to = backup_target(&to, &api.data_dir)?;
     let shown = to.display().to_string();
+    let running = json!({"state": "running", "to": shown});
     {
         let mut state = api.backup.lock().recover();
         if state["state"] == "running" {
@@ -303,10 +304,9 @@ async fn start_backup(api: web::Data<AdminApi>, req: HttpRequest, body: web::Byt
                 format!("a backup is running already (into {})", state["to"]),
             ));
         }
-        *state = json!({"state": "running", "to": shown});
+        *state = running.clone();
     }
     let api = api.into_inner();
-    let running = json!({"state": "running", "to": shown});
     // On the blocking pool, outliving this request (its timeout does not cut the copy). A
     // copy that panics still ends the state (else every later backup would be a 409).
     let watched = api.clone();

@@ -441,7 +441,11 @@ where
             Some(peer) => limits.proxies.client(peer.ip(), req.headers()),
             None => Client::direct(IpAddr::from([0, 0, 0, 0])),
         };
-        req.extensions_mut().insert(client);
+        // Kept only when a proxy named it: otherwise the TCP peer is the client, which
+        // `client_of` and the logs read back (no allocation per request on the read path).
+        if client.proxied {
+            req.extensions_mut().insert(client);
+        }
         if let Some(rate) = &limits.rate {
             if !(config.rate_limit_exempt_loopback && client.ip.is_loopback() && client.vouched) {
                 if let Err(wait) = rate.check(client.key, Instant::now()) {

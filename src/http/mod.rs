@@ -284,7 +284,13 @@ pub fn app(
                         .request()
                         .extensions()
                         .get::<client::Client>()
-                        .map(|client| client.ip);
+                        .map(|client| client.ip)
+                        .or_else(|| {
+                            response
+                                .request()
+                                .peer_addr()
+                                .map(|a| a.ip().to_canonical())
+                        });
                     note_client_error(
                         listener,
                         method,

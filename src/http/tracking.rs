@@ -142,9 +142,9 @@ fn required<'a>(value: &'a Option<String>, field: &str) -> Result<&'a str, ApiEr
         .ok_or_else(|| ApiError::bad_request(format!("{field} is required")))
 }
 
-/// The client a request counts against in the per-client caps, as the limits middleware
-/// found it (the TCP peer, or the address a trusted proxy names), an IPv6 one by its /64
-/// ([`super::client::client_key`]); the TCP peer when no middleware ran (unit tests).
+/// The client a request counts against in the per-client caps: the address a trusted proxy
+/// named (kept by the limits middleware), else the TCP peer; an IPv6 one by its /64
+/// ([`super::client::client_key`]).
 pub(super) fn client_of(req: &HttpRequest) -> IpAddr {
     if let Some(client) = req.extensions().get::<super::client::Client>() {
         return client.key;

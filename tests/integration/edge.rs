@@ -48,6 +48,15 @@ fn metrics_base(daemon: &Daemon) -> String {
     format!("http://{}", daemon.listeners["metrics"].as_str().unwrap())
 }
 
+/// Waits (bounded) until the router answers through the proxy at `front`.
+fn wait_served(front: &str) {
+    crate::devnet_network::wait_for(front, Duration::from_secs(20), || {
+        reqwest::blocking::get(format!("{front}/v2/info/chains"))
+            .ok()
+            .filter(|r| r.status().is_success())
+    });
+}
+
 /// Behind `front` (a proxy in front of the router, `max_open_per_ip` 3 and a burst of 30):
 /// a's fourth open registration is refused while b's first is taken, and a burns its rate
 /// limit while b is still served.
@@ -120,11 +129,7 @@ fn clients_behind_a_trusted_proxy_are_capped_one_by_one() {
         )
     });
     let front = format!("http://127.0.0.1:{port}");
-    crate::devnet_network::wait_for("nginx", Duration::from_secs(20), || {
-        reqwest::blocking::get(format!("{front}/v2/info/chains"))
-            .ok()
-            .filter(|r| r.status().is_success())
-    });
+    wait_served(&front);
     let (a, b) = (client_from("127.0.0.2"), client_from("127.0.0.3"));
 
     // Streams: a's third is refused, b's first is served.
@@ -509,11 +514,7 @@ fn clients_behind_a_proxy_protocol_balancer_are_capped_one_by_one() {
         )
     });
     let front = format!("http://127.0.0.1:{port}");
-    crate::devnet_network::wait_for("nginx stream", Duration::from_secs(20), || {
-        reqwest::blocking::get(format!("{front}/v2/info/chains"))
-            .ok()
-            .filter(|r| r.status().is_success())
-    });
+    wait_served(&front);
     let (a, b) = (client_from("127.0.0.2"), client_from("127.0.0.3"));
     registrations_and_rate_limit_count_apart(&front, &a, &b);
 

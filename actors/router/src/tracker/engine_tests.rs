@@ -1027,42 +1027,6 @@ fn the_retention_sweep_walks_no_entries_when_none_expired() {
     });
 }
 
-/// A node that knows one tx (included at height 10) and answers "not found" for every
-/// other, counting the lookups.
-struct OneTxNode {
-    known: String,
-    lookups: std::sync::atomic::AtomicUsize,
-    /// The hashes asked for, in order.
-    asked: std::sync::Mutex<Vec<String>>,
-}
-
-impl LocalChain for OneTxNode {
-    fn latest_height(&self) -> u64 {
-        0
-    }
-
-    fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
-        Err(SourceError::FutureHeight(height))
-    }
-
-    fn query(&self, query: &ChainQuery, _height: u64) -> QueryAnswer {
-        let ChainQuery::TxByHash { hash } = query else {
-            panic!("{query:?}");
-        };
-        self.lookups
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.asked.lock().unwrap().push(hash.clone());
-        if *hash == self.known {
-            Ok(serde_json::json!({"tx_response": {"code": 0, "height": "10"}}))
-        } else {
-            Err(weaver_engine::chain::QueryRejection {
-                code: 5,
-                message: "tx not found".into(),
-            })
-        }
-    }
-}
-
 /// Issue #30: a registration its chain has not shown is kept without an actor (junk must
 /// not cost a tracker each), looked up within one budget with fresh registrations first,
 /// and gets its tracker once a lookup finds it or the relay bus shows it.
@@ -1070,12 +1034,12 @@ impl LocalChain for OneTxNode {
 fn unseen_registrations_have_no_actor_and_share_one_lookup_budget() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
-        let node = Arc::new(OneTxNode {
-            known: key().tx_hash,
-            lookups: Default::default(),
-            asked: Default::default(),
-        });
-        let access = Arc::new(ChainAccess::new(Source::Local(node.clone()), None));
+        // Knows one tx, included at height 10.
+        let node = KnownTxsNode::knowing(
+            &key().tx_hash,
+            serde_json::json!({"code": 0, "height": "10"}),
+        );
+        let access = node.access();
         let mut engine = Engine::open_with(
             Store::open(dir.path(), 8 << 20).unwrap(),
             HashMap::from([(ALPHA.to_string(), access)]),
@@ -1088,7 +1052,7 @@ fn unseen_registrations_have_no_actor_and_share_one_lookup_budget() {
         for i in 0..200 {
             hub.send(Register(junk(i), None)).await.unwrap().unwrap();
         }
-        let lookups = || node.lookups.load(std::sync::atomic::Ordering::SeqCst);
+        let lookups = || node.lookups();
         eventually("every junk tx looked up once", || lookups() >= 200).await;
         assert_eq!(engine.tracking.unseen_txs(), 200);
         assert_eq!(engine.tracking.live_trackers(), 0, "an actor per unseen tx");
@@ -1314,12 +1278,11 @@ fn a_deposit_finalized_without_a_bridge_id_is_found_when_catching_up() {
 fn a_tx_below_the_relay_logs_first_height_is_abandoned_saying_why() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
-        let node = Arc::new(OneTxNode {
-            known: key().tx_hash,
-            lookups: Default::default(),
-            asked: Default::default(),
-        });
-        let access = Arc::new(ChainAccess::new(Source::Local(node), None));
+        let node = KnownTxsNode::knowing(
+            &key().tx_hash,
+            serde_json::json!({"code": 0, "height": "10"}),
+        );
+        let access = node.access();
         let engine = Engine::open_with_sources(
             Store::open(dir.path(), 8 << 20).unwrap(),
             HashMap::from([(ALPHA.to_string(), access)]),
@@ -1440,6 +1403,16 @@ struct KnownTxsNode {
 }
 
 impl KnownTxsNode {
+    /// A node that knows one tx, with `tx_response`.
+    fn knowing(hash: &str, tx_response: serde_json::Value) -> Arc<Self> {
+        let node = KnownTxsNode::default();
+        node.known
+            .lock()
+            .unwrap()
+            .insert(hash.to_string(), tx_response);
+        Arc::new(node)
+    }
+
     fn lookups(&self) -> usize {
         self.lookups.load(std::sync::atomic::Ordering::SeqCst)
     }
