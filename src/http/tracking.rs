@@ -15,9 +15,11 @@ use serde_json::json;
 use weaver_engine::system::{Recover, Supervised};
 use weaver_router::planner::{RegistrySnapshot, SnapshotHandle};
 use weaver_router::tracker::history::TransferHistory;
-use weaver_router::tracker::history_watch::HistoryWatch;
+use weaver_router::tracker::history_watch::{HistoryWatch, Watching};
 use weaver_router::tracker::view::StatusWaker;
-use weaver_router::tracker::{Register, TrackError, TrackKey, TrackerHub, TrackerView};
+use weaver_router::tracker::{
+    Register, TrackError, TrackKey, TrackerHub, TrackerView, TxState, WatchKey,
+};
 
 use super::error::{ApiError, ApiResult};
 
@@ -229,13 +231,60 @@ fn queried_key(req: &HttpRequest, snapshot: &SnapshotHandle) -> Result<TrackKey,
 
 fn not_tracked(key: &TrackKey) -> ApiError {
     ApiError::not_found(format!(
-        "tx not found: {} on {} was never registered with POST /v2/tx/track",
+        "tx not found: {} on {} was never registered with POST /v2/tx/track and no chain this router follows has shown it",
         key.tx_hash, key.chain_id
     ))
 }
 
+/// The status of a tx: what its tracker committed, when it was registered here, or else what
+/// the followed chains have shown of it (registered with another replica, or not at all).
+struct Current {
+    body: serde_json::Value,
+    state: TxState,
+    /// The relay keys an unregistered, open transfer waits on (a registered one's tracker
+    /// wakes its readers itself).
+    waits_on: Vec<WatchKey>,
+}
+
+/// [`Current`] of `key`; `None` when neither registered here nor shown by a followed chain.
+/// Reads the store (the relay logs, for an unregistered tx): run it off the listener's
+/// worker.
+fn current(api: &TrackingApi, key: &TrackKey) -> Result<Option<Current>, ApiError> {
+    if let Some((body, state)) = api.view.status(key)? {
+        return Ok(Some(Current {
+            body,
+            state,
+            waits_on: vec![],
+        }));
+    }
+    let Some(tracked) = api.history.observed(key)? else {
+        return Ok(None);
+    };
+    let state = tracked.state();
+    Ok(Some(Current {
+        body: tracked.status_body(&api.history.topology()),
+        state,
+        waits_on: if state.is_terminal() {
+            vec![]
+        } else {
+            tracked.watches()
+        },
+    }))
+}
+
+/// [`current`] on the blocking pool.
+async fn current_off_worker(
+    api: &web::Data<TrackingApi>,
+    key: &TrackKey,
+) -> Result<Option<Current>, ApiError> {
+    let (api, key) = (api.clone(), key.clone());
+    web::block(move || current(&api, &key))
+        .await
+        .map_err(|_| ApiError::unavailable("the server is stopping", 1))?
+}
+
 #[utoipa::path(get, path = "/v2/tx/status", tag = "Transaction",
-    summary = "The state of a tracked tx and of each transfer it started",
+    summary = "The state of a tx and of each transfer it started: registered here, registered with another replica, or never registered but shown by a followed chain",
     params(StatusQuery),
     responses((status = 200, description = "The state", body = crate::http::openapi::schemas::TxStatusResponse)))]
 pub(super) async fn status(
@@ -244,8 +293,10 @@ pub(super) async fn status(
     req: HttpRequest,
 ) -> ApiResult {
     let key = queried_key(&req, &snapshot)?;
-    let (body, _) = api.view.status(&key)?.ok_or_else(|| not_tracked(&key))?;
-    Ok(HttpResponse::Ok().json(body))
+    let now = current_off_worker(&api, &key)
+        .await?
+        .ok_or_else(|| not_tracked(&key))?;
+    Ok(HttpResponse::Ok().json(now.body))
 }
 
 /// A stream quiet this long gets a keepalive comment (and its tx is read again).
@@ -267,12 +318,18 @@ pub(super) async fn stream(
     req: HttpRequest,
 ) -> ApiResult {
     let key = queried_key(&req, &snapshot)?;
-    // Registered before the first read: a change landing in between wakes it. Only changes
-    // of this tx wake it.
+    // Both registered before the first read: a change landing in between wakes it. Only
+    // changes of this tx wake it: its tracker's commits when registered here, else relay
+    // events under the keys its open transfers wait on.
     let waker = api
         .view
         .wake_on_change(key.clone(), Arc::new(tokio::sync::Notify::new()));
-    let (first, first_state) = api.view.status(&key)?.ok_or_else(|| not_tracked(&key))?;
+    let mut watching = api.history_watch.watch_keys();
+    let first = current_off_worker(&api, &key)
+        .await?
+        .ok_or_else(|| not_tracked(&key))?;
+    // A key watched only after its event landed is caught by the next keepalive's read.
+    watching.set_keys(first.waits_on);
     // Counted per client as every per-IP limit counts (an IPv6 client by its /64). The slot
     // is owned by the body: actix drops the body as soon as the client closes the
     // connection (the listeners refuse half-closed connections), which frees it.
@@ -282,34 +339,46 @@ pub(super) async fn stream(
         slot: StreamSlot,
         key: TrackKey,
         waker: StatusWaker,
+        watching: Watching,
         last: serde_json::Value,
         done: bool,
         deadline: tokio::time::Instant,
     }
+    let opening_body = first.body.clone();
     let state = State {
         slot,
         key,
         waker,
-        last: first.clone(),
-        done: first_state.is_terminal(),
+        watching,
+        last: first.body,
+        done: first.state.is_terminal(),
         deadline,
     };
     let opening =
-        futures_util::stream::once(async move { Ok::<_, actix_web::Error>(event_bytes(&first)) });
+        futures_util::stream::once(
+            async move { Ok::<_, actix_web::Error>(event_bytes(&opening_body)) },
+        );
     let rest = futures_util::stream::unfold(state, |mut s| async move {
         loop {
             if s.done || tokio::time::Instant::now() >= s.deadline {
                 return None;
             }
             let next_look = (tokio::time::Instant::now() + KEEPALIVE).min(s.deadline);
-            let woken = tokio::time::timeout_at(next_look, s.waker.changed()).await;
+            let woken = tokio::time::timeout_at(next_look, async {
+                tokio::select! {
+                    _ = s.waker.changed() => {}
+                    _ = s.watching.changed() => {}
+                }
+            })
+            .await;
             // On a change, and when quiet for a while (a read that failed is tried again
             // then), the tx is read again.
-            if let Ok(Some((body, state))) = s.slot.api.view.status(&s.key) {
-                if body != s.last {
-                    s.done = state.is_terminal();
-                    s.last = body.clone();
-                    return Some((Ok(event_bytes(&body)), s));
+            if let Ok(Some(now)) = current_off_worker(&s.slot.api, &s.key).await {
+                s.watching.set_keys(now.waits_on);
+                if now.body != s.last {
+                    s.done = now.state.is_terminal();
+                    s.last = now.body.clone();
+                    return Some((Ok(event_bytes(&now.body)), s));
                 }
             }
             if woken.is_err() {

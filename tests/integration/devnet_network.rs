@@ -55,7 +55,7 @@ const TEST_ACCOUNTS: i64 = 8;
 const HISTORY_BLOCKS: i64 = 20;
 /// How long the daemon's indexer may take to index a tx the served node already included,
 /// and to catch up with the served network after boot.
-const INDEXED: Duration = Duration::from_secs(180);
+pub(crate) const INDEXED: Duration = Duration::from_secs(180);
 
 /// config/weaver.toml as it is in the repo, with every loopback port 0, fast blocks, a short
 /// history and challenge period, and enough test accounts for one per case.
@@ -178,6 +178,8 @@ pub(crate) struct Network {
     /// devnet.json: chain endpoints and test accounts.
     devnet: Value,
     sdk: std::path::PathBuf,
+    /// The served mode's daemon config (what [`Network::replica`] starts another daemon on).
+    node_config: Option<String>,
 }
 
 impl Network {
@@ -188,14 +190,14 @@ impl Network {
     /// [`Network::start`] on `config` (a [`network_config`] with changes).
     pub(crate) fn start_with(mode: Mode, mut config: toml::Table) -> Network {
         let sdk = crate::skip_client::npm_dir("msgs_sdk", "@initia/initia.js");
-        let (daemon, served, devnet) = match mode {
+        let (daemon, served, devnet, node_config) = match mode {
             Mode::Embedded => {
                 let daemon = Daemon::start(&toml::to_string(&config).unwrap());
                 let file = daemon.dir.as_ref().unwrap().path().join("data/devnet.json");
                 let devnet = wait_for("devnet.json", Duration::from_secs(30), || {
                     serde_json::from_str::<Value>(&std::fs::read_to_string(&file).ok()?).ok()
                 });
-                (daemon, None, devnet)
+                (daemon, None, devnet, None)
             }
             Mode::Served => {
                 // One genesis on both sides: given to serve, and written in the config's
@@ -218,8 +220,9 @@ impl Network {
                         }
                     }
                 }
-                let daemon = Daemon::start(&node_config(&config, &devnet));
-                (daemon, Some(served), devnet)
+                let node_config = node_config(&config, &devnet);
+                let daemon = Daemon::start(&node_config);
+                (daemon, Some(served), devnet, Some(node_config))
             }
         };
         let router = format!("http://{}", daemon.listeners["router"].as_str().unwrap());
@@ -229,7 +232,18 @@ impl Network {
             router,
             devnet,
             sdk,
+            node_config,
         }
+    }
+
+    /// Served mode: another daemon of the same config following the same served network (a
+    /// replica: same chains, its own store), started now and catching up on its own.
+    pub(crate) fn replica(&self) -> Daemon {
+        Daemon::start(
+            self.node_config
+                .as_deref()
+                .expect("replicas follow a served network"),
+        )
     }
 
     fn mode(&self) -> Mode {

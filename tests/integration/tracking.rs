@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::devnet_network::{
-    network_config, wait_for, Mode, Network, EVM_ROLLUP, INIT_MOVE, L1, MOVE_ROLLUP, NOBLE,
-    ONE_NETWORK, USDC_DIRECT_MOVE, USDC_L1, USDC_MOVE,
+    network_config, wait_for, Mode, Network, EVM_ROLLUP, INDEXED, INIT_MOVE, L1, MOVE_ROLLUP,
+    NOBLE, ONE_NETWORK, USDC_DIRECT_MOVE, USDC_L1, USDC_MOVE,
 };
 use crate::transfer_history;
 
@@ -992,9 +992,36 @@ fn unregistered_transfer_is_streamed(net: &Network) -> String {
     assert_eq!(received[0]["direction"], "received");
     received[0]["direction"] = "sent".into();
     assert_eq!(received, listed);
-    let (code, _) = status(net, L1, &hash);
-    assert_eq!(code, 404, "{hash} was never registered");
-    ", unregistered one streamed".into()
+    // Never registered, yet the status route answers it as the chains showed it: the body
+    // of the list (issue #39: any replica answers any transfer it has seen).
+    let (code, body) = status(net, L1, &hash);
+    assert_eq!(code, 200, "{hash} was never registered: {body}");
+    for field in transfer_history::STATUS_FIELDS {
+        assert_eq!(body[field], last[field], "{field}: {body}\n{last}");
+    }
+    ", unregistered one streamed and answered".into()
+}
+
+/// Reads a `/v2/tx/status/stream` until the server closes it (at most `within`): the
+/// bodies of its `status` events, in order.
+fn read_status_events(url: &str, within: Duration) -> Vec<Value> {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(within)
+        .build()
+        .unwrap();
+    let mut response = client.get(url).send().unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{url}");
+    let mut text = String::new();
+    response
+        .read_to_string(&mut text)
+        .unwrap_or_else(|e| panic!("{url}: not closed by the server: {e}; read {text}"));
+    text.split("\n\n")
+        .filter_map(|block| {
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            assert!(block.starts_with("event: status"), "{url}: {block:?}");
+            Some(serde_json::from_str(data).unwrap())
+        })
+        .collect()
 }
 
 fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
@@ -1016,6 +1043,9 @@ fn a_tracked_transfer_survives_a_daemon_restart() {
     let boot = Instant::now();
     let mut net = start(Mode::Served);
     let boot_seconds = boot.elapsed().as_secs_f64();
+    // Issue #39: a second replica of the same world, which nobody registers anything with.
+    let replica = net.replica();
+    let replica_router = format!("http://{}", replica.listeners["router"].as_str().unwrap());
     let case = Case {
         name: "daemon_restart",
         account: 9,
@@ -1069,6 +1099,22 @@ fn a_tracked_transfer_survives_a_daemon_restart() {
     // Seconds later, still waiting.
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(status(&net, L1, &hash).1, pending);
+    // The replica answers the same body once its follower has seen the tx, without a
+    // registration (no mirror), and streams it to its end.
+    let replica_status = format!("{replica_router}/v2/tx/status?tx_hash={hash}&chain_id={L1}");
+    wait_for(
+        "the replica to answer the registered replica's pending body",
+        INDEXED,
+        || {
+            let (code, _, body) = replica.get(&replica_status);
+            assert!(code == 200 || code == 404, "the replica: {code} {body}");
+            (code == 200 && body == pending).then_some(())
+        },
+    );
+    let replica_stream = {
+        let url = format!("{replica_router}/v2/tx/status/stream?tx_hash={hash}&chain_id={L1}");
+        std::thread::spawn(move || read_status_events(&url, Duration::from_secs(300)))
+    };
 
     let down = Instant::now();
     let exit = net.daemon.restart(|| {
@@ -1103,6 +1149,25 @@ fn a_tracked_transfer_survives_a_daemon_restart() {
     let seconds = sent.elapsed().as_secs_f64();
     assert_forward(case.name, &states);
     let detail = check_body(&net, &case, &body, &hash, amount_out);
+    let replica_body = wait_for("the replica to answer the terminal body", TERMINAL, || {
+        let (code, _, body) = replica.get(&replica_status);
+        (code == 200 && is_terminal_status(&body)).then_some(body)
+    });
+    assert_eq!(
+        replica_body, body,
+        "the replica and the registered replica differ"
+    );
+    let streamed = replica_stream.join().unwrap();
+    assert_eq!(
+        streamed.first(),
+        Some(&pending),
+        "the replica's stream starts with the pending body"
+    );
+    assert_eq!(
+        streamed.last(),
+        Some(&body),
+        "the replica's stream ends with the terminal body: {streamed:?}"
+    );
     let served = net.served.as_mut().unwrap().exited();
     assert!(
         served.is_none(),

@@ -23,7 +23,7 @@ pub struct Made {
 }
 
 /// The fields of a history item that are the `/v2/tx/status` body.
-const STATUS_FIELDS: [&str; 7] = [
+pub const STATUS_FIELDS: [&str; 7] = [
     "transfers",
     "state",
     "status",

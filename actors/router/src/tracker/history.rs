@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::machine::{carried, forward_memo};
 use super::shared::Tracking;
 use super::topology::Topology;
-use super::tracked::{Hop, TrackKey, Tracked, TxState};
+use super::tracked::{Hop, Source, TrackKey, Tracked, TxState};
 use weaver_engine::chain::address::parse_account;
 use weaver_engine::relay::{BridgeKey, PacketKey, PacketSide, RelayEvent, RelayKind};
 use weaver_engine::store::pager::Keys;
@@ -319,6 +319,36 @@ impl TransferHistory {
     ) -> Result<Option<Tracked>, StoreError> {
         let events = self.tracking.read_tx_events(&key.chain_id, &key.tx_hash)?;
         self.derive_from(key, &events, topology)
+    }
+
+    /// The tx `key` as the followed chains have shown it, registered or not: the transfers
+    /// it started ([`TransferHistory::derive`]), or, for a tx the chain's tx index holds
+    /// that started none, what its tracker would say — failed, done with no transfer, or
+    /// included with its relay events not read yet. `None`: not shown (yet) by a chain
+    /// followed here. So every replica of a world answers `/v2/tx/status` alike, whichever
+    /// one the tx was registered with.
+    pub fn observed(&self, key: &TrackKey) -> Result<Option<Tracked>, StoreError> {
+        let topology = self.topology();
+        if let Some(tracked) = self.derive(key, &topology)? {
+            return Ok(Some(tracked));
+        }
+        let Some((code, codespace, log, height)) = self.tracking.indexed_tx(key)? else {
+            return Ok(None);
+        };
+        let mut tracked = Tracked::new(key.clone(), 0);
+        if code != 0 {
+            tracked.source = Source::Failed {
+                code,
+                codespace,
+                log,
+            };
+        } else if self.tracking.relay_passed(&key.chain_id, height) {
+            // Its relay events are in the log, and there are none: a tx with no transfer.
+            tracked.link_source(&[], &topology);
+        } else {
+            tracked.source = Source::Included { height };
+        }
+        Ok(Some(tracked))
     }
 
     /// [`TransferHistory::derive`] from the tx's relay events, read already.

@@ -212,6 +212,14 @@ fn a_registered_transfer_shows_the_same_status_in_the_history() {
             listed.items[0].tracked.status_body(&history.topology()),
             tracked_body
         );
+        // A replica it was never registered with answers the same body.
+        let observed = history.observed(&key).unwrap().unwrap();
+        assert_eq!(observed.status_body(&history.topology()), tracked_body);
+        let never_sent = TrackKey {
+            chain_id: ALPHA.into(),
+            tx_hash: hash("nowhere"),
+        };
+        assert_eq!(history.observed(&never_sent).unwrap(), None);
     });
 }
 

@@ -23,7 +23,8 @@ pub struct HistoryWatch {
 pub struct Watching {
     watch: Arc<HistoryWatch>,
     notify: Arc<Notify>,
-    account: Vec<u8>,
+    /// The account whose streams it wakes (`None`: relay keys only).
+    account: Option<Vec<u8>>,
     keys: Vec<WatchKey>,
 }
 
@@ -35,7 +36,18 @@ impl HistoryWatch {
         Watching {
             watch: self.clone(),
             notify,
-            account,
+            account: Some(account),
+            keys: vec![],
+        }
+    }
+
+    /// Registers a watcher of relay keys only (set with [`Watching::set_keys`]): a status
+    /// stream of a transfer nobody registered here.
+    pub fn watch_keys(self: &Arc<Self>) -> Watching {
+        Watching {
+            watch: self.clone(),
+            notify: Arc::new(Notify::new()),
+            account: None,
             keys: vec![],
         }
     }
@@ -100,7 +112,9 @@ impl Watching {
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        self.watch.accounts.remove(&self.account, &self.notify);
+        if let Some(account) = &self.account {
+            self.watch.accounts.remove(account, &self.notify);
+        }
         for key in std::mem::take(&mut self.keys) {
             self.watch.keys.remove(&key, &self.notify);
         }
