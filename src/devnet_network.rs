@@ -5,12 +5,16 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
-use weaver_devnet::network::{Network, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace};
+use weaver_devnet::network::{
+    Journal, JournalEntry, Network, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace,
+};
 use weaver_devnet::{Devnet, DevnetWorld};
 use weaver_engine::chain::keys::KeyKind;
+use weaver_engine::store::{Store, Tree};
 
 use crate::config::{Config, SourceConfig};
 use weaver_devnet::node::{self, faults::Faults, Bound, Listen};
@@ -101,9 +105,66 @@ pub fn network_spec(config: &Config) -> NetworkSpec {
     }
 }
 
+/// The store tree of the network's journal.
+const JOURNAL_TREE: &str = "devnet_journal";
+/// The store metadata key of the network's first start (its txs begin after each chain's
+/// tip then; every later start replays the journal from there).
+const NETWORK_START_KEY: &str = "devnet_network_start_ns";
+
+/// The network's journal in the daemon's store: one entry per accepted input (a tx, a
+/// fault), keyed by its sequence number (big-endian), JSON. A backup copies it with the
+/// indexes, so a restored daemon's devnet agrees with its indexer.
+pub struct StoreJournal {
+    tree: Tree,
+    next: AtomicU64,
+}
+
+impl StoreJournal {
+    /// The journal of `store`, and what it holds, in order.
+    pub fn open(store: &Store) -> anyhow::Result<(Arc<StoreJournal>, Vec<JournalEntry>)> {
+        let tree = store.tree(JOURNAL_TREE, None)?;
+        let mut entries = vec![];
+        let mut next = 0;
+        for entry in tree.range::<&[u8], _>(..) {
+            let (key, value) = entry?;
+            let sequence = <[u8; 8]>::try_from(&key[..])
+                .map(u64::from_be_bytes)
+                .map_err(|_| anyhow::anyhow!("devnet journal: a key of {} bytes", key.len()))?;
+            let entry: JournalEntry = serde_json::from_slice(&value).map_err(|e| {
+                anyhow::anyhow!("devnet journal: entry {sequence} is not readable: {e}")
+            })?;
+            entries.push(entry);
+            next = sequence + 1;
+        }
+        Ok((
+            Arc::new(StoreJournal {
+                tree,
+                next: AtomicU64::new(next),
+            }),
+            entries,
+        ))
+    }
+}
+
+impl Journal for StoreJournal {
+    fn record(&self, entry: &JournalEntry) -> Result<(), String> {
+        // The network records under its own lock: one input at a time, in order.
+        let sequence = self.next.fetch_add(1, Ordering::SeqCst);
+        let value = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
+        self.tree
+            .insert(sequence.to_be_bytes().to_vec(), value)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Starts the network over the config's devnet chains (none: `None`), with the faults
-/// the config asks for.
-pub fn start(config: &Config, world: DevnetWorld) -> Option<DevnetNetwork> {
+/// the config asks for. With a store, the network remembers: it starts as of its first
+/// start, replays what its journal holds, and journals what it accepts from now on.
+pub fn start(
+    config: &Config,
+    world: DevnetWorld,
+    store: Option<&Store>,
+) -> anyhow::Result<Option<DevnetNetwork>> {
     let devnets: BTreeMap<String, Arc<Devnet>> = config
         .chains
         .iter()
@@ -115,15 +176,35 @@ pub fn start(config: &Config, world: DevnetWorld) -> Option<DevnetNetwork> {
         })
         .collect();
     if devnets.is_empty() {
-        return None;
+        return Ok(None);
     }
     let all: Vec<Arc<Devnet>> = devnets.values().cloned().collect();
-    let network = Network::start(network_spec(config), &all);
+    let (start_ns, journal, journaled) = match store {
+        Some(store) => {
+            let start_ns = store
+                .meta()?
+                .get_or_init_u64(NETWORK_START_KEY, || weaver_devnet::now_ns() as u64)?
+                as i64;
+            let (journal, entries) = StoreJournal::open(store)?;
+            (start_ns, Some(journal as Arc<dyn Journal>), entries)
+        }
+        None => (weaver_devnet::now_ns(), None, vec![]),
+    };
+    let network = Network::start_at(network_spec(config), &all, start_ns, journal);
     for fault in &config.devnet.network.faults {
         tracing::warn!(?fault, "devnet network fault from the config");
-        network.inject(fault.clone());
+        network.inject_at(fault.clone(), start_ns);
     }
-    Some(DevnetNetwork { network, devnets })
+    if !journaled.is_empty() {
+        let inputs = journaled.len();
+        let replayed = network.replay(journaled);
+        tracing::info!(
+            inputs,
+            replayed,
+            "devnet network: replayed its journal (what was broadcast before the restart)"
+        );
+    }
+    Ok(Some(DevnetNetwork { network, devnets }))
 }
 
 /// Binds each devnet chain's node listeners the config asks for.

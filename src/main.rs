@@ -463,7 +463,9 @@ async fn serve_network(config: Config, args: &DevnetServe) -> anyhow::Result<()>
         seed: config.devnet.seed,
         genesis_time_ns,
     };
-    let network = weaver::devnet_network::start(&config, world)
+    // No store here: the served network forgets at exit (the daemon's embedded one
+    // remembers, through its store's journal).
+    let network = weaver::devnet_network::start(&config, world, None)?
         .ok_or_else(|| anyhow::anyhow!("the config has no devnet chain"))?;
     let (servers, bound) = weaver::devnet_network::bind_nodes(&config, &network)?;
     if servers.is_empty() {

@@ -66,7 +66,8 @@ pub async fn run_with(
     let (store, store_format) = open_store(&config)?;
     let prometheus = start_upkeep(&config);
     let supervision = Supervision::new(Duration::from_secs(1));
-    let devnet_network = crate::devnet_network::start(&config, devnet_world(&config, &store)?);
+    let devnet_network =
+        crate::devnet_network::start(&config, devnet_world(&config, &store)?, Some(&store))?;
     let bus = RelayBus::default();
     let tx_feed = TxFeed::default();
     // A chain whose store writes fail stalls; once the disk accepts writes again it asks the

@@ -1,6 +1,7 @@
 //! Issue #31: `weaver backup --to DIR` copies a running daemon's store while it catches up;
 //! a daemon started on the copy resumes from there, follows to the tip and then answers
-//! byte for byte what the uninterrupted one answers.
+//! byte for byte what the uninterrupted one answers, having indexed only the blocks after the
+//! copy (a new replica started from a snapshot, issue #39).
 
 use std::process::Command;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use weaver_engine::store::Store;
 
 use crate::devnet_network::wait_for;
-use crate::harness::{config_with, devnet_chain, Daemon, BIN};
+use crate::harness::{config_with, devnet_chain, metric_value, Daemon, BIN};
 
 const CHAIN: &str = "backup-1";
 
@@ -103,6 +104,25 @@ fn a_backup_taken_during_catch_up_restores_and_resumes_to_identical_answers() {
     );
     wait_ready(&original, "the original");
     wait_ready(&restored, "the restored daemon");
+    // Issue #39 (a replica from a snapshot): the restored daemon indexed only the gap after
+    // the copy, none of the blocks the copy holds (one scrape: the counter and the height
+    // of the same instant).
+    let metrics = restored.metrics();
+    let indexed = metric_value(
+        &metrics,
+        "weaver_blocks_indexed_total",
+        &[("chain_id", CHAIN)],
+    );
+    let height = metric_value(&metrics, "weaver_indexed_height", &[("chain_id", CHAIN)]);
+    assert!(height > copied_height as f64, "{height} <= {copied_height}");
+    // The gap, plus at most the copy's last block: the copy is of one instant, when a
+    // domain may not have committed that block yet (the chain resumes from its lowest
+    // domain watermark).
+    let gap = height - copied_height as f64;
+    assert!(
+        indexed == gap || indexed == gap + 1.0,
+        "the restored daemon indexed {indexed} blocks to reach {height} from the copy's {copied_height}"
+    );
     let top = original.height(CHAIN).min(restored.height(CHAIN));
     assert!(top > copied_height, "{top} <= {copied_height}");
 

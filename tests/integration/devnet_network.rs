@@ -236,6 +236,29 @@ impl Network {
         }
     }
 
+    /// Embedded mode: restarts the daemon on its data dir (SIGTERM, boot), then reads its
+    /// new loopback ports (router, devnet.json). The exit status of the stop.
+    pub(crate) fn restart(&mut self) -> std::process::ExitStatus {
+        let file = self
+            .daemon
+            .dir
+            .as_ref()
+            .unwrap()
+            .path()
+            .join("data/devnet.json");
+        let status = self.daemon.restart(|| std::fs::remove_file(&file).unwrap());
+        self.router = format!(
+            "http://{}",
+            self.daemon.listeners["router"].as_str().unwrap()
+        );
+        self.devnet = wait_for(
+            "devnet.json after the restart",
+            Duration::from_secs(30),
+            || serde_json::from_str::<Value>(&std::fs::read_to_string(&file).ok()?).ok(),
+        );
+        status
+    }
+
     /// Served mode: another daemon of the same config following the same served network (a
     /// replica: same chains, its own store), started now and catching up on its own.
     pub(crate) fn replica(&self) -> Daemon {

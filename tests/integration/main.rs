@@ -9,6 +9,7 @@ mod cli;
 mod cors;
 mod crash;
 mod crate_graph;
+mod devnet_memory;
 mod devnet_network;
 mod devnet_send;
 mod domains;

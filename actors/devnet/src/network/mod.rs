@@ -21,6 +21,7 @@ mod test_accounts;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use super::accounts::{self, Account};
@@ -80,6 +81,29 @@ pub struct FaultState {
     pub relayer_paused: bool,
     pub delayed_finalizations: u32,
     pub finalization_delay_ms: u64,
+}
+
+/// An input to the network as its journal keeps it. Replayed in order, each at the time it
+/// came, the inputs rebuild the network exactly: sealing depends only on them and on block
+/// times (`relay::seal_all`), like Anvil's `--state`, but kept as it happens rather than
+/// dumped at exit, so a crash loses nothing a client was told was accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "snake_case")]
+pub enum JournalEntry {
+    /// A tx CheckTx accepted (base64 of its bytes).
+    Broadcast {
+        time_ns: i64,
+        chain_id: String,
+        tx: String,
+    },
+    /// A fault asked for on a node's REST listener.
+    Fault { time_ns: i64, fault: NetworkFault },
+}
+
+/// Where the network keeps its inputs (the daemon: a tree of its store). An input the
+/// journal refuses is refused to the client too: accepted means kept.
+pub trait Journal: Send + Sync {
+    fn record(&self, entry: &JournalEntry) -> Result<(), String>;
 }
 
 /// Where a tx landed.
@@ -144,14 +168,28 @@ pub struct Network {
     /// EVM chains: the network's genesis allocation as block 1's events (see
     /// [`Network::genesis_events`]).
     genesis: HashMap<String, Vec<Event>>,
+    /// Where accepted inputs are kept (`None`: a network that forgets at exit).
+    journal: Option<Arc<dyn Journal>>,
 }
 
 impl Network {
     /// The network over `chains` (the devnets of `spec.chains`, in any order), linked so
-    /// each chain's blocks carry the network's txs from now on.
+    /// each chain's blocks carry the network's txs from now on; nothing journaled.
     pub fn start(spec: NetworkSpec, chains: &[Arc<Devnet>]) -> Arc<Network> {
+        Self::start_at(spec, chains, now_ns(), None)
+    }
+
+    /// [`Network::start`] as of `start_ns` (the network's first start: its txs begin after
+    /// each chain's tip then), keeping what it accepts in `journal`. Replay the journal
+    /// ([`Network::replay`]) before serving anyone.
+    pub fn start_at(
+        spec: NetworkSpec,
+        chains: &[Arc<Devnet>],
+        start_ns: i64,
+        journal: Option<Arc<dyn Journal>>,
+    ) -> Arc<Network> {
         let accounts = test_accounts(spec.test_accounts);
-        let now = now_ns();
+        let now = start_ns;
         let mut states = BTreeMap::new();
         let mut genesis = HashMap::new();
         for chain in &spec.chains {
@@ -257,6 +295,7 @@ impl Network {
         let network = Arc::new(Network {
             spec,
             genesis,
+            journal,
             accounts,
             state: Mutex::new(State {
                 chains: states,
@@ -360,19 +399,43 @@ impl Network {
         Ok(checked.gas_used)
     }
 
-    /// CheckTx, then the mempool: the tx lands in the chain's next block.
+    /// CheckTx, then the journal and the mempool: the tx lands in the chain's next block.
     pub fn broadcast(&self, chain_id: &str, tx_bytes: &[u8]) -> BroadcastOutcome {
+        self.admit(chain_id, tx_bytes, now_ns(), self.journal.as_deref())
+    }
+
+    /// [`Network::broadcast`] as of `now`, journaled in `journal` when given.
+    fn admit(
+        &self,
+        chain_id: &str,
+        tx_bytes: &[u8],
+        now: i64,
+        journal: Option<&dyn Journal>,
+    ) -> BroadcastOutcome {
         let txhash = hex::encode_upper(tx_hash(tx_bytes));
-        let mut state = self.sealed();
+        let mut state = self.state.lock().recover();
+        relay::seal_all(&self.spec, &mut state, now);
         let outcome = match state.chains.get_mut(chain_id) {
             None => Err(TxError::unknown_chain(chain_id)),
             Some(chain) => {
-                ante::check(chain, tx_bytes, true, self.spec.relay.gas_price_thousandths).map(
+                ante::check(chain, tx_bytes, true, self.spec.relay.gas_price_thousandths).and_then(
                     |checked| {
+                        if let Some(journal) = journal {
+                            let entry = JournalEntry::Broadcast {
+                                time_ns: now,
+                                chain_id: chain_id.to_string(),
+                                tx: base64::engine::general_purpose::STANDARD.encode(tx_bytes),
+                            };
+                            journal.record(&entry).map_err(|e| {
+                                tracing::warn!(error = %e, "devnet journal refused a tx");
+                                TxError::sdk(1, format!("the devnet could not keep the tx: {e}"))
+                            })?;
+                        }
                         let signer = checked.signer.clone();
                         let next = checked.sequence + 1;
                         chain.pending_sequences.insert(signer, next);
                         chain.mempool.push(execute::pending(checked, tx_bytes));
+                        Ok(())
                     },
                 )
             }
@@ -430,9 +493,56 @@ impl Network {
         })
     }
 
-    pub fn inject(&self, fault: NetworkFault) {
-        let mut state = self.sealed();
-        relay::inject(&self.spec, &mut state, fault, now_ns());
+    /// Injects `fault` now, journaled (an error: the journal refused it, nothing changed).
+    pub fn inject(&self, fault: NetworkFault) -> Result<(), String> {
+        let now = now_ns();
+        let mut state = self.state.lock().recover();
+        relay::seal_all(&self.spec, &mut state, now);
+        if let Some(journal) = &self.journal {
+            journal.record(&JournalEntry::Fault {
+                time_ns: now,
+                fault: fault.clone(),
+            })?;
+        }
+        relay::inject(&self.spec, &mut state, fault, now);
+        Ok(())
+    }
+
+    /// Injects a fault of the config as of `time_ns` (the network's start: every start
+    /// injects them again, so they are not journaled).
+    pub fn inject_at(&self, fault: NetworkFault, time_ns: i64) {
+        let mut state = self.state.lock().recover();
+        relay::seal_all(&self.spec, &mut state, time_ns);
+        relay::inject(&self.spec, &mut state, fault, time_ns);
+    }
+
+    /// Replays journaled inputs, in order, each as of its time; the number replayed. An
+    /// input the network now refuses (the config changed since it was journaled) is
+    /// skipped with a warning.
+    pub fn replay(&self, entries: impl IntoIterator<Item = JournalEntry>) -> usize {
+        let mut replayed = 0;
+        for entry in entries {
+            match entry {
+                JournalEntry::Broadcast {
+                    time_ns,
+                    chain_id,
+                    tx,
+                } => {
+                    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&tx) else {
+                        tracing::warn!(%chain_id, "devnet journal: a tx that is not base64 skipped");
+                        continue;
+                    };
+                    let outcome = self.admit(&chain_id, &bytes, time_ns, None);
+                    if outcome.code != 0 {
+                        tracing::warn!(%chain_id, txhash = %outcome.txhash, log = %outcome.log, "devnet journal: a tx the network refuses now skipped (did the config change?)");
+                        continue;
+                    }
+                }
+                JournalEntry::Fault { time_ns, fault } => self.inject_at(fault, time_ns),
+            }
+            replayed += 1;
+        }
+        replayed
     }
 
     pub fn faults(&self) -> FaultState {

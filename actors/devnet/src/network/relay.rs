@@ -59,14 +59,19 @@ pub struct Scheduled {
     pub not_before_ns: i64,
 }
 
-/// Seals every chain up to its tip at `now`, executing the blocks that carry txs.
+/// Seals every chain up to its tip at `now`, executing the blocks that carry txs in the
+/// order of their block times across chains (ties by chain id), and placing the work each
+/// starts relative to that block's time. So the network's history depends only on its
+/// inputs and when they came, never on when blocks were read: sealing to `t1` and then to
+/// `t2` gives what sealing to `t2` at once gives — which is what lets a journal of the
+/// inputs replay a devnet exactly (`Network::replay`).
 pub fn seal_all(spec: &NetworkSpec, state: &mut State, now: i64) {
-    let ids: Vec<String> = state.chains.keys().cloned().collect();
-    for id in ids {
-        loop {
-            let chain = state.chains.get_mut(&id).expect("listed chain");
+    loop {
+        // The earliest block, of any chain, that carries txs and whose time has come.
+        let mut next: Option<(i64, String, u64)> = None;
+        for (id, chain) in &state.chains {
             let target = chain.sealed.max(chain.devnet.tip_at(now));
-            let next = if !chain.mempool.is_empty() {
+            let height = if !chain.mempool.is_empty() {
                 Some(chain.sealed + 1)
             } else {
                 chain
@@ -75,19 +80,22 @@ pub fn seal_all(spec: &NetworkSpec, state: &mut State, now: i64) {
                     .next()
                     .map(|(height, _)| *height)
             };
-            match next.filter(|h| *h <= target) {
-                Some(height) => {
-                    let produced = produce(spec, state, &id, height);
-                    for scheduled in produced {
-                        place(spec, state, scheduled, now);
-                    }
-                }
-                None => {
-                    chain.sealed = target;
-                    break;
+            if let Some(height) = height.filter(|h| *h <= target) {
+                let time_ns = chain.devnet.block_time_ns(height);
+                if next.as_ref().is_none_or(|(t, _, _)| time_ns < *t) {
+                    next = Some((time_ns, id.clone(), height));
                 }
             }
         }
+        let Some((time_ns, id, height)) = next else {
+            break;
+        };
+        for scheduled in produce(spec, state, &id, height) {
+            place(spec, state, scheduled, time_ns);
+        }
+    }
+    for chain in state.chains.values_mut() {
+        chain.sealed = chain.sealed.max(chain.devnet.tip_at(now));
     }
 }
 

@@ -37,9 +37,21 @@ fn network(relay: RelaySettings) -> (Arc<Network>, Vec<Arc<Devnet>>) {
 
 /// [`network`] with an L2 of `l2_vm`.
 fn network_with(relay: RelaySettings, l2_vm: Vm) -> (Arc<Network>, Vec<Arc<Devnet>>) {
+    network_at(relay, l2_vm, now_ns() - 2_000_000_000, now_ns(), None)
+}
+
+/// [`network_with`] in the world of genesis `genesis_ns`, started as of `start_ns`,
+/// journaling in `journal`.
+fn network_at(
+    relay: RelaySettings,
+    l2_vm: Vm,
+    genesis_ns: i64,
+    start_ns: i64,
+    journal: Option<Arc<dyn Journal>>,
+) -> (Arc<Network>, Vec<Arc<Devnet>>) {
     let world = DevnetWorld {
         seed: 3,
-        genesis_time_ns: now_ns() - 2_000_000_000,
+        genesis_time_ns: genesis_ns,
     };
     let devnet = |id: &str, prefix: &str, fee: &str| {
         Arc::new(world.chain(ChainParams {
@@ -101,7 +113,7 @@ fn network_with(relay: RelaySettings, l2_vm: Vm) -> (Arc<Network>, Vec<Arc<Devne
         relay,
         test_accounts: 2,
     };
-    let network = Network::start(spec, &chains);
+    let network = Network::start_at(spec, &chains, start_ns, journal);
     (network, chains)
 }
 
@@ -480,7 +492,7 @@ fn timeouts_and_error_acks_refund_the_sender() {
         NetworkFault::ErrorAcks { count: 1 },
     ] {
         let (network, _) = network(fast());
-        network.inject(fault.clone());
+        network.inject(fault.clone()).unwrap();
         let alice = network.test_accounts()[0].eth.clone();
         let before = balance(&network, L1, &alice.address(), "uinit");
         let s = signed_for(&network, L1, &alice);
@@ -561,7 +573,7 @@ fn deposits_finalize_on_the_l2_and_withdrawals_after_the_challenge_period() {
             }),
         },
     );
-    network.inject(NetworkFault::PauseRelayer);
+    network.inject(NetworkFault::PauseRelayer).unwrap();
     assert_eq!(
         network
             .broadcast(L2, &sign(&alice, &s, vec![withdrawal], "umin"))
@@ -576,7 +588,7 @@ fn deposits_finalize_on_the_l2_and_withdrawals_after_the_challenge_period() {
         !has_event(&network, L1, "propose_output", 0),
         "a paused executor proposes nothing"
     );
-    network.inject(NetworkFault::ResumeRelayer);
+    network.inject(NetworkFault::ResumeRelayer).unwrap();
     wait_for("the withdrawal", || {
         balance(&network, L1, &alice.address(), "uinit") == l1_before + 20_000
     });
@@ -1004,4 +1016,116 @@ fn on_an_evm_rollup_every_coin_moves_through_its_erc20_as_on_minievm() {
         network.balances(L2, &crate::signed_tx::module_address("fee_collector"))[0].1 > 0,
         "alice paid a fee"
     );
+}
+
+/// What a journal keeps, in memory.
+#[derive(Default)]
+struct MemoryJournal(std::sync::Mutex<Vec<JournalEntry>>);
+
+impl Journal for MemoryJournal {
+    fn record(&self, entry: &JournalEntry) -> Result<(), String> {
+        self.0.lock().unwrap().push(entry.clone());
+        Ok(())
+    }
+}
+
+/// A network started afresh in the same world as of the same start, its journal replayed,
+/// is the network that journaled it: the same txs at the same heights (the relayer's too),
+/// the same balances and sequences — however often the first one was read meanwhile — and
+/// it takes the next tx with the next sequence.
+#[test]
+fn a_replayed_journal_rebuilds_the_network() {
+    let (genesis, start) = (now_ns() - 2_000_000_000, now_ns());
+    let journal = Arc::new(MemoryJournal::default());
+    let (network, _) = network_at(fast(), Vm::Move, genesis, start, Some(journal.clone()));
+    let alice = network.test_accounts()[0].eth.clone();
+    let bob = network.test_accounts()[1].eth.clone();
+    let voucher = ibc_denom("transfer/channel-0/uinit");
+    let s = signed_for(&network, L1, &alice);
+    let tx = sign(
+        &alice,
+        &s,
+        vec![transfer(
+            &alice,
+            "init",
+            "channel-1",
+            "uinit",
+            7_000,
+            &alice.bech32("init"),
+            "",
+        )],
+        "uinit",
+    );
+    assert_eq!(network.broadcast(L1, &tx).code, 0);
+    wait_for("ack on the L1", || {
+        has_event(&network, L1, "acknowledge_packet", 0)
+    });
+    // A fault, journaled too: the next packet times out.
+    network
+        .inject(NetworkFault::TimeoutPackets { count: 1 })
+        .unwrap();
+    let s = signed_for(&network, L1, &alice);
+    let send_tx = sign(
+        &alice,
+        &s,
+        vec![send(&alice, &bob.address(), "uinit", 11)],
+        "uinit",
+    );
+    assert_eq!(network.broadcast(L1, &send_tx).code, 0);
+    let timed_out = sign(
+        &alice,
+        &Signed {
+            sequence: s.sequence + 1,
+            ..signed_for(&network, L1, &alice)
+        },
+        vec![transfer(
+            &alice,
+            "init",
+            "channel-1",
+            "uinit",
+            5,
+            &alice.bech32("init"),
+            "",
+        )],
+        "uinit",
+    );
+    assert_eq!(network.broadcast(L1, &timed_out).code, 0);
+    wait_for("the timeout on the L1", || {
+        has_event(&network, L1, "timeout_packet", 0)
+    });
+    let entries = journal.0.lock().unwrap().clone();
+    assert_eq!(entries.len(), 4, "{entries:?}");
+
+    let (replayed, _) = network_at(fast(), Vm::Move, genesis, start, None);
+    assert_eq!(replayed.replay(entries), 4);
+    for chain in [L1, L2, NOBLE] {
+        assert_eq!(
+            network_txs(&replayed, chain),
+            network_txs(&network, chain),
+            "{chain}"
+        );
+    }
+    for (chain, denom) in [(L1, "uinit"), (L2, voucher.as_str())] {
+        for key in [&alice, &bob] {
+            assert_eq!(
+                balance(&replayed, chain, &key.address(), denom),
+                balance(&network, chain, &key.address(), denom),
+                "{chain} {denom}"
+            );
+        }
+    }
+    assert_eq!(balance(&replayed, L2, &alice.address(), &voucher), 7_000);
+    let sequence = replayed.account(L1, &alice.address()).unwrap().sequence;
+    assert_eq!(
+        sequence,
+        network.account(L1, &alice.address()).unwrap().sequence
+    );
+    assert_eq!(sequence, 3);
+    let next = sign(
+        &alice,
+        &signed_for(&replayed, L1, &alice),
+        vec![send(&alice, &bob.address(), "uinit", 1)],
+        "uinit",
+    );
+    assert_eq!(replayed.broadcast(L1, &next).code, 0);
 }

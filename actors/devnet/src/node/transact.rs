@@ -475,7 +475,13 @@ pub async fn inject_fault(
         }
     };
     tracing::warn!(?fault, "devnet network fault injected");
-    network.inject(fault);
+    if let Err(e) = network.inject(fault) {
+        return rest_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            1,
+            &format!("the devnet could not keep the fault: {e}"),
+        );
+    }
     HttpResponse::Ok().json(network.faults())
 }
 

@@ -1,0 +1,152 @@
+//! Issue #39: the embedded devnet remembers. What a wallet broadcast is journaled in the
+//! daemon's store and replayed at boot, so after a restart the devnet node still answers the
+//! tx, balances and sequences are what they were, the next send takes the next sequence, and
+//! the indexer (which kept its blocks) and the node agree on the blocks they both hold.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::devnet_network::{network_config, Mode, Network, L1, MOVE_ROLLUP, ONE_NETWORK};
+use crate::harness::BIN;
+
+/// `weaver devnet send` of 1 INIT from test account 0, L1 → the Move rollup (an OPinit
+/// deposit), waiting for arrival: its tx hash and what it printed.
+fn send(net: &Network) -> (String, String) {
+    let devnet_file = net
+        .daemon
+        .dir
+        .as_ref()
+        .unwrap()
+        .path()
+        .join("data/devnet.json");
+    let out = Command::new(BIN)
+        .args([
+            "devnet", "send", "--from", "0", "--amount", "1000000", "--denom", "uinit",
+        ])
+        .args([
+            "--source",
+            L1,
+            "--dest",
+            MOVE_ROLLUP,
+            "--timeout-secs",
+            "90",
+        ])
+        .arg("--router")
+        .arg(&net.router)
+        .arg("--devnet-file")
+        .arg(&devnet_file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "weaver devnet send:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hash = stdout
+        .lines()
+        .find_map(|l| l.split("broadcast: code 0 txhash ").nth(1))
+        .unwrap_or_else(|| panic!("no broadcast line:\n{stdout}"))
+        .trim()
+        .to_string();
+    (hash, stdout)
+}
+
+/// The node's account record of `address` on `chain`: (number, sequence).
+fn account(net: &Network, chain: &str, address: &str) -> (String, String) {
+    let body = net.daemon.ok(&format!(
+        "{}/cosmos/auth/v1beta1/accounts/{address}",
+        net.rest(chain)
+    ));
+    let account = &body["account"];
+    (
+        account["account_number"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        account["sequence"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// The node's record of tx `hash` (`tx_response`), or the status it answered instead.
+fn node_tx(net: &Network, chain: &str, hash: &str) -> Result<Value, u16> {
+    let (status, _, body) = net
+        .daemon
+        .get(&format!("{}/cosmos/tx/v1beta1/txs/{hash}", net.rest(chain)));
+    match status {
+        200 => Ok(body["tx_response"].clone()),
+        other => Err(other),
+    }
+}
+
+#[test]
+fn the_devnet_remembers_what_was_sent_across_a_restart() {
+    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut net = Network::start_with(Mode::Embedded, network_config());
+    let (hash, _) = send(&net);
+    let sender = net.address(0, L1);
+    let sent = node_tx(&net, L1, &hash).expect("the node answers the tx it included");
+    let balances = (
+        net.balances(L1, &sender),
+        net.balances(MOVE_ROLLUP, &sender),
+    );
+    let before = account(&net, L1, &sender);
+    assert_eq!(before.1, "1", "{before:?}");
+    let status_url =
+        |net: &Network| format!("{}/v2/tx/status?tx_hash={hash}&chain_id={L1}", net.router);
+    let status = net.daemon.ok(&status_url(&net));
+
+    let exit = net.restart();
+    assert!(exit.success(), "the daemon's SIGTERM exit: {exit}");
+
+    let again = node_tx(&net, L1, &hash)
+        .unwrap_or_else(|code| panic!("after the restart the node answers {code} for {hash}"));
+    assert_eq!(
+        again, sent,
+        "the node's record of {hash} changed across the restart"
+    );
+    assert_eq!(
+        (
+            net.balances(L1, &sender),
+            net.balances(MOVE_ROLLUP, &sender)
+        ),
+        balances,
+        "balances changed across the restart"
+    );
+    assert_eq!(account(&net, L1, &sender), before);
+    // The indexer kept its blocks, the node rebuilt them: both hold the deposit's
+    // finalization on the rollup at the same height.
+    let receive = status["transfer_sequence"][0]["op_init_transfer"]["txs"]["receive_tx"]
+        ["tx_hash"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no receive tx: {status}"))
+        .to_string();
+    let on_node = node_tx(&net, MOVE_ROLLUP, &receive).unwrap_or_else(|code| {
+        panic!("after the restart the rollup node answers {code} for {receive}")
+    });
+    let indexer = net.daemon.listeners["chains"][MOVE_ROLLUP]
+        .as_str()
+        .unwrap();
+    let indexed = net
+        .daemon
+        .ok(&format!("http://{indexer}/indexer/tx/v1/txs/{receive}"));
+    assert_eq!(
+        indexed["tx"]["height"], on_node["height"],
+        "{indexed}\n{on_node}"
+    );
+    // (Its explorer links name the indexer's new port; the rest is as it was.)
+    let after = net.daemon.ok(&status_url(&net));
+    for field in ["state", "transfer_asset_release", "error"] {
+        assert_eq!(after[field], status[field], "{field} changed: {after}");
+    }
+
+    // The next send takes the next sequence, and arrives.
+    let (next, printed) = send(&net);
+    assert_ne!(next, hash);
+    assert!(
+        printed.contains(&format!("number {} sequence 1", before.0)),
+        "the second send did not use sequence 1:\n{printed}"
+    );
+    assert_eq!(account(&net, L1, &sender).1, "2");
+}
