@@ -45,6 +45,11 @@ pub(super) fn start_router(
     let registry = SnapshotHandle::new(with_explorers(config.router.registry(), &own_explorers))?;
     // Balances are read through the same sources tracking looks txs up with.
     let balances = web::Data::new(http::info::BalanceReader::new(chains.sources.clone()));
+    {
+        // A balance is dropped from the cache once a committed block moves its coins.
+        let (balances, feed) = (balances.clone(), tx_feed.clone());
+        actix::spawn(async move { balances.follow(&feed).await });
+    }
     let tracking = web::Data::new(start_tracking(
         config,
         registry.clone(),

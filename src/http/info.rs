@@ -11,8 +11,8 @@
 //! on the chain when none were named), never a 5xx. Venues and bridges are the registry's.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
@@ -21,11 +21,12 @@ use utoipa::{IntoParams, ToSchema};
 
 use weaver_engine::chain::query::BANK_BALANCES_PAGE;
 use weaver_engine::chain::{address, ChainAccess, ChainQuery, ChainSource, QueryAnswer, Source};
-use weaver_engine::system::Recover;
+use weaver_engine::relay::TxFeed;
 use weaver_router::planner::operation::SwapVenue;
 use weaver_router::planner::registry::{RegChain, Registry};
 use weaver_router::planner::SnapshotHandle;
 
+use super::balance_cache::BalanceCache;
 use super::error::{ApiError, ApiResult};
 use super::query::parse_bool;
 
@@ -44,8 +45,6 @@ const NODE_CALLS_IN_FLIGHT: usize = 16;
 /// or so (InterwovenKit's `staleTime`), and a balance must move soon after a transfer. A
 /// failure is kept as long, so a chain that is down is not asked by every request.
 const CACHE_TTL: Duration = Duration::from_secs(2);
-/// Accounts kept (past it, expired entries go, then everything).
-const CACHE_CAPACITY: usize = 10_000;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     super::router::post(cfg, "/v2/info/balances", balances);
@@ -65,12 +64,9 @@ pub struct BalanceReader {
     http: reqwest::Client,
     /// Shared fairly among clients: one holds at most half the node calls in flight.
     in_flight: Arc<super::fair_pool::FairPool>,
-    /// A small map with a TTL rather than a cache crate (`moka`): one lock taken twice per
-    /// chain of a request, entries that live two seconds, a bound that clears the expired
-    /// ones; an LRU's admission and eviction policies would buy nothing here.
-    cache: Mutex<HashMap<(String, String), (Instant, Holdings)>>,
-    /// [`CACHE_TTL`] (the tests set their own).
-    ttl: Duration,
+    /// Answers kept [`CACHE_TTL`] (the tests set their own), dropped when a followed block
+    /// moves the account's coins ([`BalanceReader::follow`]).
+    cache: BalanceCache<Holdings>,
 }
 
 impl BalanceReader {
@@ -84,20 +80,23 @@ impl BalanceReader {
             followed,
             http,
             in_flight: super::fair_pool::FairPool::new(NODE_CALLS_IN_FLIGHT, 0.5),
-            cache: Mutex::new(HashMap::new()),
-            ttl: CACHE_TTL,
+            cache: BalanceCache::new(CACHE_TTL),
         }
+    }
+
+    /// Drops kept answers as the followed chains' committed blocks move coins, until `feed`
+    /// ends (spawned at boot).
+    pub async fn follow(&self, feed: &TxFeed) {
+        self.cache.follow(feed).await
     }
 
     /// The coins `address` (bech32, the chain's prefix) holds on `chain`: from the cache, or
     /// asked of the chain's node, bounded by [`NODE_TIMEOUT`].
     async fn holdings(&self, chain: &RegChain, address: &str) -> Holdings {
-        let key = (chain.chain_id.clone(), address.to_string());
-        if let Some((at, held)) = self.cache.lock().recover().get(&key) {
-            if at.elapsed() < self.ttl {
-                return held.clone();
-            }
-        }
+        let start = match self.cache.get(&chain.chain_id, address) {
+            Ok(held) => return held,
+            Err(start) => start,
+        };
         let asked = async {
             let _permit = self
                 .in_flight
@@ -113,14 +112,8 @@ impl BalanceReader {
                 NODE_TIMEOUT.as_secs()
             )),
         };
-        let mut cache = self.cache.lock().recover();
-        if cache.len() >= CACHE_CAPACITY {
-            cache.retain(|_, (at, _)| at.elapsed() < self.ttl);
-            if cache.len() >= CACHE_CAPACITY {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (Instant::now(), held.clone()));
+        self.cache
+            .put(&chain.chain_id, address, start, held.clone());
         held
     }
 
@@ -881,7 +874,7 @@ decimals = 0
         let hits = move || hits.load(std::sync::atomic::Ordering::SeqCst);
 
         let mut reader = BalanceReader::new(HashMap::new());
-        reader.ttl = Duration::from_secs(3600);
+        reader.cache = BalanceCache::new(Duration::from_secs(3600));
         let first = reader.holdings(&chain, &address).await.unwrap();
         assert_eq!(first.get("uinit").map(String::as_str), Some("7"));
         let again = reader.holdings(&chain, &address).await.unwrap();
@@ -892,11 +885,24 @@ decimals = 0
         reader.holdings(&chain, &other).await.unwrap();
         assert_eq!(hits(), 2);
 
+        // A block that moved the account's coins: asked again, once.
+        reader
+            .cache
+            .forget_moved(&weaver_engine::relay::CommittedBlock {
+                chain_id: chain.chain_id.clone(),
+                height: 9,
+                txs: vec![],
+                moved: vec![address.clone()],
+            });
+        reader.holdings(&chain, &address).await.unwrap();
+        reader.holdings(&chain, &address).await.unwrap();
+        assert_eq!(hits(), 3, "a moved account's answer was kept");
+
         // Expired (a TTL of zero): asked every time.
-        reader.ttl = Duration::ZERO;
+        reader.cache = BalanceCache::new(Duration::ZERO);
         reader.holdings(&chain, &address).await.unwrap();
         reader.holdings(&chain, &address).await.unwrap();
-        assert_eq!(hits(), 4);
+        assert_eq!(hits(), 5);
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod answer_cache;
+pub mod balance_cache;
 pub mod client;
 pub mod cors;
 pub mod error;

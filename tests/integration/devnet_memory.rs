@@ -1,13 +1,18 @@
-//! Issue #39: the embedded devnet remembers. What a wallet broadcast is journaled in the
+//! Issue #39: the embedded devnet remembers (and, issue #40, the router's balances follow its
+//! blocks). What a wallet broadcast is journaled in the
 //! daemon's store and replayed at boot, so after a restart the devnet node still answers the
 //! tx, balances and sequences are what they were, the next send takes the next sequence, and
 //! the indexer (which kept its blocks) and the node agree on the blocks they both hold.
 
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::devnet_network::{network_config, Mode, Network, L1, MOVE_ROLLUP, ONE_NETWORK};
+use crate::devnet_network::{
+    network_config, wait_for, Mode, Network, INIT_MOVE, L1, MOVE_ROLLUP, ONE_NETWORK,
+};
 use crate::harness::BIN;
 
 /// `weaver devnet send` of 1 INIT from test account 0, L1 → the Move rollup (an OPinit
@@ -80,11 +85,102 @@ fn node_tx(net: &Network, chain: &str, hash: &str) -> Result<Value, u16> {
     }
 }
 
+/// The router's `/v2/info/balances` amount of `denom` held by `address` on `chain`.
+fn router_balance(net: &Network, chain: &str, address: &str, denom: &str) -> u128 {
+    let (status, body) = net.post(
+        &format!("{}/v2/info/balances", net.router),
+        &json!({"chains": {chain: {"address": address, "denoms": [denom]}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    body["chains"][chain]["denoms"][denom]["amount"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{body}"))
+        .parse()
+        .unwrap()
+}
+
+/// Issue #40: the balance the router serves moves with the followed chain, not with its
+/// cache's clock. Balances are asked over and over (each answer kept two seconds) while a
+/// send is under way; once the router's tracking shows the deposit received (the rollup's
+/// follower committed that block) and the rollup has committed one block more, the router
+/// answers the new balance at once.
+fn send_while_balances_are_polled(net: &Network) -> String {
+    let receiver = net.address(0, MOVE_ROLLUP);
+    let before = router_balance(net, MOVE_ROLLUP, &receiver, INIT_MOVE);
+    let devnet_file = net
+        .daemon
+        .dir
+        .as_ref()
+        .unwrap()
+        .path()
+        .join("data/devnet.json");
+    let mut child = Command::new(BIN)
+        .args([
+            "devnet", "send", "--from", "0", "--amount", "1000000", "--denom", "uinit",
+        ])
+        .args([
+            "--source",
+            L1,
+            "--dest",
+            MOVE_ROLLUP,
+            "--timeout-secs",
+            "90",
+        ])
+        .arg("--router")
+        .arg(&net.router)
+        .arg("--devnet-file")
+        .arg(&devnet_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let hash = loop {
+        let line = lines
+            .next()
+            .expect("devnet send ended before its broadcast line")
+            .unwrap();
+        if let Some(hash) = line.split("broadcast: code 0 txhash ").nth(1) {
+            break hash.trim().to_string();
+        }
+    };
+    let status_url = format!("{}/v2/tx/status?tx_hash={hash}&chain_id={L1}", net.router);
+    let received_at = wait_for(
+        "the deposit to be received",
+        Duration::from_secs(90),
+        || {
+            // Keeps the cache holding a fresh answer, as a wallet polling its balance does.
+            router_balance(net, MOVE_ROLLUP, &receiver, INIT_MOVE);
+            let (code, _, body) = net.daemon.get(&status_url);
+            (code == 200 && body["state"] == "STATE_COMPLETED_SUCCESS").then(|| {
+                net.daemon
+                    .ok(&format!("{}/status", net.indexer(MOVE_ROLLUP).unwrap()))["height"]
+                    .as_u64()
+                    .unwrap()
+            })
+        },
+    );
+    wait_for("one more rollup block", Duration::from_secs(30), || {
+        let status = net
+            .daemon
+            .ok(&format!("{}/status", net.indexer(MOVE_ROLLUP).unwrap()));
+        (status["height"].as_u64().unwrap() > received_at).then_some(())
+    });
+    assert_eq!(
+        router_balance(net, MOVE_ROLLUP, &receiver, INIT_MOVE),
+        before + 1_000_000,
+        "the router's balance is older than the block its follower committed"
+    );
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(child.wait().unwrap().success(), "devnet send: {rest:?}");
+    hash
+}
+
 #[test]
 fn the_devnet_remembers_what_was_sent_across_a_restart() {
     let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
     let mut net = Network::start_with(Mode::Embedded, network_config());
-    let (hash, _) = send(&net);
+    let hash = send_while_balances_are_polled(&net);
     let sender = net.address(0, L1);
     let sent = node_tx(&net, L1, &hash).expect("the node answers the tx it included");
     let balances = (

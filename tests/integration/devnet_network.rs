@@ -278,7 +278,7 @@ impl Network {
     }
 
     /// The daemon's indexer API of `chain` (rollups; the L1 and Noble have none).
-    fn indexer(&self, chain: &str) -> Option<String> {
+    pub(crate) fn indexer(&self, chain: &str) -> Option<String> {
         self.daemon.listeners["chains"][chain]
             .as_str()
             .map(|addr| format!("http://{addr}"))

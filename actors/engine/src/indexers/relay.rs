@@ -155,7 +155,28 @@ fn committed_block(bundle: &BlockBundle) -> CommittedBlock {
                 }
             })
             .collect(),
+        moved: moved_accounts(bundle),
     }
+}
+
+/// The accounts whose bank coins `bundle` moved: the SDK's bank keeper emits `coin_spent`
+/// (spender) and `coin_received` (receiver) for every movement, mints and burns included.
+fn moved_accounts(bundle: &BlockBundle) -> Vec<String> {
+    let mut moved: Vec<String> = bundle
+        .txs
+        .iter()
+        .flat_map(|tx| tx.result.events.iter())
+        .chain(bundle.finalize_events.iter())
+        .filter_map(|event| match event.kind.as_str() {
+            "coin_spent" => event.attr("spender"),
+            "coin_received" => event.attr("receiver"),
+            _ => None,
+        })
+        .map(str::to_string)
+        .collect();
+    moved.sort_unstable();
+    moved.dedup();
+    moved
 }
 
 #[cfg(test)]
@@ -229,6 +250,33 @@ mod tests {
         assert!(matches!(sent[0].event, RelayKind::SendPacket(_)));
         assert_eq!(relay.events_after(0, 10).unwrap().len(), 3);
         assert_eq!(relay.watermark().unwrap(), 1);
+    }
+
+    /// The feed names every account whose coins the block moved, in its txs and its
+    /// block-level events, once each; nothing else (a `transfer` event repeats them).
+    #[test]
+    fn a_committed_block_names_the_accounts_whose_coins_moved() {
+        let coin = |kind: &str, role: &str, who: &str| {
+            Event::new(kind, &[(role, who), ("amount", "5uinit")])
+        };
+        let mut bundle = block(
+            1,
+            vec![
+                vec![
+                    coin("coin_spent", "spender", "init1alice"),
+                    coin("coin_received", "receiver", "init1bob"),
+                    coin("transfer", "recipient", "init1carol"),
+                ],
+                vec![coin("coin_received", "receiver", "init1alice")],
+            ],
+        );
+        bundle
+            .finalize_events
+            .push(coin("coin_received", "receiver", "init1fees"));
+        assert_eq!(
+            committed_block(&bundle).moved,
+            ["init1alice", "init1bob", "init1fees"]
+        );
     }
 
     #[test]

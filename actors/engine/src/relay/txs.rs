@@ -30,6 +30,10 @@ pub struct CommittedBlock {
     pub chain_id: String,
     pub height: u64,
     pub txs: Vec<CommittedTx>,
+    /// The accounts whose bank coins the block moved, as its events name them (bech32):
+    /// every `coin_spent` spender and `coin_received` receiver of its txs and of its
+    /// block-level events, sorted, once each. The router's balance cache drops them.
+    pub moved: Vec<String>,
 }
 
 /// What a subscriber hears.
@@ -110,6 +114,7 @@ mod tests {
             chain_id: "a-1".into(),
             height,
             txs: vec![],
+            moved: vec![],
         }
     }
 
