@@ -78,6 +78,7 @@ fn topology() -> Topology {
         channel_b: "channel-1".into(),
         active: true,
         note: None,
+        relay_delay_ms: weaver_router::planner::registry::DEFAULT_RELAY_DELAY_MS,
     });
     Topology::new(&registry)
 }

@@ -1660,6 +1660,109 @@ mod tests {
                 .all(|c| matches!(c.source, SourceConfig::Devnet(_))),
             "the default runs without a node"
         );
+        // Issue #40: a wallet asks balances of its fee denoms too, so every chain's fee
+        // denom is an asset of the devnet registry.
+        for chain in &config.router.chains {
+            for denom in &chain.fee_denoms {
+                assert!(
+                    config
+                        .router
+                        .assets
+                        .iter()
+                        .any(|a| a.chain_id == chain.chain_id && &a.denom == denom),
+                    "{} pays fees in {denom}, which is not among the registry's assets",
+                    chain.chain_id
+                );
+            }
+        }
+    }
+
+    /// Issue #40: the devnet registry carries the devnet's own timings (so a route's
+    /// duration estimate is what the devnet takes), kept in step with its `[devnet]` keys.
+    #[test]
+    fn the_devnet_registry_times_routes_as_the_devnet_runs() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/weaver.toml");
+        let config = Config::load(&path).unwrap();
+        let interval = |chain: &str| {
+            config
+                .chains
+                .iter()
+                .find(|c| c.chain_id == chain)
+                .and_then(|c| match &c.source {
+                    SourceConfig::Devnet(d) => Some(d.block_interval_ms),
+                    SourceConfig::Node(_) => None,
+                })
+                .unwrap_or_else(|| panic!("{chain} is not a devnet chain"))
+        };
+        let network = &config.devnet.network;
+        for chain in &config.router.chains {
+            assert_eq!(
+                chain.block_time_ms,
+                Some(interval(&chain.chain_id)),
+                "{}",
+                chain.chain_id
+            );
+        }
+        for c in &config.router.ibc_channels {
+            let slowest = interval(&c.chain_a).max(interval(&c.chain_b));
+            assert_eq!(
+                c.relay_delay_ms,
+                network.relay_delay_blocks.max(1) * slowest,
+                "{} {}",
+                c.chain_a,
+                c.channel_a
+            );
+        }
+        for b in &config.router.op_bridges {
+            assert_eq!(
+                b.executor_delay_ms,
+                network.relay_delay_blocks.max(1) * interval(&b.l1_chain_id)
+            );
+            assert_eq!(
+                b.finalization_period_seconds * 1000,
+                network.finalization_period_ms
+            );
+        }
+        // What the routes then say: a deposit 1.5 s (the executor's 1 s and the rollup's
+        // next block), rounded up; one IBC hop 1 s; a withdrawal the 5 s challenge period.
+        let snapshot = weaver_router::planner::SnapshotHandle::new(config.router.registry())
+            .unwrap()
+            .load();
+        let estimate = |from: (&str, &str), to: (&str, &str), withdraw: bool| {
+            let request: weaver_router::planner::request::RouteRequest =
+                serde_json::from_value(serde_json::json!({
+                    "amount_in": "1000000",
+                    "source_asset_chain_id": from.0, "source_asset_denom": from.1,
+                    "dest_asset_chain_id": to.0, "dest_asset_denom": to.1,
+                    "is_op_withdraw": withdraw,
+                }))
+                .unwrap();
+            weaver_router::planner::route::answer(&snapshot.planner, &request)
+                .unwrap_or_else(|e| panic!("{from:?} → {to:?}: {e}"))
+                .estimated_route_duration_seconds
+        };
+        let init_on_move = "l2/771d639f30fbe45e3fbca954ffbe2fcc26f915f5513c67a4a2d0bc1d635bdefd";
+        let usdc_on_l1 = "ibc/8E27BA2D5493AF5636760E354E46004562C46AB7EC0CC4C1CA14E9E20E2545B5";
+        assert_eq!(
+            estimate(
+                ("weaver-l1-1", "uinit"),
+                ("minimove-1", init_on_move),
+                false
+            ),
+            2
+        );
+        assert_eq!(
+            estimate(
+                ("weaver-l1-1", usdc_on_l1),
+                ("noble-devnet-1", "uusdc"),
+                false
+            ),
+            1
+        );
+        assert_eq!(
+            estimate(("minimove-1", init_on_move), ("weaver-l1-1", "uinit"), true),
+            5
+        );
     }
 
     #[test]

@@ -90,6 +90,7 @@ fn reg_chain(chain: &Value, chain_type: &str, fee_denoms: Vec<String>) -> RegCha
         rest: first_address(&chain["apis"], "rest"),
         logo_uri: None,
         explorer_tx_url: None,
+        block_time_ms: None,
     }
 }
 
@@ -292,6 +293,7 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
                 channel_b: text(&cb["channel_id"]),
                 active: !inactive,
                 note: (!status.is_empty()).then_some(status),
+                relay_delay_ms: weaver_router::planner::registry::DEFAULT_RELAY_DELAY_MS,
             });
         }
     }
@@ -307,6 +309,7 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
             l2_chain_id: text(&chain["chain_id"]),
             denoms: array(&metadata["op_denoms"]).iter().map(text).collect(),
             finalization_period_seconds: 7 * 24 * 3600,
+            executor_delay_ms: weaver_router::planner::registry::DEFAULT_EXECUTOR_DELAY_MS,
         });
     }
     registry

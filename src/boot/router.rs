@@ -210,9 +210,10 @@ fn spawn_registry_reload(
     }
 }
 
-/// The explorer link of each devnet chain this weaver indexes: its own indexer's tx route
-/// (`/indexer/tx/v1/txs/{tx_hash}` on the chain's listener). A public explorer has no devnet
-/// chain, so the default link (scan.initia.xyz) would lead nowhere.
+/// The explorer link of each devnet chain: its own indexer's tx route
+/// (`/indexer/tx/v1/txs/{tx_hash}` on the chain's listener) where this weaver indexes it,
+/// else none (an empty template). A public explorer has no devnet chain, so the default link
+/// (scan.initia.xyz) would lead nowhere.
 fn own_explorers(
     config: &Config,
     indexers: &BTreeMap<String, SocketAddr>,
@@ -221,15 +222,15 @@ fn own_explorers(
         .chains
         .iter()
         .filter(|chain| matches!(chain.source, crate::config::SourceConfig::Devnet(_)))
-        .filter_map(|chain| {
-            let mut addr = *indexers.get(&chain.chain_id)?;
-            if addr.ip().is_unspecified() {
-                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            Some((
-                chain.chain_id.clone(),
-                format!("http://{addr}/indexer/tx/v1/txs/{{tx_hash}}"),
-            ))
+        .map(|chain| {
+            let link = indexers.get(&chain.chain_id).map(|addr| {
+                let mut addr = *addr;
+                if addr.ip().is_unspecified() {
+                    addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                }
+                format!("http://{addr}/indexer/tx/v1/txs/{{tx_hash}}")
+            });
+            (chain.chain_id.clone(), link.unwrap_or_default())
         })
         .collect()
 }

@@ -284,13 +284,18 @@ impl Network {
             .map(|addr| format!("http://{addr}"))
     }
 
-    /// The explorer link tracking gives a tx of `chain`: a devnet chain the daemon indexes
-    /// links to its own indexer (a public explorer has no devnet chain); a chain followed
-    /// through a node, or without a listener, keeps the registry's default.
-    pub(crate) fn explorer_link(&self, chain: &str, hash: &str) -> String {
+    /// The explorer link tracking gives a tx of `chain` (issue #40: one that resolves, or
+    /// none): a devnet chain the daemon indexes links to its own indexer; one it does not
+    /// index (the L1, Noble) has none, as a public explorer has no devnet chain. Followed
+    /// through a node, an Initia chain links to Initia's explorer, Noble to none.
+    pub(crate) fn explorer_link(&self, chain: &str, hash: &str) -> Value {
         match (self.mode(), self.indexer(chain)) {
-            (Mode::Embedded, Some(indexer)) => format!("{indexer}/indexer/tx/v1/txs/{hash}"),
-            _ => format!("https://scan.initia.xyz/{chain}/txs/{hash}"),
+            (Mode::Embedded, Some(indexer)) => {
+                json!(format!("{indexer}/indexer/tx/v1/txs/{hash}"))
+            }
+            (Mode::Embedded, None) => Value::Null,
+            (Mode::Served, _) if chain == NOBLE => Value::Null,
+            (Mode::Served, _) => json!(format!("https://scan.initia.xyz/{chain}/txs/{hash}")),
         }
     }
 

@@ -217,7 +217,11 @@ pub struct HoldersResponse {
 pub struct TrackResponse {
     /// The tx hash, upper-case hex.
     tx_hash: String,
-    explorer_link: String,
+    /// The chain explorer's page of the tx; `null` when no explorer known to weaver knows
+    /// the chain (a devnet chain without an indexer listener, a non-Initia chain whose
+    /// registry entry names none).
+    #[schema(required = true)]
+    explorer_link: Option<String>,
 }
 
 /// The detailed state of a tracked tx (Skip's names).
@@ -257,7 +261,11 @@ pub struct ChainTx {
     chain_id: String,
     /// Upper-case hex.
     tx_hash: String,
-    explorer_link: String,
+    /// The chain explorer's page of the tx; `null` when no explorer known to weaver knows
+    /// the chain (a devnet chain without an indexer listener, a non-Initia chain whose
+    /// registry entry names none).
+    #[schema(required = true)]
+    explorer_link: Option<String>,
     /// When its block was made (RFC 3339); `null` when not known.
     #[schema(required = true)]
     on_chain_at: Option<String>,
@@ -385,7 +393,11 @@ pub struct HistoryTransfer {
     chain_id: String,
     /// That tx (upper-case hex).
     tx_hash: String,
-    explorer_link: String,
+    /// The chain explorer's page of the tx; `null` when no explorer known to weaver knows
+    /// the chain (a devnet chain without an indexer listener, a non-Initia chain whose
+    /// registry entry names none).
+    #[schema(required = true)]
+    explorer_link: Option<String>,
     /// Block time of that tx (RFC 3339, seconds).
     #[schema(required = true)]
     on_chain_at: Option<String>,

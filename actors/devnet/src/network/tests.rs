@@ -85,6 +85,7 @@ fn network_at(
                 channel_b: "channel-0".into(),
                 active: true,
                 note: None,
+                relay_delay_ms: 0,
             },
             Channel {
                 chain_a: L1.into(),
@@ -95,6 +96,7 @@ fn network_at(
                 channel_b: "channel-0".into(),
                 active: true,
                 note: None,
+                relay_delay_ms: 0,
             },
         ],
         bridges: vec![Bridge {
@@ -103,6 +105,7 @@ fn network_at(
             l2_chain_id: L2.into(),
             denoms: vec!["uinit".into()],
             finalization_period_seconds: 0,
+            executor_delay_ms: 0,
         }],
         traces: vec![Trace {
             chain_id: L1.into(),

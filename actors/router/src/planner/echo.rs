@@ -54,12 +54,12 @@ pub fn edge_of(
 /// Whether an operation names this edge (its locations are matched already).
 fn stands_for(kind: &OperationKind, edge: &Edge) -> bool {
     match (kind, edge) {
-        (OperationKind::Transfer(t), Edge::Ibc { port, channel }) => {
+        (OperationKind::Transfer(t), Edge::Ibc { port, channel, .. }) => {
             t.channel == *channel && t.port.as_ref().is_none_or(|p| p == port)
         }
         (
             OperationKind::OpInitTransfer(t),
-            Edge::OpDeposit { bridge_id } | Edge::OpWithdraw { bridge_id, .. },
+            Edge::OpDeposit { bridge_id, .. } | Edge::OpWithdraw { bridge_id, .. },
         ) => t.op_init_bridge_id == bridge_id.to_string(),
         (OperationKind::Swap(s), Edge::Swap { venue, pool, .. }) => {
             s.venue_name() == venue && s.first_pool() == pool

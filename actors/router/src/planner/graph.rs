@@ -23,19 +23,20 @@ pub enum Edge {
     Ibc {
         port: String,
         channel: String,
+        /// The channel's relay delay (route duration estimates).
+        relay_ms: u64,
     },
     OpDeposit {
         bridge_id: u64,
+        /// The executor's delay plus the L2's block time.
+        duration_ms: u64,
     },
     OpWithdraw {
         bridge_id: u64,
         finalization_seconds: u64,
     },
     /// Bank denom → its ERC-20 wrapper (`scale` = decimals added), or back.
-    Wrap {
-        contract: String,
-        scale: i32,
-    },
+    Wrap { contract: String, scale: i32 },
     Swap {
         venue: String,
         logo_uri: Option<String>,
@@ -50,6 +51,9 @@ pub enum Edge {
         duration_seconds: u64,
     },
 }
+
+/// (chain, channel) → (counterparty chain, counterparty channel, relay delay in ms).
+type Channels = HashMap<(String, String), (String, String, u64)>;
 
 /// An immutable graph built from one registry.
 pub struct RouteGraph {
@@ -85,8 +89,9 @@ impl RouteGraph {
                 .map(|c| (c.chain_id.clone(), c.clone()))
                 .collect(),
         };
-        // (chain, channel) → (counterparty chain, counterparty channel), transfer port, active.
-        let mut channels: HashMap<(String, String), (String, String)> = HashMap::new();
+        // (chain, channel) → (counterparty chain, counterparty channel, relay delay), transfer
+        // port, active.
+        let mut channels: Channels = HashMap::new();
         for c in registry
             .ibc_channels
             .iter()
@@ -94,11 +99,11 @@ impl RouteGraph {
         {
             channels.insert(
                 (c.chain_a.clone(), c.channel_a.clone()),
-                (c.chain_b.clone(), c.channel_b.clone()),
+                (c.chain_b.clone(), c.channel_b.clone(), c.relay_delay_ms),
             );
             channels.insert(
                 (c.chain_b.clone(), c.channel_b.clone()),
-                (c.chain_a.clone(), c.channel_a.clone()),
+                (c.chain_a.clone(), c.channel_a.clone(), c.relay_delay_ms),
             );
         }
         for asset in &registry.assets {
@@ -118,6 +123,12 @@ impl RouteGraph {
                     to,
                     Edge::OpDeposit {
                         bridge_id: bridge.bridge_id,
+                        duration_ms: bridge.executor_delay_ms.saturating_add(
+                            registry
+                                .chain(&bridge.l2_chain_id)
+                                .and_then(|c| c.block_time_ms)
+                                .unwrap_or(0),
+                        ),
                     },
                 );
                 g.graph.add_edge(
@@ -215,17 +226,12 @@ impl RouteGraph {
 
     /// Adds the location of `path` on `chain` and, hop by hop, the locations it unwinds to,
     /// with an IBC edge each way per hop.
-    fn add_traced(
-        &mut self,
-        chain: &str,
-        path: &str,
-        channels: &HashMap<(String, String), (String, String)>,
-    ) {
+    fn add_traced(&mut self, chain: &str, path: &str, channels: &Channels) {
         let mut chain = chain.to_string();
         let mut path = path.to_string();
         let mut here = self.node(&chain, &denom_of_path(&path));
         while let Some((channel, rest)) = first_hop(&path) {
-            let Some((previous_chain, previous_channel)) =
+            let Some((previous_chain, previous_channel, relay_ms)) =
                 channels.get(&(chain.clone(), channel.to_string())).cloned()
             else {
                 break;
@@ -238,6 +244,7 @@ impl RouteGraph {
                     Edge::Ibc {
                         port: "transfer".into(),
                         channel: previous_channel,
+                        relay_ms,
                     },
                 );
                 self.graph.add_edge(
@@ -246,6 +253,7 @@ impl RouteGraph {
                     Edge::Ibc {
                         port: "transfer".into(),
                         channel: channel.to_string(),
+                        relay_ms,
                     },
                 );
             }

@@ -147,7 +147,7 @@ pub fn check_route(
     }
     let mut hops: Vec<Hop> = Vec::new();
     for (i, step) in steps.iter().enumerate() {
-        let Edge::Ibc { port, channel } = &graph.graph[step.edge] else {
+        let Edge::Ibc { port, channel, .. } = &graph.graph[step.edge] else {
             continue;
         };
         if i == 0 || !same_transfer(snapshot, &steps[i - 1], step) {

@@ -241,7 +241,7 @@ impl MsgStep<'_> {
     /// This step as a hop of a transfer, when it is an IBC hop.
     fn hop(&self) -> Option<Hop> {
         match self.edge {
-            Edge::Ibc { port, channel } => Some(self.hop_through(port, channel)),
+            Edge::Ibc { port, channel, .. } => Some(self.hop_through(port, channel)),
             _ => None,
         }
     }
@@ -274,7 +274,7 @@ fn messages(
     while let Some(head) = steps.next() {
         let i = head.index;
         messages.push(match head.edge {
-            Edge::Ibc { port, channel } => {
+            Edge::Ibc { port, channel, .. } => {
                 // Consecutive hops (not in an op hook) become one MsgTransfer with a
                 // packet-forward memo.
                 let mut hops = NonEmpty::new(head.hop_through(port, channel));
@@ -289,7 +289,7 @@ fn messages(
                 let (denom, amount) = head.coin();
                 ibc::transfer(&hops, denom, amount, signer, now_ns, timeout_seconds)?
             }
-            Edge::OpDeposit { bridge_id } => {
+            Edge::OpDeposit { bridge_id, .. } => {
                 // The op-hook steps run on the rollup, from the signed hook in `data`.
                 while steps.next_if(|s| s.step.in_op_hook).is_some() {}
                 let data = hook.filter(|h| h.deposit == i).map(|h| h.hook);

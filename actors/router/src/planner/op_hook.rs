@@ -57,7 +57,7 @@ pub fn answer(
     let address_bytes = account(query.source_address, "source_address")?;
     account(query.dest_address, "dest_address")?;
     let hops = hooked.try_map(|_, (i, (step, _))| {
-        let Edge::Ibc { port, channel } = &snapshot.graph.graph[step.edge] else {
+        let Edge::Ibc { port, channel, .. } = &snapshot.graph.graph[step.edge] else {
             return Err(invalid("an op hook carries IBC transfers only"));
         };
         // The last hop of the route pays the recipient; others the user's own account.

@@ -39,6 +39,10 @@ pub struct RegChain {
     /// `evm`, `move` or `wasm` for rollups; the L1 runs Move.
     #[serde(default)]
     pub vm: Option<String>,
+    /// The chain's typical block time (route duration estimates: a deposit lands in the
+    /// L2's next block). Unknown: counted as nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_time_ms: Option<u64>,
     #[serde(default)]
     pub is_l1: bool,
     #[serde(default)]
@@ -61,8 +65,9 @@ pub struct RegChain {
     #[serde(default)]
     pub logo_uri: Option<String>,
     /// The chain explorer's page of a tx: `{tx_hash}` (upper-case hex) and `{chain_id}` are
-    /// filled in (transfer tracking's `explorer_link`). Default:
-    /// `https://scan.initia.xyz/{chain_id}/txs/{tx_hash}`.
+    /// filled in (transfer tracking's `explorer_link`); empty: no link. Default:
+    /// `https://scan.initia.xyz/{chain_id}/txs/{tx_hash}` for an Initia chain
+    /// (`chain_type = "initia"`), no link for others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explorer_tx_url: Option<String>,
 }
@@ -117,6 +122,10 @@ pub struct IbcChannel {
     /// Inactive channels (retired or killed counterparties) are never routed through.
     #[serde(default = "yes")]
     pub active: bool,
+    /// How long a packet sent on this channel takes to be received on the other end, either
+    /// way (the relayer's delay; route duration estimates count it per hop).
+    #[serde(default = "default_relay_delay")]
+    pub relay_delay_ms: u64,
     #[serde(default)]
     pub note: Option<String>,
 }
@@ -132,10 +141,29 @@ pub struct OpBridge {
     /// Challenge period of withdrawals.
     #[serde(default = "default_finalization")]
     pub finalization_period_seconds: u64,
+    /// How long the executor takes to finalize a deposit on the L2 (route duration
+    /// estimates: a deposit takes this plus the L2's block time).
+    #[serde(default = "default_executor_delay")]
+    pub executor_delay_ms: u64,
 }
 
 fn default_finalization() -> u64 {
     7 * 24 * 3600
+}
+
+/// An IBC hop's relay delay when the registry names none (Hermes and the Go relayer on
+/// Initia's channels: tens of seconds).
+pub const DEFAULT_RELAY_DELAY_MS: u64 = 30_000;
+
+fn default_relay_delay() -> u64 {
+    DEFAULT_RELAY_DELAY_MS
+}
+
+/// An OPinit executor's deposit delay when the registry names none.
+pub const DEFAULT_EXECUTOR_DELAY_MS: u64 = 60_000;
+
+fn default_executor_delay() -> u64 {
+    DEFAULT_EXECUTOR_DELAY_MS
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

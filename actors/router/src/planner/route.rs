@@ -112,7 +112,7 @@ fn operation(snapshot: &PlannerSnapshot, step: &Step, amounts: &StepAmounts) -> 
     let graph = &snapshot.graph;
     let (from, to) = (graph.location(step.from), graph.location(step.to));
     let kind = match &graph.graph[step.edge] {
-        Edge::Ibc { port, channel } => OperationKind::Transfer(IbcTransfer {
+        Edge::Ibc { port, channel, .. } => OperationKind::Transfer(IbcTransfer {
             port: Some(port.clone()),
             channel: channel.clone(),
             from_chain_id: from.chain_id.clone(),
@@ -125,7 +125,7 @@ fn operation(snapshot: &PlannerSnapshot, step: &Step, amounts: &StepAmounts) -> 
             smart_relay: false,
             dest_denom: to.denom.clone(),
         }),
-        Edge::OpDeposit { bridge_id } | Edge::OpWithdraw { bridge_id, .. } => {
+        Edge::OpDeposit { bridge_id, .. } | Edge::OpWithdraw { bridge_id, .. } => {
             OperationKind::OpInitTransfer(OpInitTransfer {
                 from_chain_id: from.chain_id.clone(),
                 to_chain_id: to.chain_id.clone(),

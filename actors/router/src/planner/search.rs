@@ -21,9 +21,6 @@ use petgraph::visit::EdgeRef;
 use super::graph::{Edge, RouteGraph};
 use super::non_empty::NonEmpty;
 
-pub const IBC_HOP_SECONDS: u64 = 30;
-pub const OP_DEPOSIT_SECONDS: u64 = 60;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Arrival {
     Start,
@@ -48,7 +45,7 @@ struct State {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 struct Cost {
     txs: u32,
-    seconds: u64,
+    millis: u64,
     hops: u32,
 }
 
@@ -137,19 +134,27 @@ fn transition(
     })
 }
 
-fn seconds(edge: &Edge) -> u64 {
+/// How long an edge takes, as the registry says: an IBC hop its channel's relay delay, a
+/// deposit the executor's delay plus the L2's block time, a withdrawal the bridge's
+/// finalization period, another bridge its duration.
+fn millis(edge: &Edge) -> u64 {
     match edge {
-        Edge::Ibc { .. } => IBC_HOP_SECONDS,
-        Edge::OpDeposit { .. } => OP_DEPOSIT_SECONDS,
+        Edge::Ibc { relay_ms, .. } => *relay_ms,
+        Edge::OpDeposit { duration_ms, .. } => *duration_ms,
         Edge::OpWithdraw {
             finalization_seconds,
             ..
-        } => *finalization_seconds,
+        } => finalization_seconds.saturating_mul(1000),
         Edge::Wrap { .. } | Edge::Swap { .. } => 0,
         Edge::Bridge {
             duration_seconds, ..
-        } => *duration_seconds,
+        } => duration_seconds.saturating_mul(1000),
     }
+}
+
+/// Whole seconds, rounded up (a route of 1.5 s is `~2 s`, never `0 s`).
+fn whole_seconds(millis: u64) -> u64 {
+    millis.div_ceil(1000)
 }
 
 pub fn search(
@@ -202,7 +207,7 @@ pub fn search(
             };
             let next_cost = Cost {
                 txs: cost.txs + new_tx as u32,
-                seconds: cost.seconds + seconds(edge.weight()),
+                millis: cost.millis.saturating_add(millis(edge.weight())),
                 hops: cost.hops + 1,
             };
             if best.get(&next).is_none_or(|b| next_cost < *b) {
@@ -240,7 +245,7 @@ pub fn search(
         requires_op_hook,
         steps,
         txs_required: cost.txs,
-        duration_seconds: cost.seconds,
+        duration_seconds: whole_seconds(cost.millis),
     })
 }
 
@@ -276,7 +281,7 @@ pub fn evaluate(
         })?;
         cost = Cost {
             txs: cost.txs + new_tx as u32,
-            seconds: cost.seconds + seconds(weight),
+            millis: cost.millis.saturating_add(millis(weight)),
             hops: cost.hops + 1,
         };
         at = to;
@@ -295,7 +300,7 @@ pub fn evaluate(
         requires_op_hook,
         steps,
         txs_required: cost.txs,
-        duration_seconds: cost.seconds,
+        duration_seconds: whole_seconds(cost.millis),
     })
 }
 
@@ -477,6 +482,7 @@ mod tests {
                 l2_chain_id: "r1".into(),
                 denoms: vec!["uinit".into()],
                 finalization_period_seconds: 60,
+                executor_delay_ms: crate::planner::registry::DEFAULT_EXECUTOR_DELAY_MS,
             }],
             ..Default::default()
         };

@@ -44,6 +44,7 @@ pub(crate) fn chain(id: &str, pfm: bool, is_l1: bool) -> RegChain {
         rest: None,
         logo_uri: None,
         explorer_tx_url: None,
+        block_time_ms: None,
     }
 }
 
@@ -78,6 +79,7 @@ pub(crate) fn channel(a: &str, ca: &str, b: &str, cb: &str) -> IbcChannel {
         channel_b: cb.into(),
         active: true,
         note: None,
+        relay_delay_ms: crate::planner::registry::DEFAULT_RELAY_DELAY_MS,
     }
 }
 
@@ -117,6 +119,7 @@ pub fn registry(rollups: usize) -> Registry {
             l2_chain_id: id,
             denoms: vec!["uinit".into()],
             finalization_period_seconds: 7 * 86_400,
+            executor_delay_ms: crate::planner::registry::DEFAULT_EXECUTOR_DELAY_MS,
         });
     }
     r

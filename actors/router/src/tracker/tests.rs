@@ -49,6 +49,7 @@ pub(super) fn topology() -> Topology {
             l2_chain_id: ROLLUP.into(),
             denoms: vec!["uinit".into()],
             finalization_period_seconds: 60,
+            executor_delay_ms: crate::planner::registry::DEFAULT_EXECUTOR_DELAY_MS,
         }],
         ..Default::default()
     };
@@ -160,7 +161,7 @@ fn assert_leg(leg: &Value, chain_id: &str, tx: &str, height: u64, topology: &Top
     assert_eq!(leg["tx_hash"], hash(tx), "{leg}");
     assert_eq!(
         leg["explorer_link"],
-        topology.explorer_link(chain_id, &hash(tx)),
+        json!(topology.explorer_link(chain_id, &hash(tx))),
         "{leg}"
     );
     assert_eq!(
@@ -193,13 +194,25 @@ fn assert_consistent(tracked: &Tracked, topology: &Topology) -> Value {
 fn explorer_links_and_block_times() {
     let topology = topology();
     assert_eq!(
-        topology.explorer_link(HUB, "AB"),
-        "https://scan.initia.xyz/hub-1/txs/AB"
+        topology.explorer_link(HUB, "AB").as_deref(),
+        Some("https://scan.initia.xyz/hub-1/txs/AB")
     );
     assert_eq!(
-        topology.explorer_link(BETA, "AB"),
-        "https://beta.example/tx/AB?chain=beta-1"
+        topology.explorer_link(BETA, "AB").as_deref(),
+        Some("https://beta.example/tx/AB?chain=beta-1")
     );
+    // Initia's explorer knows no other chain; a registry's empty template is no link; a
+    // chain outside the registry has none.
+    let mut registry = Registry {
+        chains: vec![chain(HUB, true, true), chain(GAMMA, false, false)],
+        ..Registry::default()
+    };
+    registry.chains[0].chain_type = "cosmos".into();
+    registry.chains[1].explorer_tx_url = Some(String::new());
+    let other = Topology::new(&registry);
+    assert_eq!(other.explorer_link(HUB, "AB"), None);
+    assert_eq!(other.explorer_link(GAMMA, "AB"), None);
+    assert_eq!(other.explorer_link("elsewhere-1", "AB"), None);
     assert_eq!(rfc3339_seconds(T0), "2023-11-14T22:13:20Z");
 }
 

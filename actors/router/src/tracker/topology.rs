@@ -14,9 +14,12 @@ pub struct Topology {
     bridges: HashMap<u64, (String, String, u64)>,
     /// L2 chain → its bridge id.
     l2_bridges: HashMap<String, u64>,
+    /// chain → its explorer's tx page template; a chain without one has no link.
     explorers: HashMap<String, String>,
 }
 
+/// Initia's explorer: it knows the Initia chains (the L1 and the registered rollups), no
+/// others.
 const DEFAULT_EXPLORER: &str = "https://scan.initia.xyz/{chain_id}/txs/{tx_hash}";
 
 impl Topology {
@@ -42,10 +45,17 @@ impl Topology {
                 .insert(b.l2_chain_id.clone(), b.bridge_id);
         }
         for chain in &registry.chains {
-            if let Some(template) = &chain.explorer_tx_url {
+            // The registry's own (empty: none); else Initia's explorer for an Initia chain;
+            // never a link to an explorer that does not know the chain.
+            let template = match chain.explorer_tx_url.as_deref() {
+                Some("") => None,
+                Some(template) => Some(template),
+                None => (chain.chain_type == "initia").then_some(DEFAULT_EXPLORER),
+            };
+            if let Some(template) = template {
                 topology
                     .explorers
-                    .insert(chain.chain_id.clone(), template.clone());
+                    .insert(chain.chain_id.clone(), template.to_string());
             }
         }
         topology
@@ -73,12 +83,12 @@ impl Topology {
         self.l2_bridges.get(chain).copied()
     }
 
-    pub fn explorer_link(&self, chain_id: &str, tx_hash: &str) -> String {
-        self.explorers
-            .get(chain_id)
-            .map(String::as_str)
-            .unwrap_or(DEFAULT_EXPLORER)
-            .replace("{chain_id}", chain_id)
-            .replace("{tx_hash}", tx_hash)
+    /// The explorer page of a tx; `None` when no explorer that knows the chain is known.
+    pub fn explorer_link(&self, chain_id: &str, tx_hash: &str) -> Option<String> {
+        self.explorers.get(chain_id).map(|template| {
+            template
+                .replace("{chain_id}", chain_id)
+                .replace("{tx_hash}", tx_hash)
+        })
     }
 }
