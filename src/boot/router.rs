@@ -82,6 +82,7 @@ pub(super) fn start_router(
             let docs = docs.clone();
             http::app("router", app_limits.clone(), &cors, |cfg| {
                 http::router::routes(cfg);
+                http::fungible::routes(cfg);
                 http::info::routes(cfg);
                 http::tracking::routes(cfg);
                 http::history::routes(cfg);

@@ -18,6 +18,7 @@ pub mod cors;
 pub mod error;
 pub mod evm;
 pub mod fair_pool;
+pub mod fungible;
 pub mod history;
 pub mod indexer;
 pub mod info;

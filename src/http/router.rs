@@ -1,5 +1,5 @@
 //! The router API: `POST /v2/fungible/route`, `POST /op-hook`, `POST /v2/fungible/msgs`,
-//! `GET /v2/info/chains` and `GET /v2/fungible/assets`. Handlers plan on the published
+//! `POST /v2/fungible/msgs_direct`, `GET /v2/info/chains` and `GET /v2/fungible/assets`. Handlers plan on the published
 //! registry snapshot and keep no state between requests. POST bodies must be
 //! `application/json` (415 otherwise).
 
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use actix_web::http::header;
 use actix_web::{guard, mime, web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -18,9 +18,12 @@ use weaver_engine::system::Recover;
 use weaver_router::planner::error::RouteError;
 use weaver_router::planner::msgs_answer::MsgsAnswer;
 use weaver_router::planner::op_hook::OpHook;
-use weaver_router::planner::request::{MsgsRequest, OpHookRequest, RouteRequest};
+use weaver_router::planner::registry::RegAsset;
+use weaver_router::planner::request::{MsgsRequest, OpHookRequest, RouteRequest, SignedOpHook};
 use weaver_router::planner::route::Route;
-use weaver_router::planner::{msgs_answer, op_hook, route, RegistrySnapshot, SnapshotHandle};
+use weaver_router::planner::{
+    discovery, msgs_answer, op_hook, route, PlannerSnapshot, RegistrySnapshot, SnapshotHandle,
+};
 
 use super::error::{ApiError, ApiResult};
 use super::query::parse_bool;
@@ -31,6 +34,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     post(cfg, "/v2/fungible/route", route_handler);
     post(cfg, "/op-hook", op_hook_handler);
     post(cfg, "/v2/fungible/msgs", msgs_handler);
+    post(cfg, "/v2/fungible/msgs_direct", msgs_direct_handler);
     super::get(cfg, "/v2/info/chains", chains);
     super::get(cfg, "/v2/fungible/assets", assets);
 }
@@ -65,7 +69,7 @@ pub(crate) fn is_json(ctx: &guard::GuardContext) -> bool {
 }
 
 /// 415 with the JSON error body; `code` 3 (INVALID_ARGUMENT), as for other bad requests.
-async fn unsupported_media_type(req: HttpRequest) -> HttpResponse {
+pub(super) async fn unsupported_media_type(req: HttpRequest) -> HttpResponse {
     let got = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -241,6 +245,87 @@ pub(super) async fn msgs_handler(
     )?))
 }
 
+/// `POST /v2/fungible/msgs_direct`: a route request with the addresses of its chains, the
+/// slippage and the timeout; answered with exactly what `/route` and then `/msgs` on its
+/// operations would answer.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct MsgsDirectRequest {
+    #[serde(flatten)]
+    route: RouteRequest,
+    /// Chain id → the user's address there; every chain of the route needs one.
+    chain_ids_to_addresses: Option<BTreeMap<String, String>>,
+    slippage_tolerance_percent: Option<String>,
+    timeout_seconds: Option<String>,
+    signed_op_hook: Option<SignedOpHook>,
+}
+
+/// The answer of `msgs_direct`: `/msgs`'s fields and the route they were built on.
+#[derive(Serialize, ToSchema)]
+pub struct MsgsDirectResponse {
+    #[serde(flatten)]
+    msgs: MsgsAnswer,
+    route: Route,
+}
+
+#[utoipa::path(post, path = "/v2/fungible/msgs_direct", tag = "Fungible",
+    summary = "Route and messages in one call: what /route answers and what /msgs answers for its operations",
+    request_body(content = MsgsDirectRequest, content_type = "application/json"),
+    responses((status = 200, description = "The messages, by tx, and the route", body = MsgsDirectResponse)))]
+pub(super) async fn msgs_direct_handler(
+    snapshot: web::Data<SnapshotHandle>,
+    body: web::Bytes,
+) -> ApiResult {
+    let mut strings = vec![
+        "amount_in",
+        "amount_out",
+        "slippage_tolerance_percent",
+        "timeout_seconds",
+    ];
+    strings.extend(ASSET_FIELDS);
+    let request: MsgsDirectRequest =
+        parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
+    let snapshot = snapshot.load();
+    let planner = &snapshot.planner;
+    let route = route::answer(planner, &request.route)?;
+    let addresses = request.chain_ids_to_addresses.unwrap_or_default();
+    let address_list = route
+        .required_chain_addresses
+        .iter()
+        .map(|chain| {
+            addresses.get(chain).cloned().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "chain_ids_to_addresses has no address for {chain}, a chain of the route"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let operations = route
+        .operations
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ApiError::internal)?;
+    let msgs_request = MsgsRequest {
+        amount_in: Some(route.amount_in.to_string()),
+        amount_out: Some(route.amount_out.to_string()),
+        source_asset_chain_id: Some(route.source_asset_chain_id.clone()),
+        source_asset_denom: Some(route.source_asset_denom.clone()),
+        dest_asset_chain_id: Some(route.dest_asset_chain_id.clone()),
+        dest_asset_denom: Some(route.dest_asset_denom.clone()),
+        address_list: Some(address_list),
+        operations: Some(operations),
+        slippage_tolerance_percent: request.slippage_tolerance_percent,
+        timeout_seconds: request.timeout_seconds,
+        signed_op_hook: request.signed_op_hook,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let msgs = msgs_answer::answer(planner, &msgs_request, now)?;
+    Ok(HttpResponse::Ok().json(MsgsDirectResponse { msgs, route }))
+}
+
 /// Query values of `name`, repeated and/or comma-separated.
 fn list_param(query: &str, name: &str) -> Vec<String> {
     form_urlencoded::parse(query.as_bytes())
@@ -256,7 +341,7 @@ fn list_param(query: &str, name: &str) -> Vec<String> {
 
 /// A boolean flag by the shared rule ([`parse_bool`]: Go's `strconv.ParseBool` forms, empty
 /// = not given); repeated, the last non-empty value wins, as for the indexer's parameters.
-fn bool_param(query: &str, name: &str) -> Result<Option<bool>, ApiError> {
+pub(super) fn bool_param(query: &str, name: &str) -> Result<Option<bool>, ApiError> {
     let mut found = None;
     for (_, value) in form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k == name) {
         if let Some(flag) = parse_bool(name, &value)? {
@@ -403,8 +488,8 @@ pub(super) async fn chains(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
 pub struct AssetInfo<'a> {
     denom: &'a str,
     chain_id: &'a str,
-    origin_denom: &'a str,
-    origin_chain_id: &'a str,
+    origin_denom: String,
+    origin_chain_id: String,
     /// The channel part of the ICS-20 path (`transfer/channel-0`); `""` for a native denom.
     trace: String,
     is_cw20: bool,
@@ -425,6 +510,45 @@ pub struct AssetInfo<'a> {
     coingecko_id: Option<&'a str>,
     recommended_symbol: &'a str,
     hidden: bool,
+}
+
+impl AssetInfo<'_> {
+    /// Native to its chain (its origin is itself).
+    pub(super) fn is_native(&self) -> bool {
+        self.origin_chain_id == self.chain_id && self.origin_denom == self.denom
+    }
+}
+
+/// A registry asset as Skip's `Asset` describes it; its origin as
+/// [`discovery::origin_of`] finds it.
+pub(super) fn asset_info<'a>(planner: &PlannerSnapshot, asset: &'a RegAsset) -> AssetInfo<'a> {
+    let (origin_chain_id, origin_denom) = discovery::origin_of(planner, asset);
+    // The channel part of the path (`transfer/channel-0/transfer/channel-3`), as Skip
+    // reports it.
+    let parts: Vec<&str> = asset.trace.split('/').collect();
+    let hops = parts
+        .chunks(2)
+        .take_while(|c| c.len() == 2 && c[1].starts_with("channel-"))
+        .count();
+    AssetInfo {
+        denom: &asset.denom,
+        chain_id: &asset.chain_id,
+        origin_denom,
+        origin_chain_id,
+        trace: parts[..hops * 2].join("/"),
+        is_cw20: false,
+        is_evm: asset.token_contract.is_some(),
+        is_svm: false,
+        symbol: &asset.symbol,
+        name: &asset.name,
+        logo_uri: asset.logo_uri.as_deref(),
+        decimals: asset.decimals,
+        token_contract: asset.token_contract.as_deref(),
+        description: None,
+        coingecko_id: asset.coingecko_id.as_deref(),
+        recommended_symbol: &asset.symbol,
+        hidden: asset.hidden,
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -496,50 +620,14 @@ pub(super) async fn assets(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
         let Some(list) = map.get_mut(asset.chain_id.as_str()) else {
             continue;
         };
-        let origin_chain = if asset.origin_chain_id.is_empty() {
-            &asset.chain_id
-        } else {
-            &asset.origin_chain_id
-        };
-        let origin_denom = if asset.origin_denom.is_empty() {
-            &asset.denom
-        } else {
-            &asset.origin_denom
-        };
-        if native_only && origin_chain != &asset.chain_id {
+        let info = asset_info(&snapshot.planner, asset);
+        if native_only && !info.is_native() {
             continue;
         }
         if !include_evm && asset.token_contract.is_some() {
             continue;
         }
-        let trace = asset.trace.rsplit_once('/').map(|_| {
-            // The channel part of the path (`transfer/channel-0/transfer/channel-3`), as Skip reports it.
-            let parts: Vec<&str> = asset.trace.split('/').collect();
-            let hops = parts
-                .chunks(2)
-                .take_while(|c| c.len() == 2 && c[1].starts_with("channel-"))
-                .count();
-            parts[..hops * 2].join("/")
-        });
-        list.assets.push(AssetInfo {
-            denom: &asset.denom,
-            chain_id: &asset.chain_id,
-            origin_denom,
-            origin_chain_id: origin_chain,
-            trace: trace.unwrap_or_default(),
-            is_cw20: false,
-            is_evm: asset.token_contract.is_some(),
-            is_svm: false,
-            symbol: &asset.symbol,
-            name: &asset.name,
-            logo_uri: asset.logo_uri.as_deref(),
-            decimals: asset.decimals,
-            token_contract: asset.token_contract.as_deref(),
-            description: None,
-            coingecko_id: asset.coingecko_id.as_deref(),
-            recommended_symbol: &asset.symbol,
-            hidden: asset.hidden,
-        });
+        list.assets.push(info);
     }
     Ok(HttpResponse::Ok().json(AssetsResponse {
         chain_to_assets_map: map,

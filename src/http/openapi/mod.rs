@@ -79,7 +79,12 @@ struct IndexerDoc;
     paths(
         super::router::route_handler,
         super::router::msgs_handler,
+        super::router::msgs_direct_handler,
         super::router::op_hook_handler,
+        super::fungible::assets_from_source,
+        super::fungible::assets_between_chains_get,
+        super::fungible::recommend_assets,
+        super::fungible::ibc_origin_assets,
         super::router::chains,
         super::router::assets,
         super::info::balances,

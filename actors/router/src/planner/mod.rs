@@ -3,10 +3,12 @@
 //! on. Requests are validated (`request`), planned (`plan`), and answered by `route`,
 //! `op_hook` and `msgs_answer`; `/msgs` recognises echoed operations (`echo`, `operation`),
 //! checks the addresses (`addresses`) and builds messages per protocol (`messages`).
+//! `discovery` answers which assets a source reaches, from the routes `route` would plan.
 
 pub mod addresses;
 pub mod amount;
 pub mod denom;
+pub mod discovery;
 pub mod echo;
 pub mod error;
 pub mod graph;
