@@ -124,7 +124,10 @@ pub struct IbcChannel {
     pub active: bool,
     /// How long a packet sent on this channel takes to be received on the other end, either
     /// way (the relayer's delay; route duration estimates count it per hop).
-    #[serde(default = "default_relay_delay")]
+    #[serde(
+        default = "default_relay_delay",
+        skip_serializing_if = "is_default_relay_delay"
+    )]
     pub relay_delay_ms: u64,
     #[serde(default)]
     pub note: Option<String>,
@@ -143,7 +146,10 @@ pub struct OpBridge {
     pub finalization_period_seconds: u64,
     /// How long the executor takes to finalize a deposit on the L2 (route duration
     /// estimates: a deposit takes this plus the L2's block time).
-    #[serde(default = "default_executor_delay")]
+    #[serde(
+        default = "default_executor_delay",
+        skip_serializing_if = "is_default_executor_delay"
+    )]
     pub executor_delay_ms: u64,
 }
 
@@ -159,11 +165,20 @@ fn default_relay_delay() -> u64 {
     DEFAULT_RELAY_DELAY_MS
 }
 
+/// A written registry (`weaver registry import`) leaves a default out, as it was read.
+fn is_default_relay_delay(ms: &u64) -> bool {
+    *ms == DEFAULT_RELAY_DELAY_MS
+}
+
 /// An OPinit executor's deposit delay when the registry names none.
 pub const DEFAULT_EXECUTOR_DELAY_MS: u64 = 60_000;
 
 fn default_executor_delay() -> u64 {
     DEFAULT_EXECUTOR_DELAY_MS
+}
+
+fn is_default_executor_delay(ms: &u64) -> bool {
+    *ms == DEFAULT_EXECUTOR_DELAY_MS
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
