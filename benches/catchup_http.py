@@ -19,7 +19,8 @@ made per block (`weaver_node_requests_total`).
     usage: benches/catchup_http.py [BLOCKS] [TXS] [VM]     (defaults: 2000 20 move)
     (builds with `cargo build --release` first, unless BENCH_BIN names a binary to run;
      LATENCY_MS=20 makes the replay node hold every answer 20 ms, a node across a network;
-     IN_FLIGHT=N sets the follower's blocks in flight; DOMAINS=blocks,txs keeps only those)
+     IN_FLIGHT=N sets the follower's blocks in flight; DOMAINS=blocks,txs keeps only those;
+     RESULT_JSON=path also writes the figures as JSON, for benches/ab.sh)
 """
 
 import json
@@ -143,6 +144,22 @@ def snapshot(height, daemon, replay, metrics_url):
     }
 
 
+def result(seconds, half, end):
+    """The run's figures as benches/ab.sh compares them."""
+    blocks = end["height"] - half["height"]
+    span = end["time"] - half["time"]
+    ms = lambda seconds: 1000 * seconds / max(blocks, 1)  # noqa: E731
+    return {
+        "blocks_per_s": BLOCKS / seconds,
+        "half_blocks_per_s": blocks / span if span > 0 else 0,
+        "cpu_ms_per_block": ms(end["weaver"] - half["weaver"]),
+        "threads_ms_per_block": {g: ms(end["threads"].get(g, 0) - half["threads"].get(g, 0))
+                                 for g in end["threads"]},
+        "stages_ms_per_block": {s: ms(end["stages"].get(s, 0) - half["stages"].get(s, 0))
+                                for s in end["stages"]},
+    }
+
+
 def report(seconds, half, end, rss, faults):
     print(f"{BLOCKS} blocks x {TXS} txs ({VM}) from a loopback replay node"
           f"{f' answering after {LATENCY_MS} ms' if LATENCY_MS else ''}:")
@@ -255,6 +272,9 @@ def main():
         seconds = end["time"] - started
         faults, rss = memory(daemon.pid)
         report(seconds, half, end, rss, faults)
+        if os.environ.get("RESULT_JSON"):
+            with open(os.environ["RESULT_JSON"], "w") as f:
+                json.dump(result(seconds, half, end), f)
     finally:
         for proc in procs:
             proc.terminate()

@@ -124,6 +124,26 @@ pub(crate) fn parse_body<T: DeserializeOwned>(
         .map_err(|e| ApiError::bad_request(format!("invalid request: {e}")))
 }
 
+/// Now, in ns since the Unix epoch (timeouts of the messages built).
+fn unix_now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// The string fields of a `/msgs` request (and of `msgs_direct`'s).
+const MSGS_STRINGS: [&str; 8] = [
+    "amount_in",
+    "amount_out",
+    "slippage_tolerance_percent",
+    "timeout_seconds",
+    "source_asset_chain_id",
+    "source_asset_denom",
+    "dest_asset_chain_id",
+    "dest_asset_denom",
+];
+
 const ASSET_FIELDS: [&str; 4] = [
     "source_asset_chain_id",
     "source_asset_denom",
@@ -211,10 +231,7 @@ pub(super) async fn op_hook_handler(
     ];
     strings.extend(ASSET_FIELDS);
     let request: OpHookRequest = parse_body(&body, &strings, &[])?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let now = unix_now_ns();
     Ok(HttpResponse::Ok().json(op_hook::answer(&snapshot.load().planner, &request, now)?))
 }
 
@@ -226,18 +243,8 @@ pub(super) async fn msgs_handler(
     snapshot: web::Data<SnapshotHandle>,
     body: web::Bytes,
 ) -> ApiResult {
-    let mut strings = vec![
-        "amount_in",
-        "amount_out",
-        "slippage_tolerance_percent",
-        "timeout_seconds",
-    ];
-    strings.extend(ASSET_FIELDS);
-    let request: MsgsRequest = parse_body(&body, &strings, &[])?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let request: MsgsRequest = parse_body(&body, &MSGS_STRINGS, &[])?;
+    let now = unix_now_ns();
     Ok(HttpResponse::Ok().json(msgs_answer::answer(
         &snapshot.load().planner,
         &request,
@@ -275,15 +282,8 @@ pub(super) async fn msgs_direct_handler(
     snapshot: web::Data<SnapshotHandle>,
     body: web::Bytes,
 ) -> ApiResult {
-    let mut strings = vec![
-        "amount_in",
-        "amount_out",
-        "slippage_tolerance_percent",
-        "timeout_seconds",
-    ];
-    strings.extend(ASSET_FIELDS);
     let request: MsgsDirectRequest =
-        parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
+        parse_body(&body, &MSGS_STRINGS, &["allow_multi_tx", "is_op_withdraw"])?;
     let snapshot = snapshot.load();
     let planner = &snapshot.planner;
     let route = route::answer(planner, &request.route)?;
@@ -318,10 +318,7 @@ pub(super) async fn msgs_direct_handler(
         timeout_seconds: request.timeout_seconds,
         signed_op_hook: request.signed_op_hook,
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let now = unix_now_ns();
     let msgs = msgs_answer::answer(planner, &msgs_request, now)?;
     Ok(HttpResponse::Ok().json(MsgsDirectResponse { msgs, route }))
 }

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::scale_out::get;
 use serde_json::Value;
 
 /// The name the Containerfile's `FROM` asks for; the stand-in is tagged with it.
@@ -71,18 +72,7 @@ fn run_within(command: &mut Command, limit: Duration) -> String {
         .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("{command:?}: {e}"));
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = crate::harness::wait_or_kill(&mut child, limit, Duration::from_millis(100));
     let (out, err) = (
         std::fs::read_to_string(&out_path).unwrap_or_default(),
         std::fs::read_to_string(&err_path).unwrap_or_default(),
@@ -252,21 +242,6 @@ impl Drop for Podman {
             .command()
             .args(["rm", "--all", "--force", "--time", "0"])
             .output();
-    }
-}
-
-/// A GET's status and JSON body (status 0: no answer).
-fn get(http: &reqwest::blocking::Client, url: &str) -> (u16, Value) {
-    match http.get(url).send() {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let text = response.text().unwrap_or_default();
-            (
-                status,
-                serde_json::from_str(&text).unwrap_or(Value::String(text)),
-            )
-        }
-        Err(e) => (0, Value::String(e.to_string())),
     }
 }
 

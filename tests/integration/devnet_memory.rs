@@ -16,33 +16,21 @@ use crate::devnet_network::{
 use crate::harness::BIN;
 
 /// `weaver devnet send` of 1 INIT from test account 0, L1 → the Move rollup (an OPinit
-/// deposit), waiting for arrival: its tx hash and what it printed.
-fn send(net: &Network) -> (String, String) {
-    let devnet_file = net
-        .daemon
-        .dir
-        .as_ref()
-        .unwrap()
-        .path()
-        .join("data/devnet.json");
-    let out = Command::new(BIN)
-        .args([
-            "devnet", "send", "--from", "0", "--amount", "1000000", "--denom", "uinit",
-        ])
-        .args([
-            "--source",
-            L1,
-            "--dest",
-            MOVE_ROLLUP,
-            "--timeout-secs",
-            "90",
-        ])
-        .arg("--router")
-        .arg(&net.router)
+/// deposit), waiting for arrival.
+fn send_command(net: &Network) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(["devnet", "send", "--from", "0", "--amount", "1000000"])
+        .args(["--denom", "uinit", "--source", L1, "--dest", MOVE_ROLLUP])
+        .args(["--timeout-secs", "90", "--router", &net.router])
         .arg("--devnet-file")
-        .arg(&devnet_file)
-        .output()
-        .unwrap();
+        .arg(net.devnet_file());
+    command
+}
+
+/// [`send_command`], run to its end: the tx hash and what it printed.
+fn send(net: &Network) -> (String, String) {
+    let out = send_command(net).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
@@ -51,11 +39,16 @@ fn send(net: &Network) -> (String, String) {
     );
     let hash = stdout
         .lines()
-        .find_map(|l| l.split("broadcast: code 0 txhash ").nth(1))
-        .unwrap_or_else(|| panic!("no broadcast line:\n{stdout}"))
-        .trim()
-        .to_string();
+        .find_map(broadcast_hash)
+        .unwrap_or_else(|| panic!("no broadcast line:\n{stdout}"));
     (hash, stdout)
+}
+
+/// The tx hash of `devnet send`'s broadcast line.
+fn broadcast_hash(line: &str) -> Option<String> {
+    line.split("broadcast: code 0 txhash ")
+        .nth(1)
+        .map(|hash| hash.trim().to_string())
 }
 
 /// The node's account record of `address` on `chain`: (number, sequence).
@@ -107,29 +100,7 @@ fn router_balance(net: &Network, chain: &str, address: &str, denom: &str) -> u12
 fn send_while_balances_are_polled(net: &Network) -> String {
     let receiver = net.address(0, MOVE_ROLLUP);
     let before = router_balance(net, MOVE_ROLLUP, &receiver, INIT_MOVE);
-    let devnet_file = net
-        .daemon
-        .dir
-        .as_ref()
-        .unwrap()
-        .path()
-        .join("data/devnet.json");
-    let mut child = Command::new(BIN)
-        .args([
-            "devnet", "send", "--from", "0", "--amount", "1000000", "--denom", "uinit",
-        ])
-        .args([
-            "--source",
-            L1,
-            "--dest",
-            MOVE_ROLLUP,
-            "--timeout-secs",
-            "90",
-        ])
-        .arg("--router")
-        .arg(&net.router)
-        .arg("--devnet-file")
-        .arg(&devnet_file)
+    let mut child = send_command(net)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -140,8 +111,8 @@ fn send_while_balances_are_polled(net: &Network) -> String {
             .next()
             .expect("devnet send ended before its broadcast line")
             .unwrap();
-        if let Some(hash) = line.split("broadcast: code 0 txhash ").nth(1) {
-            break hash.trim().to_string();
+        if let Some(hash) = broadcast_hash(&line) {
+            break hash;
         }
     };
     let status_url = format!("{}/v2/tx/status?tx_hash={hash}&chain_id={L1}", net.router);

@@ -236,16 +236,20 @@ impl Network {
         }
     }
 
-    /// Embedded mode: restarts the daemon on its data dir (SIGTERM, boot), then reads its
-    /// new loopback ports (router, devnet.json). The exit status of the stop.
-    pub(crate) fn restart(&mut self) -> std::process::ExitStatus {
-        let file = self
-            .daemon
+    /// Embedded mode: the daemon's own devnet.json (its data directory's).
+    pub(crate) fn devnet_file(&self) -> std::path::PathBuf {
+        self.daemon
             .dir
             .as_ref()
             .unwrap()
             .path()
-            .join("data/devnet.json");
+            .join("data/devnet.json")
+    }
+
+    /// Embedded mode: restarts the daemon on its data dir (SIGTERM, boot), then reads its
+    /// new loopback ports (router, devnet.json). The exit status of the stop.
+    pub(crate) fn restart(&mut self) -> std::process::ExitStatus {
+        let file = self.devnet_file();
         let status = self.daemon.restart(|| std::fs::remove_file(&file).unwrap());
         self.router = format!(
             "http://{}",
@@ -989,13 +993,7 @@ fn run_cases(mode: Mode) {
         if let Some(status) = served.exited() {
             failures.push(format!("weaver devnet serve --network exited: {status}"));
         }
-        let own = net
-            .daemon
-            .dir
-            .as_ref()
-            .unwrap()
-            .path()
-            .join("data/devnet.json");
+        let own = net.devnet_file();
         if own.exists() {
             failures.push(format!(
                 "the daemon of node chains ran a devnet network of its own ({})",

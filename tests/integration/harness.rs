@@ -582,3 +582,24 @@ pub fn truncated(text: &str) -> String {
         None => text.to_string(),
     }
 }
+
+/// Waits for `child` at most `limit` (polled every `every`): its exit status, or `None` after
+/// killing it once the limit passed.
+pub fn wait_or_kill(
+    child: &mut Child,
+    limit: Duration,
+    every: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(every);
+    }
+}

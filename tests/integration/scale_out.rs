@@ -179,7 +179,8 @@ fn served(daemon: &Daemon) -> f64 {
         )
 }
 
-fn get(http: &reqwest::blocking::Client, url: &str) -> (u16, Value) {
+/// A GET's status and JSON body (status 0: no answer).
+pub(crate) fn get(http: &reqwest::blocking::Client, url: &str) -> (u16, Value) {
     match http.get(url).send() {
         Ok(response) => {
             let status = response.status().as_u16();

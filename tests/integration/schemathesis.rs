@@ -129,18 +129,7 @@ fn run(binary: &Path, base: &str, excluded_paths: &[&str]) -> (Option<ExitStatus
         .stderr(log)
         .spawn()
         .expect("schemathesis starts");
-    let deadline = Instant::now() + RUN_LIMIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = crate::harness::wait_or_kill(&mut child, RUN_LIMIT, Duration::from_millis(200));
     let output = std::fs::read_to_string(&log_path).unwrap_or_default();
     (status, output)
 }

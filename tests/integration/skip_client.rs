@@ -27,6 +27,25 @@ pub fn npm_dir(name: &str, marker: &str) -> PathBuf {
     dir
 }
 
+/// Runs `script` of tests/skip_client (in `dir`) with `args`: the JSON summary it printed
+/// last.
+fn run_script(dir: &std::path::Path, script: &str, args: &[&std::ffi::OsStr]) -> Value {
+    let out = Command::new("node")
+        .arg(dir.join(script))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("node is needed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the SDK script {script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
 #[test]
 fn skip_go_client_sdk_talks_to_the_router() {
     let dir = npm_dir("skip_client", "@skip-go/client");
@@ -39,21 +58,7 @@ fn skip_go_client_sdk_talks_to_the_router() {
     );
     let api = format!("http://{}", d.listeners["router"].as_str().unwrap());
     let l2 = weaver_router::planner::denom::l2_denom(12, "uinit");
-    let out = Command::new("node")
-        .arg(dir.join("calls.mjs"))
-        .arg(&api)
-        .arg(&l2)
-        .current_dir(&dir)
-        .output()
-        .expect("node is needed");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the SDK script failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let summary = run_script(&dir, "calls.mjs", &[api.as_ref(), l2.as_ref()]);
     assert!(summary["chainIds"]
         .as_array()
         .unwrap()
@@ -102,20 +107,7 @@ fn the_skip_go_client_sdk_calls_every_endpoint_on_the_default_devnet() {
         .to_string(),
     )
     .unwrap();
-    let out = Command::new("node")
-        .arg(dir.join("devnet.mjs"))
-        .arg(input.path())
-        .current_dir(&dir)
-        .output()
-        .expect("node is needed");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the SDK script failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let s = run_script(&dir, "devnet.mjs", &[input.path().as_os_str()]);
     let mut chains = vec![L1, MOVE_ROLLUP, EVM_ROLLUP, "miniwasm-1", NOBLE];
     chains.sort();
     assert_eq!(s["chainIds"], json!(chains), "{s}");

@@ -396,26 +396,31 @@ fn transfer(
     )
 }
 
+/// `key` sends `amount` uinit from the L1 to itself on the L2 (channel-1), signed as `s` says.
+fn to_l2(key: &Key, s: &Signed, amount: u128) -> Vec<u8> {
+    sign(
+        key,
+        s,
+        vec![transfer(
+            key,
+            "init",
+            "channel-1",
+            "uinit",
+            amount,
+            &key.bech32("init"),
+            "",
+        )],
+        "uinit",
+    )
+}
+
 #[test]
 fn an_ibc_transfer_is_received_acknowledged_and_comes_home_native() {
     let (network, _) = network(fast());
     let alice = network.test_accounts()[0].eth.clone();
     let voucher = ibc_denom("transfer/channel-0/uinit");
     let s = signed_for(&network, L1, &alice);
-    let tx = sign(
-        &alice,
-        &s,
-        vec![transfer(
-            &alice,
-            "init",
-            "channel-1",
-            "uinit",
-            7_000,
-            &alice.bech32("init"),
-            "",
-        )],
-        "uinit",
-    );
+    let tx = to_l2(&alice, &s, 7_000);
     assert_eq!(network.broadcast(L1, &tx).code, 0);
     wait_for("receipt on the L2", || {
         balance(&network, L2, &alice.address(), &voucher) == 7_000
@@ -499,20 +504,7 @@ fn timeouts_and_error_acks_refund_the_sender() {
         let alice = network.test_accounts()[0].eth.clone();
         let before = balance(&network, L1, &alice.address(), "uinit");
         let s = signed_for(&network, L1, &alice);
-        let tx = sign(
-            &alice,
-            &s,
-            vec![transfer(
-                &alice,
-                "init",
-                "channel-1",
-                "uinit",
-                4_000,
-                &alice.bech32("init"),
-                "",
-            )],
-            "uinit",
-        );
+        let tx = to_l2(&alice, &s, 4_000);
         assert_eq!(network.broadcast(L1, &tx).code, 0);
         wait_for("the refund", || {
             balance(&network, L1, &alice.address(), "uinit") == before - 3_000
@@ -1045,20 +1037,7 @@ fn a_replayed_journal_rebuilds_the_network() {
     let bob = network.test_accounts()[1].eth.clone();
     let voucher = ibc_denom("transfer/channel-0/uinit");
     let s = signed_for(&network, L1, &alice);
-    let tx = sign(
-        &alice,
-        &s,
-        vec![transfer(
-            &alice,
-            "init",
-            "channel-1",
-            "uinit",
-            7_000,
-            &alice.bech32("init"),
-            "",
-        )],
-        "uinit",
-    );
+    let tx = to_l2(&alice, &s, 7_000);
     assert_eq!(network.broadcast(L1, &tx).code, 0);
     wait_for("ack on the L1", || {
         has_event(&network, L1, "acknowledge_packet", 0)
@@ -1075,22 +1054,13 @@ fn a_replayed_journal_rebuilds_the_network() {
         "uinit",
     );
     assert_eq!(network.broadcast(L1, &send_tx).code, 0);
-    let timed_out = sign(
+    let timed_out = to_l2(
         &alice,
         &Signed {
             sequence: s.sequence + 1,
             ..signed_for(&network, L1, &alice)
         },
-        vec![transfer(
-            &alice,
-            "init",
-            "channel-1",
-            "uinit",
-            5,
-            &alice.bech32("init"),
-            "",
-        )],
-        "uinit",
+        5,
     );
     assert_eq!(network.broadcast(L1, &timed_out).code, 0);
     wait_for("the timeout on the L1", || {
