@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A/B: the working tree against REF, side by side in one run (issue #41: machines differ run
 # to run, so every target is a ratio measured here, now). Builds REF's release binary once
-# into target/ab/weaver-<sha> (from a temporary worktree, with this checkout's target
-# directory so dependencies are not built twice), builds the working tree's, then for ROUNDS
+# into target/ab/weaver-<sha> (from a temporary worktree, in a target directory of its own,
+# target/ab/target: two checkouts' workspace crates share names and versions, and cargo mixed
+# their artifacts in one target directory), builds the working tree's, then for ROUNDS
 # rounds, alternating which goes first, runs on each:
 #   - benches/catchup_http.py 2000 20 move  (catch-up from a loopback replay node: blocks/s,
 #     the daemon's CPU per block over the second half)
@@ -27,11 +28,14 @@ if [ ! -x "$ref_bin" ]; then
   git worktree add --detach --force "$worktree" "$sha" >/dev/null
   trap 'git worktree remove --force "$worktree" 2>/dev/null || true' EXIT
   echo "building $ref ($sha) ..." >&2
-  CARGO_TARGET_DIR="$PWD/target" cargo build --release --locked --quiet --manifest-path "$worktree/Cargo.toml"
-  cp target/release/weaver "$ref_bin"
+  CARGO_TARGET_DIR="$PWD/$cache/target" cargo build --release --locked --quiet --manifest-path "$worktree/Cargo.toml"
+  cp "$cache/target/release/weaver" "$ref_bin"
   git worktree remove --force "$worktree"
   trap - EXIT
 fi
+# Each side ingests its own default config (an older binary may not read today's keys).
+ref_config="$cache/weaver-$sha.toml"
+git show "$sha:config/weaver.toml" >"$ref_config"
 echo "building the working tree ..." >&2
 cargo build --release --locked --quiet
 work_bin="$cache/weaver-work"
@@ -40,13 +44,14 @@ cp target/release/weaver "$work_bin"
 results="$(mktemp -d)"
 trap 'rm -rf "$results"' EXIT
 run() { # side bin round
-  local side=$1 bin=$2 round=$3
+  local side=$1 bin=$2 round=$3 config=""
+  [ "$side" = ref ] && config="$ref_config"
   if [[ ",$stages," == *",catchup,"* ]]; then
     RESULT_JSON="$results/catchup-$side-$round.json" BENCH_BIN="$bin" \
       python3 benches/catchup_http.py 2000 20 move
   fi
   if [[ ",$stages," == *",appliance,"* ]]; then
-    RESULT_JSON="$results/appliance-$side-$round.json" BENCH_BIN="$bin" \
+    RESULT_JSON="$results/appliance-$side-$round.json" BENCH_BIN="$bin" CONFIG="$config" \
       python3 benches/ingest_appliance.py 4000 20
   fi
   if [[ ",$stages," == *",reads,"* ]]; then

@@ -14,7 +14,8 @@ SETTLE seconds). Bounded: TIMEOUT seconds for the catch-up; everything is on loo
 stopped at the end.
 
     usage: benches/ingest_appliance.py [BLOCKS] [TXS]     (defaults: 4000 20)
-    (RESULT_JSON=path also writes the figures as JSON, for benches/ab.sh)
+    (RESULT_JSON=path also writes the figures as JSON, for benches/ab.sh; CONFIG=path adapts
+     that config instead of config/weaver.toml — an older binary's own default config)
 """
 
 import json
@@ -77,7 +78,7 @@ def disk_bytes(path):
 
 
 def config(work):
-    text = open(os.path.join(ROOT, "config", "weaver.toml")).read()
+    text = open(os.environ.get("CONFIG") or os.path.join(ROOT, "config", "weaver.toml")).read()
     text = re.sub(r'"127\.0\.0\.1:\d+"', '"127.0.0.1:0"', text)
     text = re.sub(r'(?m)^data_dir = .*$', f'data_dir = "{work}/data"', text)
     text = re.sub(r'(?m)^history_blocks = .*$', f"history_blocks = {BLOCKS}", text)
