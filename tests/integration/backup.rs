@@ -115,12 +115,13 @@ fn a_backup_taken_during_catch_up_restores_and_resumes_to_identical_answers() {
     );
     let height = metric_value(&metrics, "weaver_indexed_height", &[("chain_id", CHAIN)]);
     assert!(height > copied_height as f64, "{height} <= {copied_height}");
-    // The gap, plus at most the copy's last block: the copy is of one instant, when a
-    // domain may not have committed that block yet (the chain resumes from its lowest
-    // domain watermark).
+    // The gap, give or take one block: the copy is of one instant, when a domain may not
+    // have committed its last block yet (the chain resumes from its lowest domain
+    // watermark: one more), and the scrape may read the height of a block whose count is
+    // not in yet (one less). A replica that re-indexed the copy would be thousands off.
     let gap = height - copied_height as f64;
     assert!(
-        indexed == gap || indexed == gap + 1.0,
+        (indexed - gap).abs() <= 1.0,
         "the restored daemon indexed {indexed} blocks to reach {height} from the copy's {copied_height}"
     );
     let top = original.height(CHAIN).min(restored.height(CHAIN));
