@@ -247,9 +247,12 @@ struct Current {
 }
 
 /// [`Current`] of `key`; `None` when neither registered here nor shown by a followed chain.
-/// Reads the store (the relay logs, for an unregistered tx): run it off the listener's
-/// worker.
-fn current(api: &TrackingApi, key: &TrackKey) -> Result<Option<Current>, ApiError> {
+/// A registered tx is one record read, as before, on the listener's worker; only an
+/// unregistered one is derived from the relay logs, on the blocking pool.
+async fn current(
+    api: &web::Data<TrackingApi>,
+    key: &TrackKey,
+) -> Result<Option<Current>, ApiError> {
     if let Some((body, state)) = api.view.status(key)? {
         return Ok(Some(Current {
             body,
@@ -257,30 +260,29 @@ fn current(api: &TrackingApi, key: &TrackKey) -> Result<Option<Current>, ApiErro
             waits_on: vec![],
         }));
     }
-    let Some(tracked) = api.history.observed(key)? else {
-        return Ok(None);
-    };
-    let state = tracked.state();
-    Ok(Some(Current {
-        body: tracked.status_body(&api.history.topology()),
-        state,
-        waits_on: if state.is_terminal() {
-            vec![]
-        } else {
-            tracked.watches()
-        },
-    }))
-}
-
-/// [`current`] on the blocking pool.
-async fn current_off_worker(
-    api: &web::Data<TrackingApi>,
-    key: &TrackKey,
-) -> Result<Option<Current>, ApiError> {
     let (api, key) = (api.clone(), key.clone());
-    web::block(move || current(&api, &key))
-        .await
-        .map_err(|_| ApiError::unavailable("the server is stopping", 1))?
+    let observed = web::block(move || {
+        let topology = api.history.topology();
+        Ok::<_, ApiError>(
+            api.history
+                .observed(&key, &topology)?
+                .map(|tracked| (tracked, topology)),
+        )
+    })
+    .await
+    .map_err(|_| ApiError::unavailable("the server is stopping", 1))??;
+    Ok(observed.map(|(tracked, topology)| {
+        let state = tracked.state();
+        Current {
+            body: tracked.status_body(&topology),
+            state,
+            waits_on: if state.is_terminal() {
+                vec![]
+            } else {
+                tracked.watches()
+            },
+        }
+    }))
 }
 
 #[utoipa::path(get, path = "/v2/tx/status", tag = "Transaction",
@@ -293,7 +295,7 @@ pub(super) async fn status(
     req: HttpRequest,
 ) -> ApiResult {
     let key = queried_key(&req, &snapshot)?;
-    let now = current_off_worker(&api, &key)
+    let now = current(&api, &key)
         .await?
         .ok_or_else(|| not_tracked(&key))?;
     Ok(HttpResponse::Ok().json(now.body))
@@ -325,7 +327,7 @@ pub(super) async fn stream(
         .view
         .wake_on_change(key.clone(), Arc::new(tokio::sync::Notify::new()));
     let mut watching = api.history_watch.watch_keys();
-    let first = current_off_worker(&api, &key)
+    let first = current(&api, &key)
         .await?
         .ok_or_else(|| not_tracked(&key))?;
     // A key watched only after its event landed is caught by the next keepalive's read.
@@ -373,7 +375,7 @@ pub(super) async fn stream(
             .await;
             // On a change, and when quiet for a while (a read that failed is tried again
             // then), the tx is read again.
-            if let Ok(Some(now)) = current_off_worker(&s.slot.api, &s.key).await {
+            if let Ok(Some(now)) = current(&s.slot.api, &s.key).await {
                 s.watching.set_keys(now.waits_on);
                 if now.body != s.last {
                     s.done = now.state.is_terminal();

@@ -80,11 +80,8 @@ fn node_tx(net: &Network, chain: &str, hash: &str) -> Result<Value, u16> {
 
 /// The router's `/v2/info/balances` amount of `denom` held by `address` on `chain`.
 fn router_balance(net: &Network, chain: &str, address: &str, denom: &str) -> u128 {
-    let (status, body) = net.post(
-        &format!("{}/v2/info/balances", net.router),
-        &json!({"chains": {chain: {"address": address, "denoms": [denom]}}}),
-    );
-    assert_eq!(status, 200, "{body}");
+    let body =
+        crate::router_info::balances(net, json!({chain: {"address": address, "denoms": [denom]}}));
     body["chains"][chain]["denoms"][denom]["amount"]
         .as_str()
         .unwrap_or_else(|| panic!("{body}"))

@@ -60,7 +60,8 @@ fn registry_assets(net: &Network, chain: &str) -> BTreeMap<String, u32> {
         .collect()
 }
 
-fn balances(net: &Network, chains: Value) -> Value {
+/// `POST /v2/info/balances` of `chains`, answered 200: its body.
+pub(crate) fn balances(net: &Network, chains: Value) -> Value {
     let (status, body) = net.post(
         &format!("{}/v2/info/balances", net.router),
         &json!({ "chains": chains }),

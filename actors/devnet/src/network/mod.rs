@@ -495,10 +495,26 @@ impl Network {
 
     /// Injects `fault` now, journaled (an error: the journal refused it, nothing changed).
     pub fn inject(&self, fault: NetworkFault) -> Result<(), String> {
-        let now = now_ns();
+        self.fault_at(fault, now_ns(), self.journal.as_deref())
+    }
+
+    /// Injects a fault of the config as of `time_ns` (the network's start: every start
+    /// injects them again, so they are not journaled).
+    pub fn inject_at(&self, fault: NetworkFault, time_ns: i64) {
+        // Without a journal nothing can refuse it.
+        let _ = self.fault_at(fault, time_ns, None);
+    }
+
+    /// [`Network::inject`] as of `now`, journaled in `journal` when given.
+    fn fault_at(
+        &self,
+        fault: NetworkFault,
+        now: i64,
+        journal: Option<&dyn Journal>,
+    ) -> Result<(), String> {
         let mut state = self.state.lock().recover();
         relay::seal_all(&self.spec, &mut state, now);
-        if let Some(journal) = &self.journal {
+        if let Some(journal) = journal {
             journal.record(&JournalEntry::Fault {
                 time_ns: now,
                 fault: fault.clone(),
@@ -506,14 +522,6 @@ impl Network {
         }
         relay::inject(&self.spec, &mut state, fault, now);
         Ok(())
-    }
-
-    /// Injects a fault of the config as of `time_ns` (the network's start: every start
-    /// injects them again, so they are not journaled).
-    pub fn inject_at(&self, fault: NetworkFault, time_ns: i64) {
-        let mut state = self.state.lock().recover();
-        relay::seal_all(&self.spec, &mut state, time_ns);
-        relay::inject(&self.spec, &mut state, fault, time_ns);
     }
 
     /// Replays journaled inputs, in order, each as of its time; the number replayed. An

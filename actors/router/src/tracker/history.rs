@@ -327,9 +327,12 @@ impl TransferHistory {
     /// included with its relay events not read yet. `None`: not shown (yet) by a chain
     /// followed here. So every replica of a world answers `/v2/tx/status` alike, whichever
     /// one the tx was registered with.
-    pub fn observed(&self, key: &TrackKey) -> Result<Option<Tracked>, StoreError> {
-        let topology = self.topology();
-        if let Some(tracked) = self.derive(key, &topology)? {
+    pub fn observed(
+        &self,
+        key: &TrackKey,
+        topology: &Topology,
+    ) -> Result<Option<Tracked>, StoreError> {
+        if let Some(tracked) = self.derive(key, topology)? {
             return Ok(Some(tracked));
         }
         let Some((code, codespace, log, height)) = self.tracking.indexed_tx(key)? else {
@@ -344,7 +347,7 @@ impl TransferHistory {
             };
         } else if self.tracking.relay_passed(&key.chain_id, height) {
             // Its relay events are in the log, and there are none: a tx with no transfer.
-            tracked.link_source(&[], &topology);
+            tracked.link_source(&[], topology);
         } else {
             tracked.source = Source::Included { height };
         }

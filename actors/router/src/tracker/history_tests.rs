@@ -213,13 +213,19 @@ fn a_registered_transfer_shows_the_same_status_in_the_history() {
             tracked_body
         );
         // A replica it was never registered with answers the same body.
-        let observed = history.observed(&key).unwrap().unwrap();
+        let observed = history
+            .observed(&key, &history.topology())
+            .unwrap()
+            .unwrap();
         assert_eq!(observed.status_body(&history.topology()), tracked_body);
         let never_sent = TrackKey {
             chain_id: ALPHA.into(),
             tx_hash: hash("nowhere"),
         };
-        assert_eq!(history.observed(&never_sent).unwrap(), None);
+        assert_eq!(
+            history.observed(&never_sent, &history.topology()).unwrap(),
+            None
+        );
     });
 }
 
