@@ -141,6 +141,8 @@ def snapshot(height, daemon, replay, metrics_url):
                    counters(metrics_url, "weaver_ingest_cpu_microseconds_total").items()},
         "requests": {label(k, "api"): v for k, v in
                      counters(metrics_url, "weaver_node_requests_total").items()},
+        "writes": {label(k, "domain"): v for k, v in
+                   counters(metrics_url, "weaver_store_writes_total").items()},
     }
 
 
@@ -157,6 +159,8 @@ def result(seconds, half, end):
                                  for g in end["threads"]},
         "stages_ms_per_block": {s: ms(end["stages"].get(s, 0) - half["stages"].get(s, 0))
                                 for s in end["stages"]},
+        "writes_per_block": (sum(end.get("writes", {}).values())
+                             - sum(half.get("writes", {}).values())) / max(blocks, 1),
     }
 
 
@@ -185,6 +189,10 @@ def report(seconds, half, end, rss, faults):
         }.get(group, [])
         detail = ", ".join(f"{stage} {stages.get(stage, 0):.2f}" for stage in inside)
         print(f"    {group:<38} {spent:.2f} ms{f' ({detail})' if detail else ''}")
+    writes = {domain: delta("writes", domain) / blocks for domain in end.get("writes", {})}
+    if writes:
+        print(f"  store key writes per block: {sum(writes.values()):.0f} ("
+              + ", ".join(f"{d} {n:.1f}" for d, n in sorted(writes.items()) if n) + ")")
     asked = {api: delta("requests", api) / blocks for api in end["requests"]}
     print("  node requests per block: "
           + ", ".join(f"{api} {n:.2f}" for api, n in sorted(asked.items()) if n))

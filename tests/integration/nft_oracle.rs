@@ -99,7 +99,7 @@ pub fn replay(devnet: &Devnet, vm: Vm, prefix: &str, up_to: u64) -> Expected {
         for tx in &block.txs {
             let hash = hex::encode_upper(tx_hash(&tx.raw));
             if tx.result.code != 0 {
-                let messages = tx.json["body"]["messages"]
+                let messages = tx.json.value()["body"]["messages"]
                     .as_array()
                     .cloned()
                     .unwrap_or_default();

@@ -179,7 +179,7 @@ pub fn rest_block_txs(bundle: &BlockBundle, offset: usize, limit: usize) -> Valu
         .get(offset..end)
         .unwrap_or(&[])
         .iter()
-        .map(|t| t.json.clone())
+        .map(|t| t.json.value().into_owned())
         .collect();
     let next_key = if end < total {
         Value::String(B64.encode(end.to_string()))

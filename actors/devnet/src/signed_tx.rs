@@ -245,7 +245,11 @@ impl TxDraft<'_> {
             },
             "signatures": [B64.encode(&signature)]
         });
-        TxBundle { raw, result, json }
+        TxBundle {
+            raw,
+            result,
+            json: json.into(),
+        }
     }
 }
 

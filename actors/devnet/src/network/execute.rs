@@ -805,6 +805,6 @@ pub fn deliver(exec: &mut Exec, chain: &crate::erc20::ChainCtx, pending: &Pendin
     TxBundle {
         raw: pending.raw.clone(),
         result,
-        json,
+        json: json.into(),
     }
 }

@@ -71,7 +71,57 @@ pub struct TxResult {
 pub struct TxBundle {
     pub raw: Vec<u8>,
     pub result: TxResult,
-    pub json: serde_json::Value,
+    pub json: TxJson,
+}
+
+/// A tx's REST form. From a node it is kept as the text received (checked to be JSON, not
+/// parsed into a tree: building and dropping those trees was a sixth of a block's CPU while
+/// catching up, `benches/README.md`), and the record is written from that text
+/// ([`crate::indexers::json_writer::JsonWriter::raw`]); the devnet builds trees.
+#[derive(Debug, Clone)]
+pub enum TxJson {
+    Text(Box<serde_json::value::RawValue>),
+    Tree(serde_json::Value),
+}
+
+impl TxJson {
+    /// The JSON as a tree (parsed from the text when it is one).
+    pub fn value(&self) -> std::borrow::Cow<'_, serde_json::Value> {
+        match self {
+            TxJson::Text(text) => std::borrow::Cow::Owned(
+                serde_json::from_str(text.get()).unwrap_or(serde_json::Value::Null),
+            ),
+            TxJson::Tree(tree) => std::borrow::Cow::Borrowed(tree),
+        }
+    }
+}
+
+impl serde::Serialize for TxJson {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TxJson::Text(text) => text.serialize(serializer),
+            TxJson::Tree(tree) => tree.serialize(serializer),
+        }
+    }
+}
+
+impl From<serde_json::Value> for TxJson {
+    fn from(tree: serde_json::Value) -> Self {
+        TxJson::Tree(tree)
+    }
+}
+
+impl Default for TxJson {
+    fn default() -> Self {
+        TxJson::Tree(serde_json::Value::Null)
+    }
+}
+
+/// Equal when they are the same JSON, however written.
+impl PartialEq for TxJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.value() == other.value()
+    }
 }
 
 /// The block proposer as the opchild module names it.
@@ -127,7 +177,7 @@ impl BlockBundle {
                         events,
                         ..Default::default()
                     },
-                    json: serde_json::Value::Null,
+                    json: Default::default(),
                 })
                 .collect(),
             finalize_events: vec![],

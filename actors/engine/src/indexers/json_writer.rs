@@ -123,6 +123,73 @@ impl<'a> JsonWriter<'a> {
     }
 }
 
+impl JsonWriter<'_> {
+    /// Writes the JSON `text` (valid JSON, as a node sent it) exactly as [`JsonWriter::value`]
+    /// writes the tree `serde_json` parses from it — compact, strings escaped as serde_json
+    /// escapes them, NUL as U+FFFD, numbers as serde_json prints them — without building the
+    /// tree. Hand-written, one pass over the text: parsing a block's REST txs into trees and
+    /// dropping them was ~10 % of the daemon's CPU while catching up (`benches/README.md`,
+    /// "Store format 3"). Where the text is not JSON after all (it was checked when
+    /// received), the rest of it is written as it is.
+    pub fn raw(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            match bytes[at] {
+                b' ' | b'\t' | b'\n' | b'\r' => at += 1,
+                b'"' => {
+                    let end = string_end(bytes, at);
+                    let token = &text[at..end];
+                    if token[1..token.len() - 1].contains('\\') {
+                        match serde_json::from_str::<String>(token) {
+                            Ok(unescaped) => write_str(self.out, &unescaped),
+                            Err(_) => self.out.extend_from_slice(token.as_bytes()),
+                        }
+                    } else {
+                        // No escapes: no quote, backslash or control character inside, so
+                        // serde_json would write these very bytes.
+                        self.out.extend_from_slice(token.as_bytes());
+                    }
+                    at = end;
+                }
+                b'-' | b'0'..=b'9' => {
+                    let end = bytes[at..]
+                        .iter()
+                        .position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                        .map_or(bytes.len(), |n| at + n);
+                    let token = &text[at..end];
+                    match serde_json::from_str::<serde_json::Number>(token) {
+                        Ok(number) => serde_json::to_writer(&mut *self.out, &number)
+                            .expect("a number serializes"),
+                        Err(_) => self.out.extend_from_slice(token.as_bytes()),
+                    }
+                    at = end;
+                }
+                byte => {
+                    self.out.push(byte);
+                    at += 1;
+                }
+            }
+        }
+        self.comma = true;
+    }
+}
+
+/// The index just past the string starting with the quote at `start` (the text's end when
+/// it is not closed).
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut at = start + 1;
+    while let Some(found) = memchr::memchr2(b'"', b'\\', &bytes[at..]) {
+        at += found;
+        if bytes[at] == b'\\' {
+            at += 2;
+        } else {
+            return at + 1;
+        }
+    }
+    bytes.len()
+}
+
 const LOW_BITS: u64 = 0x0101_0101_0101_0101;
 const LOW_7_BITS: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
@@ -245,7 +312,54 @@ mod tests {
         );
     }
 
+    /// The text as `raw` writes it, and as `value` writes the tree serde_json parses from it.
+    fn raw_and_tree(text: &str) -> (String, String) {
+        let mut raw = Vec::new();
+        JsonWriter::new(&mut raw).raw(text);
+        let mut tree = Vec::new();
+        JsonWriter::new(&mut tree).value(&serde_json::from_str(text).unwrap());
+        (
+            String::from_utf8(raw).unwrap(),
+            String::from_utf8(tree).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_json_text_is_written_as_its_tree_is() {
+        for text in [
+            r#"{"body": {"messages": [{"@type": "/x.y", "n": [1, -2, 3.5e300, 1.0, 1E2, -0, 12345678901234567890]}],
+               "memo": "tab\there \"q\" \\ \u0001\u007f \u00e9 \ud834\udd1e \u003c/a\u003e", "nul": "a\u0000b",
+               "ok": true, "no": false, "none": null},
+             "empty": { }, "list": [ ], "nested": [[], [{}], ""], "plain": "é 𝄞 <>&"}"#,
+            "[]",
+            "\"\"",
+            " 7 ",
+        ] {
+            let (raw, tree) = raw_and_tree(text);
+            assert_eq!(raw, tree, "{text}");
+        }
+        let (raw, _) = raw_and_tree(r#"{"nul": "a\u0000b"}"#);
+        assert_eq!(raw, "{\"nul\":\"a\u{fffd}b\"}");
+    }
+
     proptest! {
+        #[test]
+        fn any_value_is_written_from_its_text_as_from_its_tree(
+            text in "[\"\\\\\\x00-\\x1fa-z0-9 é]{0,24}",
+            number in any::<f64>().prop_filter("finite", |n| n.is_finite()),
+            integer in any::<i64>(),
+            pretty in any::<bool>(),
+        ) {
+            let value = serde_json::json!({"s": text, "n": [number, integer], "o": {"k": [text, null, true]}});
+            let written = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            let (raw, tree) = raw_and_tree(&written);
+            prop_assert_eq!(raw, tree);
+        }
+
         #[test]
         fn any_string_is_written_as_serde_json_writes_it(text in any::<String>()) {
             prop_assert_eq!(written(&text), expected(&text));

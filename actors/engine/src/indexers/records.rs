@@ -8,7 +8,7 @@ use super::json_writer::{quoted_key, JsonWriter};
 
 use crate::chain::proto::Coin;
 use crate::chain::timefmt::{rfc3339_nano, rfc3339_seconds};
-use crate::chain::types::{BlockBundle, TxBundle};
+use crate::chain::types::{BlockBundle, TxBundle, TxJson};
 
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = Coin)]
@@ -171,7 +171,10 @@ fn tx_record(height: &str, timestamp: &str, tx: &TxBundle, hash: &[u8; 32]) -> V
         json.str_member(quoted_key!("gas_wanted"), &result.gas_wanted.to_string());
         json.str_member(quoted_key!("gas_used"), &result.gas_used.to_string());
         json.quoted_key(quoted_key!("tx"));
-        json.value(&tx.json);
+        match &tx.json {
+            TxJson::Text(text) => json.raw(text.get()),
+            TxJson::Tree(tree) => json.value(tree),
+        }
         json.str_member(quoted_key!("timestamp"), timestamp);
         json.quoted_key(quoted_key!("events"));
         json.array(&result.events, |json, event| {
@@ -228,7 +231,7 @@ pub mod by_serde {
             info: &tx.result.info,
             gas_wanted: tx.result.gas_wanted.to_string(),
             gas_used: tx.result.gas_used.to_string(),
-            tx: &tx.json,
+            tx: &tx.json.value(),
             timestamp: rfc3339_nano(bundle.time_ns),
             events: served_events(&tx.result.events),
         };
@@ -263,7 +266,7 @@ mod tests {
     fn events_omit_empty_fields_and_nul_becomes_replacement_char() {
         let tx = TxBundle {
             raw: vec![1],
-            json: serde_json::json!({"body": {"memo": "a\u{0}b", "note": "c\\u0000d"}}),
+            json: serde_json::json!({"body": {"memo": "a\u{0}b", "note": "c\\u0000d"}}).into(),
             result: TxResult {
                 log: "x".into(),
                 events: vec![

@@ -13,6 +13,9 @@ pub struct DomainTree {
     chain_id: Arc<str>,
     domain: Arc<str>,
     changes: Arc<AtomicU64>,
+    /// `weaver_store_writes_total{chain_id, domain}`: key writes committed (watermark
+    /// included), so a block's cost in writes is read off `/metrics` (benches/catchup_http.py).
+    writes: metrics::Counter,
 }
 
 impl DomainTree {
@@ -22,6 +25,7 @@ impl DomainTree {
             chain_id: chain_id.into(),
             domain: domain.into(),
             changes,
+            writes: metrics::counter!("weaver_store_writes_total", "chain_id" => chain_id.to_string(), "domain" => domain.to_string()),
         }
     }
 
@@ -76,6 +80,7 @@ impl DomainTree {
         if first {
             batch.insert(keys::meta(keys::META_FIRST_HEIGHT), height.to_be_bytes());
         }
+        self.writes.increment(batch.len() as u64);
         self.tree.apply_batch(batch)
     }
 

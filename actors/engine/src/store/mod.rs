@@ -131,6 +131,21 @@ const SYNC_EVERY: Duration = Duration::from_millis(500);
 /// in fewer blocks (`benches/store_engines.rs`).
 const RECORD_BLOCK_BYTES: u32 = 32 << 10;
 
+/// The record families of a domain's tree (see [`Store::tree_with_records`]): block and tx
+/// records (`b`, `t`) of the blocks tree, tx records of the EVM trees.
+fn record_families(domain: &str) -> &'static [u8] {
+    match domain {
+        blocks::DOMAIN => &[keys::BLOCK, keys::TX],
+        "evm_txs" | "evm_internal_txs" => &[keys::TX],
+        _ => &[],
+    }
+}
+
+/// The fjall keyspace of a tree's records.
+fn records_keyspace(tree: &str) -> String {
+    format!("{tree}#records")
+}
+
 /// The process-wide database.
 #[derive(Clone)]
 pub struct Store {
@@ -259,12 +274,40 @@ impl Store {
     /// The tree `name`, created if it does not exist; `block_bytes` sets a new fjall
     /// keyspace's data block size (sled has no such setting).
     pub fn tree(&self, name: &str, block_bytes: Option<u32>) -> Result<Tree, StoreError> {
+        self.tree_with_records(name, block_bytes, &[])
+    }
+
+    /// The tree `name` with its `families` of records (keys starting with one of these
+    /// bytes) in a keyspace of their own on fjall, `<name>#records` ([`tree::Records`]). A
+    /// new tree is made so; a tree written before store format 3 (no records keyspace) is
+    /// opened as it is, one keyspace, until the upgrade moves its records
+    /// ([`Store::split_records`]). sled keeps one tree either way: its B-tree has no
+    /// compactions to spare the records.
+    pub fn tree_with_records(
+        &self,
+        name: &str,
+        block_bytes: Option<u32>,
+        families: &'static [u8],
+    ) -> Result<Tree, StoreError> {
         match &self.db {
             Db::Fjall(db) => {
+                let records_name = records_keyspace(name);
+                let split = !families.is_empty()
+                    && (db.keyspace_exists(&records_name) || !db.keyspace_exists(name));
                 let keyspace = db.keyspace(name, || self.keyspace_options(block_bytes))?;
+                let records = if split {
+                    Some(tree::Records {
+                        families,
+                        keyspace: db
+                            .keyspace(&records_name, || self.keyspace_options(block_bytes))?,
+                    })
+                } else {
+                    None
+                };
                 Ok(Tree::fjall(
                     db.clone(),
                     keyspace,
+                    records,
                     self.write_failure.clone(),
                 ))
             }
@@ -312,7 +355,8 @@ impl Store {
     /// The tree of one domain of one chain: its records and its watermark.
     pub fn domain(&self, chain_id: &str, domain: &str) -> Result<DomainTree, StoreError> {
         let name = format!("chain/{chain_id}/{domain}");
-        let tree = self.tree(&name, Self::block_bytes_of(&name))?;
+        let tree =
+            self.tree_with_records(&name, Self::block_bytes_of(&name), record_families(domain))?;
         let changes = self
             .changes
             .lock()

@@ -116,20 +116,39 @@ enum Engine {
     Fjall {
         db: fjall::Database,
         keyspace: fjall::Keyspace,
+        /// The tree's record families, in a keyspace of their own (store format 3).
+        records: Option<Records>,
     },
     /// sled's batches and flushes are per tree but go through the one log of its database.
     #[cfg(feature = "sled")]
     Sled(sled::Tree),
 }
 
+/// Key families (a key's first byte) kept in a keyspace of their own: a tree's large
+/// records written in key order (tx records by sequence, block records by height). Alone in
+/// their keyspace, each flush writes a run of keys after the previous ones, and compaction
+/// moves those tables down a level without rewriting them; mixed with the random-order edge
+/// and hash keys, every compaction rewrote the records with them (`benches/README.md`,
+/// "Store format 3").
+#[derive(Clone)]
+pub(super) struct Records {
+    pub families: &'static [u8],
+    pub keyspace: fjall::Keyspace,
+}
+
 impl Tree {
     pub(super) fn fjall(
         db: fjall::Database,
         keyspace: fjall::Keyspace,
+        records: Option<Records>,
         write_failure: Arc<WriteFailure>,
     ) -> Self {
         Tree {
-            engine: Engine::Fjall { db, keyspace },
+            engine: Engine::Fjall {
+                db,
+                keyspace,
+                records,
+            },
             write_failure,
         }
     }
@@ -142,13 +161,32 @@ impl Tree {
         }
     }
 
+    /// The fjall keyspace of keys starting with `first` (a key's family byte).
+    #[inline]
+    fn keyspace_of<'a>(
+        keyspace: &'a fjall::Keyspace,
+        records: &'a Option<Records>,
+        first: Option<u8>,
+    ) -> &'a fjall::Keyspace {
+        match (records, first) {
+            (Some(records), Some(first)) if records.families.contains(&first) => &records.keyspace,
+            _ => keyspace,
+        }
+    }
+
     fn written(&self, result: Result<(), fjall::Error>) -> Result<(), StoreError> {
         result.map_err(|e| self.write_failure.explain(e))
     }
 
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>, StoreError> {
         match &self.engine {
-            Engine::Fjall { keyspace, .. } => Ok(keyspace.get(key)?.map(Value::from)),
+            Engine::Fjall {
+                keyspace, records, ..
+            } => Ok(
+                Self::keyspace_of(keyspace, records, key.as_ref().first().copied())
+                    .get(key)?
+                    .map(Value::from),
+            ),
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => Ok(tree.get(key)?.map(Value::from)),
         }
@@ -156,7 +194,12 @@ impl Tree {
 
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool, StoreError> {
         match &self.engine {
-            Engine::Fjall { keyspace, .. } => Ok(keyspace.contains_key(key)?),
+            Engine::Fjall {
+                keyspace, records, ..
+            } => Ok(
+                Self::keyspace_of(keyspace, records, key.as_ref().first().copied())
+                    .contains_key(key)?,
+            ),
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => Ok(tree.contains_key(key)?),
         }
@@ -170,7 +213,13 @@ impl Tree {
         value: impl Into<fjall::UserValue>,
     ) -> Result<(), StoreError> {
         match &self.engine {
-            Engine::Fjall { keyspace, .. } => self.written(keyspace.insert(key, value)),
+            Engine::Fjall {
+                keyspace, records, ..
+            } => {
+                let key = key.into();
+                let keyspace = Self::keyspace_of(keyspace, records, key.first().copied());
+                self.written(keyspace.insert(key, value))
+            }
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => {
                 let (key, value) = (key.into(), value.into());
@@ -181,7 +230,13 @@ impl Tree {
 
     pub fn remove(&self, key: impl Into<fjall::UserKey>) -> Result<(), StoreError> {
         match &self.engine {
-            Engine::Fjall { keyspace, .. } => self.written(keyspace.remove(key)),
+            Engine::Fjall {
+                keyspace, records, ..
+            } => {
+                let key = key.into();
+                let keyspace = Self::keyspace_of(keyspace, records, key.first().copied());
+                self.written(keyspace.remove(key))
+            }
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => sled_written(tree.remove(&*key.into()).map(drop)),
         }
@@ -191,11 +246,17 @@ impl Tree {
     /// or none. A key written twice in the batch ends with its last write.
     pub fn apply_batch(&self, batch: Batch) -> Result<(), StoreError> {
         match &self.engine {
-            Engine::Fjall { db, keyspace } => {
+            Engine::Fjall {
+                db,
+                keyspace: main,
+                records,
+            } => {
                 let writes = batch.into_last_writes();
+                // One batch across the tree's keyspaces: fjall applies it atomically.
                 let mut engine_batch =
                     fjall::OwnedWriteBatch::with_capacity(db.clone(), writes.len());
                 for (key, value) in writes {
+                    let keyspace = Self::keyspace_of(main, records, key.first().copied());
                     match value {
                         Some(value) => engine_batch.insert(keyspace, key, value),
                         None => engine_batch.remove(keyspace, key),
@@ -224,7 +285,12 @@ impl Tree {
         prefix: impl AsRef<[u8]>,
     ) -> impl DoubleEndedIterator<Item = Result<Entry, StoreError>> {
         Entries(match &self.engine {
-            Engine::Fjall { keyspace, .. } => RawIter::Fjall(keyspace.prefix(prefix)),
+            Engine::Fjall {
+                keyspace, records, ..
+            } => RawIter::Fjall(
+                Self::keyspace_of(keyspace, records, prefix.as_ref().first().copied())
+                    .prefix(prefix),
+            ),
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => RawIter::Sled(Box::new(tree.scan_prefix(prefix))),
         })
@@ -246,9 +312,21 @@ impl Tree {
         Keys(self.raw_range(range))
     }
 
+    /// A range lies within one key family (every reader's does): it is read from that
+    /// family's keyspace, told by its start.
     fn raw_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> RawIter {
         match &self.engine {
-            Engine::Fjall { keyspace, .. } => RawIter::Fjall(keyspace.range(range)),
+            Engine::Fjall {
+                keyspace, records, ..
+            } => {
+                let first = match range.start_bound() {
+                    std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => {
+                        k.as_ref().first().copied()
+                    }
+                    std::ops::Bound::Unbounded => None,
+                };
+                RawIter::Fjall(Self::keyspace_of(keyspace, records, first).range(range))
+            }
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => RawIter::Sled(Box::new(tree.range(range))),
         }
@@ -258,7 +336,12 @@ impl Tree {
     /// for a request path).
     pub fn count_keys(&self) -> Result<usize, StoreError> {
         match &self.engine {
-            Engine::Fjall { keyspace, .. } => Ok(keyspace.len()?),
+            Engine::Fjall {
+                keyspace, records, ..
+            } => Ok(keyspace.len()?
+                + records
+                    .as_ref()
+                    .map_or(Ok(0), |records| records.keyspace.len())?),
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => Ok(tree.len()),
         }

@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 
 use super::proto::TxRaw;
 use super::timefmt::parse_rfc3339;
-use super::types::{BlockBundle, Proposer, TxBundle, TxResult};
+use super::types::{BlockBundle, Proposer, TxBundle, TxJson, TxResult};
 use super::{address, SourceError};
 use crate::system::retry::{Attempts, NODE_CALL};
 use crate::system::stage_cpu;
@@ -439,7 +439,7 @@ impl NodeClient {
         height: u64,
         block_hash: &[u8],
         raws: &[Vec<u8>],
-    ) -> Result<Vec<serde_json::Value>, SourceError> {
+    ) -> Result<Vec<TxJson>, SourceError> {
         let mut fetched = Vec::with_capacity(raws.len());
         let mut key: Option<String> = None;
         loop {
@@ -505,15 +505,9 @@ impl NodeClient {
         }
         // REST keeps block order: match by position when the signatures agree (or the raw tx
         // is undecodable); fall back to matching by signatures when the order differs.
-        let joined = |tx: &serde_json::Value| {
-            tx["signatures"]
-                .as_array()
-                .map(|s| {
-                    s.iter()
-                        .filter_map(|v| v.as_str())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
+        let joined = |tx: &serde_json::value::RawValue| {
+            serde_json::from_str::<wire::RestTxSignatures>(tx.get())
+                .map(|tx| tx.signatures.join(","))
                 .unwrap_or_default()
         };
         let signatures_of = |raw: &[u8]| {
@@ -530,14 +524,15 @@ impl NodeClient {
             .zip(raws)
             .all(|(tx, raw)| signatures_of(raw).is_none_or(|s| s == joined(tx)))
         {
-            return Ok(fetched);
+            return Ok(fetched.into_iter().map(TxJson::Text).collect());
         }
-        let mut by_signatures: std::collections::HashMap<String, serde_json::Value> =
+        let mut by_signatures: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
             fetched.into_iter().map(|tx| (joined(&tx), tx)).collect();
         raws.iter()
             .map(|raw| {
                 by_signatures
                     .remove(&signatures_of(raw).unwrap_or_default())
+                    .map(TxJson::Text)
                     .ok_or_else(|| {
                         self.malformed(
                             "/cosmos/tx/v1beta1/txs/block",

@@ -110,12 +110,20 @@ pub struct ExecTxResult {
 
 #[derive(Debug, Deserialize)]
 pub struct RestBlockTxs {
+    /// Each tx's JSON text, checked but not parsed into a tree ([`crate::chain::types::TxJson`]).
     #[serde(default, deserialize_with = "null_as_default")]
-    pub txs: Vec<serde_json::Value>,
+    pub txs: Vec<Box<serde_json::value::RawValue>>,
     pub pagination: Option<RestPagination>,
     /// Present in `GetBlockWithTxs` answers: the block the page belongs to.
     #[serde(default)]
     pub block_id: Option<RestBlockId>,
+}
+
+/// The signatures of a REST tx (what matches it to its raw bytes); the rest is skipped.
+#[derive(Debug, Deserialize)]
+pub struct RestTxSignatures<'a> {
+    #[serde(default, borrow)]
+    pub signatures: Vec<std::borrow::Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
