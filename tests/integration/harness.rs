@@ -116,10 +116,24 @@ impl Daemon {
         Self::spawn(dir, config, &[])
     }
 
+    /// Boots another weaver binary (an older release) on `dir` and `config`.
+    pub fn start_binary(binary: &Path, dir: tempfile::TempDir, config: PathBuf) -> Daemon {
+        Self::spawn_binary(binary, dir, config, &[])
+    }
+
     fn spawn(dir: tempfile::TempDir, config: PathBuf, env: &[(&str, &str)]) -> Daemon {
+        Self::spawn_binary(Path::new(BIN), dir, config, env)
+    }
+
+    fn spawn_binary(
+        binary: &Path,
+        dir: tempfile::TempDir,
+        config: PathBuf,
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let listeners_file = dir.path().join("data").join("listeners.json");
         let _ = std::fs::remove_file(&listeners_file);
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(binary)
             .arg("--config")
             .arg(&config)
             .arg("--data-dir")

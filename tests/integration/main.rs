@@ -51,3 +51,4 @@ mod storage_faults;
 mod supervision;
 mod tracking;
 mod transfer_history;
+mod upgrade;

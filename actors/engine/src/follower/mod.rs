@@ -161,17 +161,24 @@ impl<S: ChainSource + 'static> Follower<S> {
         let source = self.source.clone();
         let preparer = self.domains.preparer();
         let chain_id: Arc<str> = self.domains.chain_id().into();
+        // Preparation runs on this runtime's blocking pool.
+        let blocking = tokio::runtime::Handle::current();
         let mut blocks = futures_util::stream::iter(next..=end)
             .map(move |height| {
                 let source = source.clone();
                 let preparer = preparer.clone();
                 let chain_id = chain_id.clone();
-                async move {
+                let blocking = blocking.clone();
+                // Each block's fetch, preparation and reads asked ahead run as one task on
+                // the node IO runtime: they go on while this thread indexes and commits the
+                // blocks before (polled from here, a block's preparation started only when
+                // the thread was between two blocks).
+                crate::system::node_io::run(async move {
                     let (bundle, prepared, ahead) =
-                        prepared(source.block(height).await?, preparer).await?;
+                        prepared(source.block(height).await?, preparer, &blocking).await?;
                     let answers = ask_ahead(&*source, ahead, height, &chain_id).await;
                     Ok((bundle, prepared, answers))
-                }
+                })
             })
             .buffered(self.settings.in_flight.max(1));
         let mut indexed = 0;
@@ -337,16 +344,18 @@ async fn ask_ahead<S: ChainSource>(
 async fn prepared(
     bundle: Arc<BlockBundle>,
     preparer: SetPreparer,
+    blocking: &tokio::runtime::Handle,
 ) -> Result<(Arc<BlockBundle>, PreparedBlock, Vec<ChainQuery>), SourceError> {
     if preparer.is_empty() {
         return Ok((bundle, PreparedBlock::default(), Vec::new()));
     }
-    match tokio::task::spawn_blocking(move || {
-        let prepared = preparer.prepare(&bundle);
-        let ahead = preparer.lookahead(&bundle);
-        (bundle, prepared, ahead)
-    })
-    .await
+    match blocking
+        .spawn_blocking(move || {
+            let prepared = preparer.prepare(&bundle);
+            let ahead = preparer.lookahead(&bundle);
+            (bundle, prepared, ahead)
+        })
+        .await
     {
         Ok(done) => Ok(done),
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

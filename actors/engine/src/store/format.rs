@@ -5,17 +5,19 @@
 //! |---|---|---|
 //! | 1 | every weaver before the version was kept (the key is absent) | — |
 //! | 2 | issue #30 on | the relay log's `a` family (a wallet's transfer history) and deposits finalized before their bridge was known filed under `UNKNOWN_BRIDGE` |
+//! | 3 | issue #41 on | on fjall, each domain tree's record families (block and tx records) in a keyspace of their own (`<tree>#records`); keys and values unchanged |
 //!
 //! Policy (docs/operations.md, "Upgrades"): a release opens every version up to its own
-//! ([`FORMAT_VERSION`]) as it is. An older directory keeps its version number: what it lacks
-//! for older blocks (version 1: the history index of the relay events indexed before) stays
-//! missing until the affected domain is rebuilt from the node; what is indexed from then on
-//! has the new format. A directory of a newer version is refused, nothing written to it.
+//! ([`FORMAT_VERSION`]). A store of version 2 is upgraded in place at start (its records
+//! moved, [`super::Store::split_records`]; resumable after a kill) and stamped 3. A store of
+//! version 1 is moved the same way but keeps its number: what it lacks for older blocks (the
+//! history index of the relay events indexed before) stays missing until the affected domain
+//! is rebuilt from the node. A directory of a newer version is refused, nothing written to it.
 
 use super::{MetaTree, StoreError};
 
 /// The format this release writes.
-pub const FORMAT_VERSION: u64 = 2;
+pub const FORMAT_VERSION: u64 = 3;
 /// The version of a store written before the version was kept.
 pub const UNVERSIONED: u64 = 1;
 /// Where the version is kept in the `meta` tree.

@@ -20,6 +20,7 @@ pub mod pager;
 pub mod relay;
 pub mod richlist;
 mod tree;
+mod upgrade;
 mod write_failure;
 
 use std::collections::HashMap;
@@ -41,6 +42,7 @@ pub use pager::{CursorKey, Order, Page, PageRequest, Total};
 pub use relay::RelayStore;
 pub use richlist::RichListStore;
 pub use tree::{Entry, Tree, Value};
+pub use upgrade::Upgrade;
 pub use write_failure::probe_write;
 use write_failure::WriteFailure;
 
@@ -244,6 +246,15 @@ impl Store {
         })
     }
 
+    /// The fjall database, when the store runs on fjall.
+    fn fjall_db(&self) -> Option<&fjall::Database> {
+        match &self.db {
+            Db::Fjall(db) => Some(db),
+            #[cfg(feature = "sled")]
+            Db::Sled(_) => None,
+        }
+    }
+
     /// The engine the store runs on.
     pub fn engine(&self) -> StoreEngine {
         match &self.db {
@@ -329,8 +340,15 @@ impl Store {
                 }
                 let watermark = self.domain(chain_id, domain)?.watermark()?;
                 let keyspace = db.keyspace(&name, Default::default)?;
-                // One write to the database's own catalogue: the keyspace is gone as a whole.
+                // One write to the database's own catalogue: the keyspace is gone as a whole,
+                // and its watermark with it. Its records keyspace goes next; a kill between
+                // the two leaves records without a tree, removed at the next start
+                // ([`Store::split_records`]).
                 db.delete_keyspace(keyspace)?;
+                let records = records_keyspace(&name);
+                if db.keyspace_exists(&records) {
+                    db.delete_keyspace(db.keyspace(&records, Default::default)?)?;
+                }
                 watermark
             }
             #[cfg(feature = "sled")]
@@ -430,7 +448,22 @@ impl Store {
     /// one.
     pub fn check_format(&self) -> Result<u64, StoreError> {
         let fresh = self.is_fresh()?;
-        format::check(&self.meta()?, fresh)
+        let meta = self.meta()?;
+        let found = format::check(&meta, fresh)?;
+        if found < format::FORMAT_VERSION {
+            self.split_records()?;
+            if found == format::FORMAT_VERSION - 1 {
+                meta.set_u64(format::FORMAT_KEY, format::FORMAT_VERSION)?;
+                self.flush()?;
+                tracing::info!(
+                    from = found,
+                    to = format::FORMAT_VERSION,
+                    "store upgraded in place"
+                );
+                return Ok(format::FORMAT_VERSION);
+            }
+        }
+        Ok(found)
     }
 
     pub fn meta(&self) -> Result<MetaTree, StoreError> {
