@@ -21,7 +21,7 @@ pub const VERSION_LINE: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
     env!("BUILD_COMMIT_HASH"),
-    ", store format 2)"
+    ", store format 3)"
 );
 
 #[cfg(test)]
