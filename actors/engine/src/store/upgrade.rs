@@ -229,7 +229,7 @@ mod tests {
             .unwrap();
         for height in 1..=CHUNK_KEYS as u64 {
             let key = keys::by_u64(keys::BLOCK, height);
-            records.insert(key.clone(), vec![1; 300]).unwrap();
+            records.insert(key, vec![1; 300]).unwrap();
             main.remove(key).unwrap();
         }
         let done = store.split_records().unwrap();

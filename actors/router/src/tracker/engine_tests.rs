@@ -1367,7 +1367,7 @@ fn chain_tx(raw: &[u8], code: u32, codespace: &str, log: &str) -> TxBundle {
             log: log.into(),
             ..Default::default()
         },
-        json: serde_json::Value::Null,
+        json: Default::default(),
     }
 }
 
