@@ -161,15 +161,16 @@ impl Tree {
         }
     }
 
-    /// The fjall keyspace of keys starting with `first` (a key's family byte).
+    /// The fjall keyspace of `key` (or of the keys a prefix or range start names): told by
+    /// its first byte, the key's family.
     #[inline]
     fn keyspace_of<'a>(
         keyspace: &'a fjall::Keyspace,
         records: &'a Option<Records>,
-        first: Option<u8>,
+        key: &[u8],
     ) -> &'a fjall::Keyspace {
-        match (records, first) {
-            (Some(records), Some(first)) if records.families.contains(&first) => &records.keyspace,
+        match (records, key.first()) {
+            (Some(records), Some(first)) if records.families.contains(first) => &records.keyspace,
             _ => keyspace,
         }
     }
@@ -182,11 +183,9 @@ impl Tree {
         match &self.engine {
             Engine::Fjall {
                 keyspace, records, ..
-            } => Ok(
-                Self::keyspace_of(keyspace, records, key.as_ref().first().copied())
-                    .get(key)?
-                    .map(Value::from),
-            ),
+            } => Ok(Self::keyspace_of(keyspace, records, key.as_ref())
+                .get(key)?
+                .map(Value::from)),
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => Ok(tree.get(key)?.map(Value::from)),
         }
@@ -196,10 +195,7 @@ impl Tree {
         match &self.engine {
             Engine::Fjall {
                 keyspace, records, ..
-            } => Ok(
-                Self::keyspace_of(keyspace, records, key.as_ref().first().copied())
-                    .contains_key(key)?,
-            ),
+            } => Ok(Self::keyspace_of(keyspace, records, key.as_ref()).contains_key(key)?),
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => Ok(tree.contains_key(key)?),
         }
@@ -217,7 +213,7 @@ impl Tree {
                 keyspace, records, ..
             } => {
                 let key = key.into();
-                let keyspace = Self::keyspace_of(keyspace, records, key.first().copied());
+                let keyspace = Self::keyspace_of(keyspace, records, &key);
                 self.written(keyspace.insert(key, value))
             }
             #[cfg(feature = "sled")]
@@ -234,7 +230,7 @@ impl Tree {
                 keyspace, records, ..
             } => {
                 let key = key.into();
-                let keyspace = Self::keyspace_of(keyspace, records, key.first().copied());
+                let keyspace = Self::keyspace_of(keyspace, records, &key);
                 self.written(keyspace.remove(key))
             }
             #[cfg(feature = "sled")]
@@ -256,7 +252,7 @@ impl Tree {
                 let mut engine_batch =
                     fjall::OwnedWriteBatch::with_capacity(db.clone(), writes.len());
                 for (key, value) in writes {
-                    let keyspace = Self::keyspace_of(main, records, key.first().copied());
+                    let keyspace = Self::keyspace_of(main, records, &key);
                     match value {
                         Some(value) => engine_batch.insert(keyspace, key, value),
                         None => engine_batch.remove(keyspace, key),
@@ -287,10 +283,9 @@ impl Tree {
         Entries(match &self.engine {
             Engine::Fjall {
                 keyspace, records, ..
-            } => RawIter::Fjall(
-                Self::keyspace_of(keyspace, records, prefix.as_ref().first().copied())
-                    .prefix(prefix),
-            ),
+            } => {
+                RawIter::Fjall(Self::keyspace_of(keyspace, records, prefix.as_ref()).prefix(prefix))
+            }
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => RawIter::Sled(Box::new(tree.scan_prefix(prefix))),
         })
@@ -319,13 +314,12 @@ impl Tree {
             Engine::Fjall {
                 keyspace, records, ..
             } => {
-                let first = match range.start_bound() {
-                    std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => {
-                        k.as_ref().first().copied()
-                    }
-                    std::ops::Bound::Unbounded => None,
+                let start: &[u8] = match range.start_bound() {
+                    std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => k.as_ref(),
+                    std::ops::Bound::Unbounded => &[],
                 };
-                RawIter::Fjall(Self::keyspace_of(keyspace, records, first).range(range))
+                let keyspace = Self::keyspace_of(keyspace, records, start);
+                RawIter::Fjall(keyspace.range(range))
             }
             #[cfg(feature = "sled")]
             Engine::Sled(tree) => RawIter::Sled(Box::new(tree.range(range))),
