@@ -20,12 +20,24 @@ use weaver_router::planner::registry::{
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("config file {0} does not exist")]
+    #[error("config file {} does not exist{}", .0.display(), relative_hint(.0))]
     Missing(PathBuf),
     #[error("{}", parse_error(.0))]
     Parse(#[from] Box<figment::Error>),
     #[error("{key}: {message}")]
     Invalid { key: String, message: String },
+}
+
+/// Where a relative config path was looked for: the current directory, which is not the
+/// checkout's when weaver runs from elsewhere.
+fn relative_hint(path: &Path) -> String {
+    if path.is_absolute() {
+        return String::new();
+    }
+    let cwd = std::env::current_dir()
+        .map(|dir| dir.display().to_string())
+        .unwrap_or_else(|_| "?".to_string());
+    format!(" (a relative path, looked up from the current directory {cwd}): pass --config with the file's path, or set WEAVER_CONFIG")
 }
 
 /// A figment error naming the key as the rest of the validation does (`chains[0].source`,

@@ -117,6 +117,7 @@ enum RegistryCommand {
         /// Number of rollups around the hub.
         #[arg(long, default_value_t = 500)]
         rollups: usize,
+        /// Router listen address of the generated config.
         #[arg(long, default_value = "127.0.0.1:8090")]
         listen: SocketAddr,
     },
@@ -130,20 +131,26 @@ struct DevnetServe {
     /// (default `<data_dir>/devnet.json`).
     #[arg(long)]
     network: bool,
+    /// The chain id the node reports (single-chain mode).
     #[arg(long, default_value = "minimove-1")]
     chain_id: String,
+    /// The chain's VM: evm, move or wasm (its txs, events and queries).
     #[arg(long, default_value = "move", value_parser = parse_vm)]
     vm: Vm,
+    /// Bech32 prefix of the chain's addresses.
     #[arg(long, default_value = "init")]
     bech32_prefix: String,
     /// World seed: a chain served here equals the chain of the same id and parameters in any
     /// devnet world (embedded or served) with this seed and genesis.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Time between two blocks (at least 10 ms).
     #[arg(long, default_value_t = 500)]
     block_interval_ms: u64,
+    /// Txs the devnet's own traffic puts in each block.
     #[arg(long, default_value_t = 4)]
     txs_per_block: u32,
+    /// Denom the txs pay fees in.
     #[arg(long, default_value = "umin")]
     fee_denom: String,
     /// Blocks that exist when the node starts.
@@ -152,8 +159,10 @@ struct DevnetServe {
     /// Fixed world genesis time in ms since the epoch (default: now minus the history).
     #[arg(long)]
     genesis_unix_ms: Option<i64>,
+    /// The CometBFT RPC listener.
     #[arg(long, default_value = "127.0.0.1:26657")]
     rpc_listen: SocketAddr,
+    /// The Cosmos REST (LCD) listener.
     #[arg(long, default_value = "127.0.0.1:1317")]
     rest_listen: SocketAddr,
     /// The EVM JSON-RPC listener (EVM chains only).
@@ -198,6 +207,7 @@ fn init_logging() {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_ansi(colour_logs())
         .with_writer(std::io::stderr);
     // Set before the config is read, so a config error is logged in the chosen format too.
     match std::env::var("WEAVER_LOG_FORMAT").as_deref() {
@@ -210,6 +220,13 @@ fn init_logging() {
             );
         }
     }
+}
+
+/// Colour codes only for a person at a terminal: not in a file, a pipe or journald, and not
+/// when `NO_COLOR` is set to anything but the empty string (<https://no-color.org>).
+fn colour_logs() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn load_config(cli: &Cli) -> Result<Config, ExitCode> {
@@ -234,168 +251,144 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     match &cli.command {
-        None | Some(Command::Run) => {
-            let config = match load_config(&cli) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            match actix::System::new().block_on(weaver::boot::run(config, Some(cli.config.clone())))
-            {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("weaver: {e:#}");
-                    ExitCode::FAILURE
-                }
+        None | Some(Command::Run) => with_config(&cli, |config| {
+            let result =
+                actix::System::new().block_on(weaver::boot::run(config, Some(cli.config.clone())));
+            exit("weaver", result)
+        }),
+        Some(Command::Backup { to }) => with_config(&cli, |config| {
+            printed(
+                "weaver backup",
+                weaver::admin_client::backup(&config.data_dir, to),
+            )
+        }),
+        Some(Command::Reindex { chain, domain }) => with_config(&cli, |config| {
+            printed(
+                "weaver reindex",
+                weaver::reindex::reindex(&config, chain, domain),
+            )
+        }),
+        Some(Command::CheckConfig) => with_config(&cli, |config| {
+            for warning in config.warnings() {
+                eprintln!("warning: {warning}");
             }
+            println!(
+                "configuration {} is valid: {} chain(s)",
+                cli.config.display(),
+                config.chains.len()
+            );
+            ExitCode::SUCCESS
+        }),
+        Some(Command::Registry { command }) => registry(command),
+        Some(Command::Devnet {
+            command: DevnetCommand::Serve(args),
+        }) if args.network => with_config(&cli, |config| {
+            let result = actix::System::new().block_on(serve_network(config, args));
+            exit("weaver devnet serve --network", result)
+        }),
+        Some(Command::Devnet {
+            command: DevnetCommand::Serve(args),
+        }) => exit(
+            "weaver devnet serve",
+            actix::System::new().block_on(serve_devnet(args)),
+        ),
+        Some(Command::Devnet {
+            command: DevnetCommand::Send(args),
+        }) => devnet_send(&cli, args),
+        Some(Command::Node {
+            command: NodeCommand::Record(args),
+        }) => exit(
+            "weaver node record",
+            actix::System::new().block_on(weaver::node_tools::record(args)),
+        ),
+        Some(Command::Node {
+            command: NodeCommand::Replay(args),
+        }) => exit(
+            "weaver node replay",
+            actix::System::new().block_on(weaver::node_tools::replay(args)),
+        ),
+    }
+}
+
+/// Runs `command` with the loaded configuration; an invalid one exits 2.
+fn with_config(cli: &Cli, command: impl FnOnce(Config) -> ExitCode) -> ExitCode {
+    match load_config(cli) {
+        Ok(config) => command(config),
+        Err(code) => code,
+    }
+}
+
+/// A command's exit: success, or its error on stderr after the command's name, and 1.
+fn exit<E: std::fmt::Display>(command: &str, result: Result<(), E>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{command}: {e:#}");
+            ExitCode::FAILURE
         }
-        Some(Command::Backup { to }) => match load_config(&cli) {
-            Ok(config) => match weaver::admin_client::backup(&config.data_dir, to) {
-                Ok(report) => {
-                    println!("{report}");
-                    ExitCode::SUCCESS
-                }
+    }
+}
+
+/// As [`exit`], printing a successful command's report on stdout first.
+fn printed<T: std::fmt::Display, E: std::fmt::Display>(
+    command: &str,
+    result: Result<T, E>,
+) -> ExitCode {
+    exit(command, result.map(|report| println!("{report}")))
+}
+
+fn registry(command: &RegistryCommand) -> ExitCode {
+    match command {
+        RegistryCommand::Import { dir, out, listen } => {
+            let text = match weaver::registry_import::render(dir, *listen) {
+                Ok(text) => text,
                 Err(e) => {
-                    eprintln!("weaver backup: {e}");
-                    ExitCode::FAILURE
+                    eprintln!("weaver registry import: {e}");
+                    return ExitCode::from(2);
                 }
-            },
-            Err(code) => code,
-        },
-        Some(Command::Reindex { chain, domain }) => match load_config(&cli) {
-            Ok(config) => match weaver::reindex::reindex(&config, chain, domain) {
-                Ok(done) => {
-                    println!("{done}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("weaver reindex: {e}");
-                    ExitCode::FAILURE
-                }
-            },
-            Err(code) => code,
-        },
-        Some(Command::CheckConfig) => match load_config(&cli) {
-            Ok(config) => {
-                for warning in config.warnings() {
-                    eprintln!("warning: {warning}");
-                }
-                println!(
-                    "configuration {} is valid: {} chain(s)",
-                    cli.config.display(),
-                    config.chains.len()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(code) => code,
-        },
-        Some(Command::Registry {
-            command: RegistryCommand::Import { dir, out, listen },
-        }) => match weaver::registry_import::render(dir, *listen) {
-            Ok(text) => {
-                let written = match out {
-                    Some(path) => std::fs::write(path, text),
-                    None => std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()),
-                };
-                match written {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        eprintln!("weaver registry import: {e}");
-                        ExitCode::FAILURE
-                    }
-                }
-            }
-            Err(e) => {
-                eprintln!("weaver registry import: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Some(Command::Registry {
-            command: RegistryCommand::Synthetic { rollups, listen },
-        }) => {
+            };
+            let written = match out {
+                Some(path) => std::fs::write(path, text).map(|()| {
+                    eprintln!("weaver registry import: wrote {}", path.display());
+                }),
+                None => std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()),
+            };
+            exit("weaver registry import", written)
+        }
+        RegistryCommand::Synthetic { rollups, listen } => {
             let registry = weaver_router::planner::synthetic::registry(*rollups);
-            match weaver::registry_import::render_registry(
+            let text = weaver::registry_import::render_registry(
                 registry,
                 *listen,
                 "a synthetic hub-and-spoke registry",
-            ) {
-                Ok(text) => {
-                    print!("{text}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("weaver registry synthetic: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Some(Command::Devnet {
-            command: DevnetCommand::Serve(args),
-        }) if args.network => {
-            let config = match load_config(&cli) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            match actix::System::new().block_on(serve_network(config, args)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("weaver devnet serve --network: {e:#}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Some(Command::Devnet {
-            command: DevnetCommand::Serve(args),
-        }) => match actix::System::new().block_on(serve_devnet(args)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("weaver devnet serve: {e:#}");
-                ExitCode::FAILURE
-            }
-        },
-        Some(Command::Node {
-            command: NodeCommand::Record(args),
-        }) => match actix::System::new().block_on(weaver::node_tools::record(args)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("weaver node record: {e:#}");
-                ExitCode::FAILURE
-            }
-        },
-        Some(Command::Node {
-            command: NodeCommand::Replay(args),
-        }) => match actix::System::new().block_on(weaver::node_tools::replay(args)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("weaver node replay: {e:#}");
-                ExitCode::FAILURE
-            }
-        },
-        Some(Command::Devnet {
-            command: DevnetCommand::Send(args),
-        }) => {
-            let devnet_file = match (&args.devnet_file, &cli.data_dir) {
-                (Some(file), _) => file.clone(),
-                (None, Some(dir)) => dir.join("devnet.json"),
-                (None, None) => match Config::load(&cli.config) {
-                    Ok(config) => config.data_dir.join("devnet.json"),
-                    Err(e) => {
-                        eprintln!(
-                            "weaver devnet send: no data directory: the configuration {} does not load ({e}); pass --data-dir or --devnet-file",
-                            cli.config.display()
-                        );
-                        return ExitCode::FAILURE;
-                    }
-                },
-            };
-            match weaver_devnet::send::run(args, &devnet_file, &mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("weaver devnet send: {e:#}");
-                    ExitCode::FAILURE
-                }
-            }
+            );
+            exit(
+                "weaver registry synthetic",
+                text.map(|text| print!("{text}")),
+            )
         }
     }
+}
+
+fn devnet_send(cli: &Cli, args: &weaver_devnet::send::SendArgs) -> ExitCode {
+    let devnet_file = match (&args.devnet_file, &cli.data_dir) {
+        (Some(file), _) => file.clone(),
+        (None, Some(dir)) => dir.join("devnet.json"),
+        (None, None) => match Config::load(&cli.config) {
+            Ok(config) => config.data_dir.join("devnet.json"),
+            Err(e) => {
+                eprintln!(
+                    "weaver devnet send: no data directory: the configuration {} does not load ({e}); pass --data-dir or --devnet-file",
+                    cli.config.display()
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    exit(
+        "weaver devnet send",
+        weaver_devnet::send::run(args, &devnet_file, &mut std::io::stdout()),
+    )
 }
 
 async fn serve_devnet(args: &DevnetServe) -> anyhow::Result<()> {

@@ -31,6 +31,7 @@ pub struct RecordArgs {
     /// The chain's VM: evm, move or wasm.
     #[arg(long)]
     pub vm: String,
+    /// Bech32 prefix of the chain's addresses.
     #[arg(long, default_value = "init")]
     pub bech32_prefix: String,
     /// The domains to index while recording (default: all the chain's VM allows).
@@ -57,8 +58,10 @@ pub struct RecordArgs {
 pub struct ReplayArgs {
     /// A recording's directory (from `weaver node record`).
     pub dir: PathBuf,
+    /// The CometBFT RPC listener.
     #[arg(long, default_value = "127.0.0.1:26657")]
     pub rpc_listen: SocketAddr,
+    /// The Cosmos REST (LCD) listener.
     #[arg(long, default_value = "127.0.0.1:1317")]
     pub rest_listen: SocketAddr,
     /// The EVM JSON-RPC listener (served when the recording holds JSON-RPC answers).

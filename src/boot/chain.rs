@@ -484,6 +484,7 @@ fn bind_indexer_listener(
     );
     let docs = web::Data::new(http::openapi::ApiDocs::new(
         &http::openapi::indexer_document(
+            &chain.chain_id,
             &chain.domains,
             stores
                 .plugins

@@ -127,6 +127,41 @@ fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
+impl Listeners {
+    /// The one line a person starting weaver looks for: where the status page, the router
+    /// and each chain's indexer API (with their Swagger UI) answer.
+    pub(super) fn ready_line(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(metrics) = self.metrics.map(reachable) {
+            parts.push(format!("status page http://{metrics}/ (metrics /metrics)"));
+        }
+        if let Some(router) = self.router.map(reachable) {
+            parts.push(format!(
+                "router API http://{router} (Swagger UI http://{router}/swagger/)"
+            ));
+        }
+        for (chain_id, addr) in &self.chains {
+            let addr = reachable(*addr);
+            parts.push(format!(
+                "{chain_id} indexer API http://{addr} (Swagger UI http://{addr}/swagger/)"
+            ));
+        }
+        if parts.is_empty() {
+            return "weaver ready: no listeners".to_string();
+        }
+        format!("weaver ready: {}", parts.join("; "))
+    }
+}
+
+/// An address a client on this host can connect to: a listener bound to every interface
+/// (`0.0.0.0`, `::`) is reached on loopback.
+pub(super) fn reachable(mut addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    addr
+}
+
 pub fn listeners_path(data_dir: &Path) -> PathBuf {
     data_dir.join("listeners.json")
 }
@@ -137,4 +172,28 @@ pub(super) fn write_listeners(data_dir: &Path, listeners: &Listeners) -> anyhow:
     std::fs::write(&staging, serde_json::to_vec_pretty(listeners)?)?;
     std::fs::rename(&staging, &path)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Listeners;
+
+    #[test]
+    fn the_ready_line_names_every_listener_at_an_address_a_browser_reaches() {
+        let listeners = Listeners {
+            chains: [("minimove-1".to_string(), "0.0.0.0:8101".parse().unwrap())].into(),
+            router: Some("127.0.0.1:8090".parse().unwrap()),
+            metrics: Some("[::]:9100".parse().unwrap()),
+        };
+        assert_eq!(
+            listeners.ready_line(),
+            "weaver ready: status page http://127.0.0.1:9100/ (metrics /metrics); \
+             router API http://127.0.0.1:8090 (Swagger UI http://127.0.0.1:8090/swagger/); \
+             minimove-1 indexer API http://127.0.0.1:8101 (Swagger UI http://127.0.0.1:8101/swagger/)"
+        );
+        assert_eq!(
+            Listeners::default().ready_line(),
+            "weaver ready: no listeners"
+        );
+    }
 }

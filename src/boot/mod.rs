@@ -117,6 +117,7 @@ pub async fn run_with(
     )?);
     servers.extend(bind_devnet_nodes(&config, devnet_network.as_ref())?);
     listeners::write_listeners(&config.data_dir, &listeners)?;
+    tracing::info!("{}", listeners.ready_line());
     on_ready(Engine {
         store: store.clone(),
         relay_bus: bus.clone(),
@@ -172,9 +173,7 @@ fn refuse_unfinished_backup(data_dir: &std::path::Path) -> anyhow::Result<()> {
 /// Opens the store under `data_dir` (created if missing) with the configured engine, and
 /// checks its format version ([`weaver_engine::store::format`]): the store and its version.
 fn open_store(config: &Config) -> anyhow::Result<(Store, u64)> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-        anyhow::anyhow!("cannot create data dir {}: {e}", config.data_dir.display())
-    })?;
+    create_data_dir(&config.data_dir)?;
     refuse_unfinished_backup(&config.data_dir)?;
     Store::open_engine(
         config.store.engine,
@@ -197,10 +196,34 @@ fn open_store(config: &Config) -> anyhow::Result<(Store, u64)> {
         (store, format)
     })
     .map_err(|e| {
+        // Only a store that reads back wrong is worth giving up: the chain has it all again.
+        let advice = if e.is_corrupt() {
+            "\nThe chain is the source of truth: move the directory away (keep it for a bug report) and weaver indexes again from the chain."
+        } else {
+            ""
+        };
         anyhow::anyhow!(
-            "cannot open the store in {}: {e}\nThe chain is the source of truth: if the store is corrupt, move the directory away and weaver resyncs.",
+            "cannot open the store in {}: {e}{advice}",
             config.data_dir.display()
         )
+    })
+}
+
+/// Creates the data directory (and its parents) if missing, saying what is wrong with the
+/// path when it cannot: a file in the way, or a directory the user may not write.
+fn create_data_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(
+            "data directory {} is not a directory: set data_dir (or --data-dir) to a directory, or to a path that does not exist yet",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+            "cannot create data directory {}: permission denied (create it for the user running weaver, or set data_dir / --data-dir to a directory that user owns)",
+            dir.display()
+        ),
+        _ => anyhow::anyhow!("cannot create data directory {}: {e}", dir.display()),
     })
 }
 

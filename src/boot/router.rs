@@ -225,10 +225,7 @@ fn own_explorers(
         .filter(|chain| matches!(chain.source, crate::config::SourceConfig::Devnet(_)))
         .map(|chain| {
             let link = indexers.get(&chain.chain_id).map(|addr| {
-                let mut addr = *addr;
-                if addr.ip().is_unspecified() {
-                    addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-                }
+                let addr = super::listeners::reachable(*addr);
                 format!("http://{addr}/indexer/tx/v1/txs/{{tx_hash}}")
             });
             (chain.chain_id.clone(), link.unwrap_or_default())

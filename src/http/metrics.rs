@@ -17,11 +17,13 @@ const LATENCY_BUCKETS: &[f64] = &[
 pub fn install() -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
-            PrometheusBuilder::new()
+            let handle = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
                 .expect("static buckets are valid")
                 .install_recorder()
-                .expect("the metrics recorder is installed once")
+                .expect("the metrics recorder is installed once");
+            super::metric_help::describe_all();
+            handle
         })
         .clone()
 }

@@ -440,6 +440,19 @@ fn ops_dashboard_and_alerts_use_exported_metrics_and_prometheus_scrapes_them() {
         assert!(size > 0.0 && free > 0.0 && free <= size, "{free} of {size}");
         assert!(store < size, "store {store} of {size}");
         if lacking.is_empty() && store > 0.0 {
+            // Every family says what it is: a `# HELP` line beside each `# TYPE`.
+            let helped: BTreeSet<&str> = metrics
+                .lines()
+                .filter_map(|l| l.strip_prefix("# HELP "))
+                .filter_map(|l| l.split_whitespace().next())
+                .collect();
+            let unhelped: Vec<&str> = metrics
+                .lines()
+                .filter_map(|l| l.strip_prefix("# TYPE "))
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|name| !helped.contains(name))
+                .collect();
+            assert!(unhelped.is_empty(), "no # HELP for {unhelped:?}");
             break;
         }
         assert!(

@@ -470,23 +470,35 @@ impl Http {
     }
 
     fn get(&self, url: &str) -> anyhow::Result<Reply> {
-        let response = self
-            .client
-            .get(url)
-            .send()
-            .with_context(|| format!("GET {url}"))?;
-        Self::reply(response).with_context(|| format!("GET {url}"))
+        Self::send(self.client.get(url), "GET", url)
     }
 
     fn post(&self, url: &str, body: &Value) -> anyhow::Result<Reply> {
-        let response = self
+        let request = self
             .client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string())
-            .send()
-            .with_context(|| format!("POST {url}"))?;
-        Self::reply(response).with_context(|| format!("POST {url}"))
+            .body(body.to_string());
+        Self::send(request, "POST", url)
+    }
+
+    /// Sends one request; nothing listening at the URL is said as such, not as a chain of
+    /// transport errors.
+    fn send(
+        request: reqwest::blocking::RequestBuilder,
+        method: &str,
+        url: &str,
+    ) -> anyhow::Result<Reply> {
+        let response = request.send().map_err(|e| {
+            if e.is_connect() {
+                anyhow::anyhow!(
+                    "nothing answers at {url} ({method}): is the weaver daemon running there? Start it (`weaver`), or pass --router / --node-rest with the URLs it listens on"
+                )
+            } else {
+                anyhow::Error::new(e).context(format!("{method} {url}"))
+            }
+        })?;
+        Self::reply(response).with_context(|| format!("{method} {url}"))
     }
 }
 

@@ -104,11 +104,17 @@ struct IndexerDoc;
 )]
 struct RouterDoc;
 
-/// The document of an indexer listener of a chain keeping `kept`: the paths every chain
-/// has, those of each kept domain (its descriptor's `path_prefixes`), and the plug-ins'
-/// documents (`DomainPlugin::openapi`).
-pub fn indexer_document(kept: &[Domain], plugins: impl IntoIterator<Item = Document>) -> Document {
+/// The document of the indexer listener of `chain_id`, keeping `kept`: the paths every
+/// chain has, those of each kept domain (its descriptor's `path_prefixes`), and the
+/// plug-ins' documents (`DomainPlugin::openapi`); titled with the chain, and with the tags
+/// of only the paths it has (Swagger UI shows a section per tag, empty or not).
+pub fn indexer_document(
+    chain_id: &str,
+    kept: &[Domain],
+    plugins: impl IntoIterator<Item = Document>,
+) -> Document {
     let mut document = IndexerDoc::openapi();
+    document.info.title = format!("weaver indexer API: {chain_id}");
     document.paths.paths.retain(|path, _| {
         DESCRIPTORS
             .iter()
@@ -121,6 +127,17 @@ pub fn indexer_document(kept: &[Domain], plugins: impl IntoIterator<Item = Docum
     });
     for plugin in plugins {
         document.merge(plugin);
+    }
+    let used: std::collections::BTreeSet<String> = document
+        .paths
+        .paths
+        .values()
+        .flat_map(|item| [item.get.as_ref(), item.post.as_ref()])
+        .flatten()
+        .flat_map(|operation| operation.tags.iter().flatten().cloned())
+        .collect();
+    if let Some(tags) = &mut document.tags {
+        tags.retain(|tag| used.contains(&tag.name));
     }
     finish(document)
 }
@@ -273,7 +290,7 @@ mod tests {
 
     fn all_paths() -> serde_json::Value {
         let every: Vec<Domain> = Domain::all().collect();
-        serde_json::to_value(indexer_document(&every, [])).unwrap()
+        serde_json::to_value(indexer_document("test-1", &every, [])).unwrap()
     }
 
     #[test]
@@ -303,7 +320,8 @@ mod tests {
         let all = paths(&full);
         for descriptor in DESCRIPTORS.iter() {
             let kept: Vec<Domain> = Domain::all().filter(|d| *d != descriptor.domain).collect();
-            let without = paths(&serde_json::to_value(indexer_document(&kept, [])).unwrap());
+            let without =
+                paths(&serde_json::to_value(indexer_document("test-1", &kept, [])).unwrap());
             let dropped: Vec<&String> = all.iter().filter(|p| !without.contains(p)).collect();
             let own = |p: &String| descriptor.path_prefixes.iter().any(|x| p.starts_with(x));
             assert!(
@@ -338,12 +356,40 @@ mod tests {
         assert_eq!(count(&full, "/indexer/tx/v1/evm-internal-txs"), 4);
         assert_eq!(count(&full, "/indexer/nft/"), 7);
         assert_eq!(count(&full, "/indexer/richlist/"), 1);
-        let bare =
-            serde_json::to_value(indexer_document(&[Domain::Blocks, Domain::Txs], [])).unwrap();
+        let bare = serde_json::to_value(indexer_document(
+            "test-1",
+            &[Domain::Blocks, Domain::Txs],
+            [],
+        ))
+        .unwrap();
         for prefix in ["/indexer/tx/v1/evm", "/indexer/nft/", "/indexer/richlist/"] {
             assert_eq!(count(&bare, prefix), 0, "{prefix}");
         }
         assert_eq!(count(&bare, "/indexer/tx/v1/txs"), 4);
+        // Titled with the chain; no tag is left without a path (an empty Swagger section).
+        assert_eq!(bare["info"]["title"], "weaver indexer API: test-1");
+        let tags = |doc: &serde_json::Value| -> Vec<String> {
+            doc["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let used = |doc: &serde_json::Value| -> std::collections::BTreeSet<String> {
+            doc["paths"]
+                .as_object()
+                .unwrap()
+                .values()
+                .flat_map(|item| item.as_object().unwrap().values())
+                .flat_map(|op| op["tags"].as_array().cloned().unwrap_or_default())
+                .map(|t| t.as_str().unwrap().to_string())
+                .collect()
+        };
+        assert!(tags(&full).len() > tags(&bare).len(), "{:?}", tags(&bare));
+        for tag in tags(&bare) {
+            assert!(used(&bare).contains(&tag), "tag {tag} has no path");
+        }
         // Every operation documents the shared error answers.
         for item in bare["paths"].as_object().unwrap().values() {
             for status in ["400", "404", "429", "503"] {

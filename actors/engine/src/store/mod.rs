@@ -58,14 +58,22 @@ pub const EVM_INTERNAL_TXS_DOMAIN: &str = "evm_internal_txs";
 /// A fjall error as a person reads it: its I/O cause (`No space left on device (os error
 /// 28)`) where it has one — fjall's own `Display` is its `Debug` dump — else that dump.
 fn engine_error(error: &fjall::Error) -> String {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    match io_cause(error) {
+        Some(io) => format!("I/O error: {io}"),
+        None => error.to_string(),
+    }
+}
+
+/// The I/O error behind `error`, if any.
+fn io_cause<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut cause = Some(error);
     while let Some(error) = cause {
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            return format!("I/O error: {io}");
+            return Some(io);
         }
         cause = error.source();
     }
-    error.to_string()
+    None
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +95,13 @@ pub enum StoreError {
         found: StoreEngine,
         wanted: StoreEngine,
     },
+    /// Another process holds the store's lock: most likely a second weaver on the same data
+    /// directory.
+    #[error("{dir} is in use by another process (is another weaver running on this data directory?): stop it first, or point --data-dir at another directory")]
+    Locked { dir: String },
+    /// The user running weaver may not read or write the store's directory.
+    #[error("permission denied on {dir}: the user running weaver needs to read and write it (check its owner and mode, or point --data-dir at a directory that user owns)")]
+    PermissionDenied { dir: String },
     /// A backup of a store on an engine that cannot take one while it runs.
     #[error("backups need the fjall store engine (a sled store has no consistent snapshot of every tree): stop weaver and copy the data directory instead")]
     BackupUnsupported,
@@ -102,6 +117,21 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// An engine's refusal to open `dir`, in the words an operator needs: a lock held by
+    /// another process and a permission denied name the directory and what to do.
+    fn at_open(dir: &Path, error: StoreError) -> StoreError {
+        let dir = dir.display().to_string();
+        if matches!(error, StoreError::Engine(fjall::Error::Locked)) {
+            return StoreError::Locked { dir };
+        }
+        match io_cause(&error).map(std::io::Error::kind) {
+            Some(std::io::ErrorKind::PermissionDenied) => StoreError::PermissionDenied { dir },
+            // sled takes its lock with a non-blocking `flock`.
+            Some(std::io::ErrorKind::WouldBlock) => StoreError::Locked { dir },
+            _ => error,
+        }
+    }
+
     /// The disk refused a read or write (full, read-only, failing), as opposed to bad data.
     /// After a failed write the engine refuses every later one ("poisoned") until the process
     /// reopens it.
@@ -116,6 +146,26 @@ impl StoreError {
             // sled keeps its first IO error and answers every later write with it.
             #[cfg(feature = "sled")]
             StoreError::Sled(sled::Error::Io(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// The store's files read back wrong (a checksum, a tag, a journal that does not
+    /// recover), as opposed to a disk, lock or permission that refused: the one case where
+    /// moving the data directory away and indexing again from the chain is the way out.
+    pub fn is_corrupt(&self) -> bool {
+        match self {
+            StoreError::Corrupt { .. } => true,
+            StoreError::Engine(
+                fjall::Error::Storage(fjall::LsmError::Io(_))
+                | fjall::Error::Io(_)
+                | fjall::Error::Poisoned
+                | fjall::Error::Locked
+                | fjall::Error::KeyspaceDeleted,
+            ) => false,
+            StoreError::Engine(_) => true,
+            #[cfg(feature = "sled")]
+            StoreError::Sled(sled::Error::Corruption { .. }) => true,
             _ => false,
         }
     }
@@ -218,7 +268,8 @@ impl Store {
                 let db = fjall::Database::builder(dir)
                     .cache_size(cache_bytes)
                     .max_journaling_size(JOURNAL_BYTES)
-                    .open()?;
+                    .open()
+                    .map_err(|e| StoreError::at_open(dir, e.into()))?;
                 let syncer = Syncer::start(db.clone(), write_failure.clone());
                 (Db::Fjall(db), Some(Arc::new(syncer)))
             }
@@ -231,7 +282,8 @@ impl Store {
                     .cache_capacity(cache_bytes)
                     .mode(sled::Mode::HighThroughput)
                     .flush_every_ms(Some(SYNC_EVERY.as_millis() as u64))
-                    .open()?;
+                    .open()
+                    .map_err(|e| StoreError::at_open(dir, e.into()))?;
                 (Db::Sled(db), None)
             }
             #[cfg(not(feature = "sled"))]

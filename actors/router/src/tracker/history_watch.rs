@@ -4,6 +4,7 @@
 //! (a receipt, an acknowledgement) — never to every stream on every commit.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
@@ -11,6 +12,11 @@ use super::machine::WatchKey;
 use super::topology::Topology;
 use super::wakers::Wakers;
 use weaver_engine::relay::{RelayError, RelayEvent, RelaySubscription};
+use weaver_engine::system::retry::Backoff;
+
+/// A failed read of the relay log (the store refused it) is tried again after this long.
+const RELAY_READ_RETRY: Backoff =
+    Backoff::doubling(Duration::from_millis(200), Duration::from_secs(5));
 
 /// Who waits on what: an account's streams and the relay keys their transfers wait on.
 #[derive(Default)]
@@ -73,13 +79,19 @@ impl HistoryWatch {
         mut subscription: RelaySubscription,
         topology: impl Fn() -> Arc<Topology>,
     ) {
+        let mut failures = 0;
         loop {
             match subscription.next().await {
-                Ok(event) => self.deliver(&event, &topology()),
+                Ok(event) => {
+                    failures = 0;
+                    self.deliver(&event, &topology());
+                }
                 Err(RelayError::Closed) => return,
                 Err(e) => {
-                    tracing::warn!(error = %e, "history streams: relay log read failed; trying again");
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    failures += 1;
+                    let wait = RELAY_READ_RETRY.after(failures);
+                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "history streams: relay log read failed; trying again");
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
