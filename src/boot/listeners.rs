@@ -128,6 +128,20 @@ fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 }
 
 impl Listeners {
+    /// The APIs' base URLs, for the status page.
+    pub(super) fn urls(&self) -> http::status::ListenerUrls {
+        http::status::ListenerUrls {
+            router: self
+                .router
+                .map(|addr| format!("http://{}", reachable(addr))),
+            indexers: self
+                .chains
+                .iter()
+                .map(|(chain_id, addr)| (chain_id.clone(), format!("http://{}", reachable(*addr))))
+                .collect(),
+        }
+    }
+
     /// The one line a person starting weaver looks for: where the status page, the router
     /// and each chain's indexer API (with their Swagger UI) answer.
     pub(super) fn ready_line(&self) -> String {

@@ -312,6 +312,7 @@ fn bind_metrics(
         chains,
         tracker_view,
         store_format,
+        listeners.urls(),
     ));
     let ready_policy = web::Data::new(http::ready::ReadyPolicy {
         max_lag_blocks: config.metrics.ready_max_lag_blocks,

@@ -10,9 +10,10 @@
 //!   sampled every [`SAMPLE_EVERY`] by a small task ([`spawn_sampler`]) — so it is the
 //!   catch-up speed while catching up and the chain's own block rate at the tip;
 //! - the router's transfer trackers are counted by state from the [`TrackerView`] the
-//!   tracking routes read.
+//!   tracking routes read;
+//! - the listeners are the addresses bound at start (their URLs and Swagger UI).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,6 +40,17 @@ pub struct StatusBoard {
     chains: Vec<ChainStatus>,
     trackers: Arc<TrackerView>,
     store_format: u64,
+    listeners: ListenerUrls,
+}
+
+/// The APIs' base URLs, as bound at start (a listener on every interface shown at
+/// `127.0.0.1`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ListenerUrls {
+    /// The router API (`None`: no router listener).
+    pub router: Option<String>,
+    /// Each chain's indexer API, by chain id.
+    pub indexers: BTreeMap<String, String>,
 }
 
 /// One followed chain, in config order.
@@ -104,6 +116,7 @@ pub struct Snapshot {
     pub rate_window_secs: u64,
     pub chains: Vec<ChainSnapshot>,
     pub trackers: TrackersSnapshot,
+    pub listeners: ListenerUrls,
 }
 
 #[derive(Debug, Serialize)]
@@ -149,12 +162,18 @@ pub struct StateCount {
 }
 
 impl StatusBoard {
-    pub fn new(chains: Vec<ChainStatus>, trackers: Arc<TrackerView>, store_format: u64) -> Self {
+    pub fn new(
+        chains: Vec<ChainStatus>,
+        trackers: Arc<TrackerView>,
+        store_format: u64,
+        listeners: ListenerUrls,
+    ) -> Self {
         StatusBoard {
             started: Instant::now(),
             chains,
             trackers,
             store_format,
+            listeners,
         }
     }
 
@@ -186,6 +205,7 @@ impl StatusBoard {
             rate_window_secs: RATE_WINDOW.as_secs(),
             chains: self.chains.iter().map(chain_snapshot).collect(),
             trackers: self.trackers(),
+            listeners: self.listeners.clone(),
         }
     }
 
@@ -402,6 +422,7 @@ chain's latest block as the follower last learned it. Blocks/s: how far the heig
 over the last {window} s (sampled every second).</p>",
         window = snapshot.rate_window_secs
     );
+    render_listeners(&mut html, &snapshot.listeners);
     html.push_str(
         "<h2>Transfer trackers</h2>\n<table id=\"trackers\"><thead><tr><th>State</th>\
 <th>Trackers</th></tr></thead><tbody>\n",
@@ -422,6 +443,39 @@ Prometheus metrics on <a href=\"metrics\">/metrics</a>.</p>\n</body></html>\n",
         snapshot.trackers.total
     );
     html
+}
+
+/// The listeners' table: each API's URL and its Swagger UI.
+fn render_listeners(html: &mut String, listeners: &ListenerUrls) {
+    html.push_str(
+        "<h2>Listeners</h2>\n<table id=\"listeners\"><thead><tr><th>API</th><th>URL</th>\
+<th>Swagger UI</th></tr></thead><tbody>\n",
+    );
+    let apis = listeners
+        .router
+        .iter()
+        .map(|url| ("router".to_string(), url))
+        .chain(
+            listeners
+                .indexers
+                .iter()
+                .map(|(chain_id, url)| (format!("{chain_id} indexer"), url)),
+        );
+    let mut any = false;
+    for (name, url) in apis {
+        any = true;
+        let url = escape(url);
+        let _ = writeln!(
+            html,
+            "<tr><td>{name}</td><td><a href=\"{url}/\">{url}</a></td>\
+<td><a href=\"{url}/swagger/\">{url}/swagger/</a></td></tr>",
+            name = escape(&name),
+        );
+    }
+    if !any {
+        html.push_str("<tr><td colspan=\"3\">no API listeners</td></tr>\n");
+    }
+    html.push_str("</tbody></table>\n");
 }
 
 async fn page(board: web::Data<StatusBoard>) -> HttpResponse {
@@ -464,7 +518,15 @@ mod tests {
             SnapshotHandle::new(Default::default()).unwrap(),
             weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
         );
-        (StatusBoard::new(vec![chain], view, 2), tree)
+        let listeners = super::ListenerUrls {
+            router: Some("http://127.0.0.1:8090".to_string()),
+            indexers: [(
+                "<evil>&\"chain'".to_string(),
+                "http://127.0.0.1:8101".to_string(),
+            )]
+            .into(),
+        };
+        (StatusBoard::new(vec![chain], view, 2, listeners), tree)
     }
 
     #[test]
@@ -514,7 +576,21 @@ mod tests {
         assert!(html.contains("&lt;evil&gt;&amp;&quot;chain&#39;"), "{html}");
         assert!(!html.contains("<evil>"));
         assert!(html.contains("<meta http-equiv=\"refresh\" content=\"5\">"));
-        assert!(!html.contains("http://") && !html.contains("https://"));
+        // No URL outside the listeners' table (whose links are the APIs, not assets).
+        let (before, table) = html.split_once("<table id=\"listeners\">").unwrap();
+        let after = table.split_once("</table>").unwrap().1;
+        for part in [before, after] {
+            assert!(!part.contains("http://") && !part.contains("https://"));
+        }
+        assert!(table.contains(
+            "<td>router</td><td><a href=\"http://127.0.0.1:8090/\">http://127.0.0.1:8090</a></td>\
+<td><a href=\"http://127.0.0.1:8090/swagger/\">"
+        ));
+        assert!(table.contains("<td>&lt;evil&gt;&amp;&quot;chain&#39; indexer</td>"));
+        assert_eq!(
+            snapshot.listeners.indexers["<evil>&\"chain'"],
+            "http://127.0.0.1:8101"
+        );
         assert!(html.contains("<td>blocks</td>") && html.contains("<td>txs</td>"));
     }
 }
