@@ -10,8 +10,8 @@ use weaver_engine::store::{BlocksStore, TxFilter};
 
 use super::answer_cache::AnswerCache;
 use super::error::{json_bytes, ApiError, ApiResult};
-use super::indexer::{list_body, list_of, wrap};
-use super::limits::HeavyPages;
+use super::indexer::{list_body, tx_list, wrap};
+use super::listing::Listing;
 use super::query::{parse_height, parse_list_query, parse_tx_hash, CursorKind};
 
 /// The EVM domains a chain keeps; a `None` answers its paths with `why_not`.
@@ -57,13 +57,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     summary = "EVM txs, newest first by default",
     params(crate::http::openapi::params::PageParams),
     responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmTxsResponse)))]
-pub(super) async fn evm_txs(
-    api: web::Data<EvmApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
-    req: HttpRequest,
-) -> ApiResult {
-    all(&api, List::Txs, &heavy, &cache, &req).await
+pub(super) async fn evm_txs(api: web::Data<EvmApi>, listing: Listing) -> ApiResult {
+    all(&api, List::Txs, &listing).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/by_account/{account}", tag = "EVM",
@@ -72,12 +67,10 @@ pub(super) async fn evm_txs(
     responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmTxsResponse)))]
 pub(super) async fn evm_txs_by_account(
     api: web::Data<EvmApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     account: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    by_account(&api, List::Txs, &heavy, &cache, &account, &req).await
+    by_account(&api, List::Txs, &account, &listing).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/by_height/{height}", tag = "EVM",
@@ -86,12 +79,10 @@ pub(super) async fn evm_txs_by_account(
     responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmTxsResponse)))]
 pub(super) async fn evm_txs_by_height(
     api: web::Data<EvmApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     height: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    by_height(&api, List::Txs, &heavy, &cache, &height, &req).await
+    by_height(&api, List::Txs, &height, &listing).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-txs/{tx_hash}", tag = "EVM",
@@ -111,13 +102,8 @@ pub(super) async fn evm_tx(api: web::Data<EvmApi>, hash: web::Path<String>) -> A
     summary = "Internal txs, newest first by default",
     params(crate::http::openapi::params::PageParams),
     responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmInternalTxsResponse)))]
-pub(super) async fn internal_txs(
-    api: web::Data<EvmApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
-    req: HttpRequest,
-) -> ApiResult {
-    all(&api, List::Internal, &heavy, &cache, &req).await
+pub(super) async fn internal_txs(api: web::Data<EvmApi>, listing: Listing) -> ApiResult {
+    all(&api, List::Internal, &listing).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/by_account/{account}", tag = "EVM",
@@ -126,12 +112,10 @@ pub(super) async fn internal_txs(
     responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmInternalTxsResponse)))]
 pub(super) async fn internal_txs_by_account(
     api: web::Data<EvmApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     account: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    by_account(&api, List::Internal, &heavy, &cache, &account, &req).await
+    by_account(&api, List::Internal, &account, &listing).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/by_height/{height}", tag = "EVM",
@@ -140,12 +124,10 @@ pub(super) async fn internal_txs_by_account(
     responses((status = 200, description = "A page", body = crate::http::openapi::schemas::EvmInternalTxsResponse)))]
 pub(super) async fn internal_txs_by_height(
     api: web::Data<EvmApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     height: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    by_height(&api, List::Internal, &heavy, &cache, &height, &req).await
+    by_height(&api, List::Internal, &height, &listing).await
 }
 
 #[utoipa::path(get, path = "/indexer/tx/v1/evm-internal-txs/{tx_hash}", tag = "EVM",
@@ -196,72 +178,34 @@ impl List {
     }
 }
 
-async fn all(
-    api: &EvmApi,
-    list: List,
-    heavy: &HeavyPages,
-    cache: &AnswerCache,
-    req: &HttpRequest,
-) -> ApiResult {
+async fn all(api: &EvmApi, list: List, listing: &Listing) -> ApiResult {
     let store = list.store(api)?;
-    cache
-        .answer(req, store.domain(), || async {
-            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-            list_of(
-                store.clone(),
-                list.name(),
-                heavy,
-                TxFilter::default(),
-                query,
-            )
-            .await
-        })
-        .await
+    tx_list(&store, list.name(), listing, |_| Ok(TxFilter::default())).await
 }
 
-async fn by_account(
-    api: &EvmApi,
-    list: List,
-    heavy: &HeavyPages,
-    cache: &AnswerCache,
-    account: &str,
-    req: &HttpRequest,
-) -> ApiResult {
+async fn by_account(api: &EvmApi, list: List, account: &str, listing: &Listing) -> ApiResult {
     let store = list.store(api)?;
-    cache
-        .answer(req, store.domain(), || async {
-            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-            let bytes = parse_account(account)
-                .map_err(|e| ApiError::invalid_value("account", account, &e.to_string()))?;
-            let filter = TxFilter {
-                account: Some(bytes),
-                // Internal calls have no signer: `is_signer` applies to EVM txs only.
-                signer_only: query.is_signer && matches!(list, List::Txs),
-                ..Default::default()
-            };
-            list_of(store.clone(), list.name(), heavy, filter, query).await
+    tx_list(&store, list.name(), listing, |query| {
+        let bytes = parse_account(account)
+            .map_err(|e| ApiError::invalid_value("account", account, &e.to_string()))?;
+        Ok(TxFilter {
+            account: Some(bytes),
+            // Internal calls have no signer: `is_signer` applies to EVM txs only.
+            signer_only: query.is_signer && matches!(list, List::Txs),
+            ..Default::default()
         })
-        .await
+    })
+    .await
 }
 
-async fn by_height(
-    api: &EvmApi,
-    list: List,
-    heavy: &HeavyPages,
-    cache: &AnswerCache,
-    height: &str,
-    req: &HttpRequest,
-) -> ApiResult {
+async fn by_height(api: &EvmApi, list: List, height: &str, listing: &Listing) -> ApiResult {
     let store = list.store(api)?;
     let height = parse_height(height)?;
-    cache
-        .answer(req, store.domain(), || async {
-            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
-            let filter = TxFilter {
-                height: Some(height),
-                ..Default::default()
-            };
-            list_of(store.clone(), list.name(), heavy, filter, query).await
+    tx_list(&store, list.name(), listing, |_| {
+        Ok(TxFilter {
+            height: Some(height),
+            ..Default::default()
         })
-        .await
+    })
+    .await
 }

@@ -2,7 +2,7 @@
 //! Handlers read the store directly — point reads of the store and the hot tier — and stitch the
 //! stored JSON records into the response without re-serializing them.
 
-use actix_web::{web, HttpRequest};
+use actix_web::web;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -13,6 +13,7 @@ use weaver_engine::store::{BlocksStore, Page, Total, TxFilter};
 use super::answer_cache::AnswerCache;
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::limits::HeavyPages;
+use super::listing::Listing;
 use super::query::{
     cursor_key, offset_key, parse_height, parse_list_query, parse_tx_hash, CursorKind, ListQuery,
 };
@@ -269,22 +270,17 @@ pub(super) async fn tx(api: web::Data<ChainApi>, hash: web::Path<String>) -> Api
     summary = "Blocks, newest first by default",
     params(crate::http::openapi::params::PageParams),
     responses((status = 200, description = "A page of blocks", body = crate::http::openapi::schemas::BlocksResponse)))]
-pub(super) async fn blocks(
-    api: web::Data<ChainApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
-    req: HttpRequest,
-) -> ApiResult {
-    cache
-        .answer(&req, api.store.domain(), || async {
-            let query = parse_list_query(req.query_string(), CursorKind::Height)?;
+pub(super) async fn blocks(api: web::Data<ChainApi>, listing: Listing) -> ApiResult {
+    listing
+        .answer(api.store.domain(), || async {
+            let query = parse_list_query(listing.query(), CursorKind::Height)?;
             let page = |store: &BlocksStore, query: &ListQuery| -> Result<Vec<u8>, ApiError> {
                 let page = store.blocks_page(&query.page)?;
                 Ok(list_body("blocks", &page, query, CursorKind::Height))
             };
             if query.page.limit > INLINE_LIMIT || query.page.offset > INLINE_OFFSET {
                 let store = api.store.clone();
-                heavy.run(move || page(&store, &query)).await
+                listing.heavy().run(move || page(&store, &query)).await
             } else {
                 page(&api.store, &query)
             }
@@ -296,13 +292,9 @@ pub(super) async fn blocks(
     summary = "Txs, newest first by default",
     params(crate::http::openapi::params::PageParams, crate::http::openapi::params::MsgsParams),
     responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
-pub(super) async fn txs(
-    api: web::Data<ChainApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
-    req: HttpRequest,
-) -> ApiResult {
-    tx_list(&api, &heavy, &cache, &req, |query| {
+pub(super) async fn txs(api: web::Data<ChainApi>, listing: Listing) -> ApiResult {
+    api.txs_kept()?;
+    tx_list(&api.store, "txs", &listing, |query| {
         Ok(TxFilter {
             msgs: query.msgs.clone(),
             ..Default::default()
@@ -317,12 +309,11 @@ pub(super) async fn txs(
     responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
 pub(super) async fn txs_by_account(
     api: web::Data<ChainApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     account: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    tx_list(&api, &heavy, &cache, &req, |query| {
+    api.txs_kept()?;
+    tx_list(&api.store, "txs", &listing, |query| {
         let bytes = parse_account(&account)
             .map_err(|e| ApiError::invalid_value("account", &account, &e.to_string()))?;
         Ok(TxFilter {
@@ -341,13 +332,12 @@ pub(super) async fn txs_by_account(
     responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
 pub(super) async fn txs_by_height(
     api: web::Data<ChainApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     height: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
+    api.txs_kept()?;
     let height = parse_height(&height)?;
-    tx_list(&api, &heavy, &cache, &req, |query| {
+    tx_list(&api.store, "txs", &listing, |query| {
         Ok(TxFilter {
             height: Some(height),
             msgs: query.msgs.clone(),
@@ -372,21 +362,19 @@ fn heavy_tx_page(filter: &TxFilter, query: &ListQuery) -> bool {
         || query.page.limit > INLINE_LIMIT
 }
 
-/// A page of Cosmos txs chosen by `filter_of` the request's query, kept in `cache` until the
-/// blocks domain indexes another block.
-async fn tx_list(
-    api: &ChainApi,
-    heavy: &HeavyPages,
-    cache: &AnswerCache,
-    req: &HttpRequest,
+/// A page of `store`'s records (Cosmos txs, EVM txs, internal txs) under `name`, chosen by
+/// `filter_of` the request's query, kept until `store`'s domain indexes another block.
+pub async fn tx_list(
+    store: &BlocksStore,
+    name: &'static str,
+    listing: &Listing,
     filter_of: impl FnOnce(&ListQuery) -> Result<TxFilter, ApiError>,
 ) -> ApiResult {
-    api.txs_kept()?;
-    cache
-        .answer(req, api.store.domain(), || async {
-            let query = parse_list_query(req.query_string(), CursorKind::Sequence)?;
+    listing
+        .answer(store.domain(), || async {
+            let query = parse_list_query(listing.query(), CursorKind::Sequence)?;
             let filter = filter_of(&query)?;
-            list_of(api.store.clone(), "txs", heavy, filter, query).await
+            list_of(store.clone(), name, listing.heavy(), filter, query).await
         })
         .await
 }

@@ -23,6 +23,7 @@ pub mod history;
 pub mod indexer;
 pub mod info;
 pub mod limits;
+mod listing;
 mod metric_help;
 pub mod metrics;
 pub mod nft;

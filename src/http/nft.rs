@@ -18,6 +18,7 @@ use super::answer_cache::{AnswerCache, Rendered};
 use super::error::{ApiError, ApiResult};
 use super::indexer::{list_body_with, wrap, INLINE_LIMIT, INLINE_OFFSET};
 use super::limits::HeavyPages;
+use super::listing::Listing;
 use super::query::{parse_list_query_with, ListQuery};
 
 /// What a chain's NFT endpoints serve from.
@@ -134,14 +135,13 @@ pub(super) async fn paged<C: Send + 'static, T: Send + 'static>(
 /// A page of collections chosen by `list`, on the request's pagination.
 async fn collection_list(
     api: &NftApi,
-    heavy: &HeavyPages,
-    req: &HttpRequest,
+    listing: &Listing,
     list: impl FnOnce(&NftStore, &PageRequest<u64>) -> Result<Page<u64>, StoreError> + Send + 'static,
 ) -> Result<Vec<u8>, ApiError> {
-    let query = collections_query(req)?;
+    let query = collections_query(listing.request())?;
     let store = api.nfts.clone();
     let page = query.clone();
-    paged(heavy, &query, move || {
+    paged(listing.heavy(), &query, move || {
         let found = list(&store, &page.page)?;
         Ok(list_body_with("collections", &found, &page, collection_key))
     })
@@ -152,15 +152,10 @@ async fn collection_list(
     summary = "Collections, newest first by default",
     params(crate::http::openapi::params::PageParams),
     responses((status = 200, description = "A page of collections", body = crate::http::openapi::schemas::CollectionsResponse)))]
-pub(super) async fn collections(
-    api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
-    req: HttpRequest,
-) -> ApiResult {
-    cache
-        .answer(&req, api.nfts.domain(), || {
-            collection_list(&api, &heavy, &req, |store, page| store.collections(page))
+pub(super) async fn collections(api: web::Data<NftApi>, listing: Listing) -> ApiResult {
+    listing
+        .answer(api.nfts.domain(), || {
+            collection_list(&api, &listing, |store, page| store.collections(page))
         })
         .await
 }
@@ -171,15 +166,13 @@ pub(super) async fn collections(
     responses((status = 200, description = "A page of collections", body = crate::http::openapi::schemas::CollectionsResponse)))]
 pub(super) async fn collections_by_account(
     api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    cache
-        .answer(&req, api.nfts.domain(), || async {
+    listing
+        .answer(api.nfts.domain(), || async {
             let owner = account(&path)?;
-            collection_list(&api, &heavy, &req, move |store, page| {
+            collection_list(&api, &listing, move |store, page| {
                 store.collections_of(&owner, page)
             })
             .await
@@ -193,10 +186,8 @@ pub(super) async fn collections_by_account(
     responses((status = 200, description = "A page of collections", body = crate::http::openapi::schemas::CollectionsResponse)))]
 pub(super) async fn collections_by_name(
     api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
     let name = path.into_inner();
     if name.chars().count() > MAX_NAME_CHARS {
@@ -206,9 +197,9 @@ pub(super) async fn collections_by_name(
             &format!("at most {MAX_NAME_CHARS} characters"),
         ));
     }
-    cache
-        .answer(&req, api.nfts.domain(), || {
-            collection_list(&api, &heavy, &req, move |store, page| {
+    listing
+        .answer(api.nfts.domain(), || {
+            collection_list(&api, &listing, move |store, page| {
                 store.collections_named(&name, page)
             })
         })
@@ -224,12 +215,11 @@ const MAX_NAME_CHARS: usize = 256;
     responses((status = 200, description = "The collection", body = crate::http::openapi::schemas::CollectionResponse)))]
 pub(super) async fn collection(
     api: web::Data<NftApi>,
-    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    cache
-        .answer(&req, api.nfts.domain(), || async {
+    listing
+        .answer(api.nfts.domain(), || async {
             let addr = collection_addr(api.vm, &path)?;
             let record = api
                 .nfts
@@ -302,15 +292,15 @@ fn token_key(cursor: &TokenCursor) -> String {
 }
 
 async fn token_list(
-    api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
+    api: &NftApi,
+    heavy: &HeavyPages,
     filter: TokenFilter,
     order: TokenOrder,
     query: ListQuery<TokenCursor>,
 ) -> Result<Vec<u8>, ApiError> {
     let store = api.nfts.clone();
     let page = query.clone();
-    paged(&heavy, &query, move || {
+    paged(heavy, &query, move || {
         let found = store.tokens(&filter, order, &page.page)?;
         Ok(list_body_with("tokens", &found, &page, token_key))
     })
@@ -323,22 +313,20 @@ async fn token_list(
     responses((status = 200, description = "A page of tokens", body = crate::http::openapi::schemas::NftsResponse)))]
 pub(super) async fn tokens_by_account(
     api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    cache
-        .answer(&req, api.nfts.domain(), || async {
+    listing
+        .answer(api.nfts.domain(), || async {
             let owner = account(&path)?;
-            let params = token_params(api.vm, &req)?;
-            let query = tokens_query(&req)?;
+            let params = token_params(api.vm, listing.request())?;
+            let query = tokens_query(listing.request())?;
             let filter = TokenFilter {
                 owner: Some(owner),
                 collection: params.collection,
                 token_id: params.token_id,
             };
-            token_list(api.clone(), heavy, filter, params.order, query).await
+            token_list(&api, listing.heavy(), filter, params.order, query).await
         })
         .await
 }
@@ -349,22 +337,20 @@ pub(super) async fn tokens_by_account(
     responses((status = 200, description = "A page of tokens", body = crate::http::openapi::schemas::NftsResponse)))]
 pub(super) async fn tokens_by_collection(
     api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     path: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
-    cache
-        .answer(&req, api.nfts.domain(), || async {
+    listing
+        .answer(api.nfts.domain(), || async {
             let collection = collection_addr(api.vm, &path)?;
-            let params = token_params(api.vm, &req)?;
-            let query = tokens_query(&req)?;
+            let params = token_params(api.vm, listing.request())?;
+            let query = tokens_query(listing.request())?;
             let filter = TokenFilter {
                 owner: None,
                 collection: Some(collection),
                 token_id: params.token_id,
             };
-            token_list(api.clone(), heavy, filter, params.order, query).await
+            token_list(&api, listing.heavy(), filter, params.order, query).await
         })
         .await
 }
@@ -379,25 +365,21 @@ fn tx_position_key(position: &TxPosition) -> String {
     responses((status = 200, description = "A page of txs", body = crate::http::openapi::schemas::TxsResponse)))]
 pub(super) async fn token_txs(
     api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     path: web::Path<(String, String)>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
     // Tx records never change once written: the NFT domain's positions decide the answer.
-    cache
-        .answer(&req, api.nfts.domain(), || {
-            token_txs_page(api.clone(), heavy, path, &req)
-        })
+    listing
+        .answer(api.nfts.domain(), || token_txs_page(&api, path, &listing))
         .await
 }
 
 async fn token_txs_page(
-    api: web::Data<NftApi>,
-    heavy: web::Data<HeavyPages>,
+    api: &NftApi,
     path: web::Path<(String, String)>,
-    req: &HttpRequest,
+    listing: &Listing,
 ) -> Result<Rendered, ApiError> {
+    let req = listing.request();
     let (collection, token) = path.into_inner();
     let token_id = token_id(token)?;
     let collection = collection_addr(api.vm, &collection)?;
@@ -410,7 +392,7 @@ async fn token_txs_page(
     let nfts = api.nfts.clone();
     let blocks = api.blocks.clone();
     let page = query.clone();
-    paged(&heavy, &query, move || {
+    paged(listing.heavy(), &query, move || {
         let hashes = nfts.token_txs(&collection, &token_id, &page.page)?;
         let listed = hashes.items.len();
         let txs = resolve_txs(&blocks, hashes)?;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use actix_web::{web, HttpRequest};
+use actix_web::web;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use dashmap::DashMap;
@@ -21,7 +21,7 @@ use weaver_engine::store::RichListStore;
 use super::answer_cache::AnswerCache;
 use super::error::{ApiError, ApiResult};
 use super::indexer::list_body_with;
-use super::limits::HeavyPages;
+use super::listing::Listing;
 use super::nft::paged;
 use super::query::parse_list_query_with;
 
@@ -177,20 +177,18 @@ fn holding_cursor(value: &Value) -> Option<Holding> {
     responses((status = 200, description = "A page of holders", body = crate::http::openapi::schemas::HoldersResponse)))]
 pub(super) async fn holders(
     api: web::Data<RichListApi>,
-    heavy: web::Data<HeavyPages>,
-    cache: web::Data<AnswerCache>,
     denom: web::Path<String>,
-    req: HttpRequest,
+    listing: Listing,
 ) -> ApiResult {
     // The denom's mapping comes from the same domain (`erc20_created`), or from the node for
     // a denom the index has not seen created, which no change of the domain would undo.
-    cache
-        .answer(&req, api.store.domain(), || async {
-            let query = parse_list_query_with(req.query_string(), "holder", holding_cursor)?;
+    listing
+        .answer(api.store.domain(), || async {
+            let query = parse_list_query_with(listing.query(), "holder", holding_cursor)?;
             let token = resolve(&api, &denom).await?;
             let store = api.store.clone();
             let page = query.clone();
-            paged(&heavy, &query, move || {
+            paged(listing.heavy(), &query, move || {
                 let found = store.page(&token, &page.page)?;
                 Ok(list_body_with("holders", &found, &page, holding_key))
             })
