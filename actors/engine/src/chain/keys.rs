@@ -127,6 +127,7 @@ impl Key {
         })
     }
 
+    #[cfg(test)]
     pub fn from_secret(secret: &[u8], kind: KeyKind) -> Result<Key, KeyError> {
         let signing = SigningKey::from_slice(secret).map_err(|_| KeyError::Secret)?;
         Ok(Key { signing, kind })

@@ -210,6 +210,7 @@ impl RelayKind {
     }
 
     /// The IBC packet this event is about, by its source (port, channel, sequence).
+    #[cfg(test)]
     pub fn packet_key(&self) -> Option<PacketKey> {
         self.packet().map(|(p, _)| p.key())
     }

@@ -146,6 +146,7 @@ impl HotTier {
         self.hashes.get(hash).map(|s| *s)
     }
 
+    #[cfg(test)]
     pub fn len_blocks(&self) -> usize {
         self.blocks.len()
     }

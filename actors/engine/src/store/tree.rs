@@ -328,6 +328,7 @@ impl Tree {
 
     /// How many keys the tree holds, by walking all of them (for benchmarks and tools, not
     /// for a request path).
+    #[cfg(any(test, feature = "testing"))]
     pub fn count_keys(&self) -> Result<usize, StoreError> {
         match &self.engine {
             Engine::Fjall {

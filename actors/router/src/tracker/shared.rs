@@ -236,6 +236,7 @@ impl Tracking {
     }
 
     /// Live tracker actors.
+    #[cfg(any(test, feature = "testing"))]
     pub fn live_trackers(&self) -> usize {
         self.view
             .entries
@@ -250,6 +251,7 @@ impl Tracking {
     }
 
     /// Relay keys some live tracker waits on.
+    #[cfg(test)]
     pub fn watched_keys(&self) -> usize {
         self.watchers.len()
     }

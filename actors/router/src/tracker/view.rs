@@ -379,6 +379,7 @@ impl TrackerView {
     }
 
     /// Txs some status stream follows.
+    #[cfg(test)]
     pub fn streamed_txs(&self) -> usize {
         self.streams.len()
     }
