@@ -12,7 +12,7 @@
 //! - An ERC-20 wrapper (`wrapped` trace) wraps the bank denom named by the trace; that bank
 //!   denom is added as a hidden asset when the assetlist does not list it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde_json::Value;
@@ -101,6 +101,24 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
     let counterparties = read(dir, "counterparties.json", false)?;
 
     let mut registry = Registry::default();
+    let (l1, names) = import_chains(&chains_json, &counterparties, &mut registry)?;
+    registry.assets = import_assets(&assets_json, &counterparties, &names);
+    let known: HashSet<String> = registry.chains.iter().map(|c| c.chain_id.clone()).collect();
+    registry.ibc_channels = import_channels(&ibc_json, &known);
+    registry.op_bridges = import_op_bridges(&chains_json, &l1);
+    registry
+        .validate()
+        .map_err(|e| ImportError::Shape(format!("the imported registry is inconsistent: {e}")))?;
+    Ok(registry)
+}
+
+/// The Initia chains of `chains.json`, then the counterparties': the L1's chain id, and each
+/// chain's id by its name (assets name their chains either way).
+fn import_chains(
+    chains_json: &Value,
+    counterparties: &Value,
+    registry: &mut Registry,
+) -> Result<(String, HashMap<String, String>), ImportError> {
     let mut names: HashMap<String, String> = HashMap::new();
     let mut l1 = None;
     for chain in array(&chains_json["chains"]) {
@@ -145,7 +163,16 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
         names.insert(entry.chain_name.clone(), entry.chain_id.clone());
         registry.chains.push(entry);
     }
+    Ok((l1, names))
+}
 
+/// Every listed asset (Initia chains' and counterparties'), and for a wrapper of a bank
+/// denom the registry does not list, that bank denom as a hidden helper asset.
+fn import_assets(
+    assets_json: &Value,
+    counterparties: &Value,
+    names: &HashMap<String, String>,
+) -> Vec<RegAsset> {
     let mut listed: Vec<(String, Value)> = Vec::new();
     for (_, entry) in assets_json["chains"].as_object().into_iter().flatten() {
         for asset in array(&entry["assets"]) {
@@ -166,6 +193,7 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
             )
         })
         .collect();
+    let mut assets: Vec<RegAsset> = Vec::new();
     let mut helpers: Vec<RegAsset> = Vec::new();
     for (chain_id, asset) in &listed {
         let denom = text(&asset["base"]);
@@ -239,7 +267,7 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
                 });
             }
         }
-        registry.assets.push(RegAsset {
+        assets.push(RegAsset {
             chain_id: chain_id.clone(),
             trace: if denom.starts_with("ibc/") {
                 trace_for(&denom)
@@ -265,10 +293,13 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
             logo_uri: None,
         });
     }
-    registry.assets.extend(helpers);
+    assets.extend(helpers);
+    assets
+}
 
-    let known: std::collections::HashSet<String> =
-        registry.chains.iter().map(|c| c.chain_id.clone()).collect();
+/// The open-or-closed IBC channels of `ibc.json` between chains the registry knows.
+fn import_channels(ibc_json: &Value, known: &HashSet<String>) -> Vec<IbcChannel> {
+    let mut channels = Vec::new();
     for pair in array(&ibc_json["pairs"]) {
         let (a, b) = (
             text(&pair["chain_1"]["chain_id"]),
@@ -284,7 +315,7 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
             }
             let status = text(&channel["tags"]["status"]);
             let inactive = status.contains("retired") || status.contains("killed");
-            registry.ibc_channels.push(IbcChannel {
+            channels.push(IbcChannel {
                 chain_a: a.clone(),
                 port_a: text(&ca["port_id"]),
                 channel_a: text(&ca["channel_id"]),
@@ -297,25 +328,26 @@ pub fn import(dir: &Path) -> Result<Registry, ImportError> {
             });
         }
     }
+    channels
+}
 
-    for chain in array(&chains_json["chains"]) {
-        let metadata = &chain["metadata"];
-        let Some(bridge_id) = text(&metadata["op_bridge_id"]).parse::<u64>().ok() else {
-            continue;
-        };
-        registry.op_bridges.push(OpBridge {
-            bridge_id,
-            l1_chain_id: l1.clone(),
-            l2_chain_id: text(&chain["chain_id"]),
-            denoms: array(&metadata["op_denoms"]).iter().map(text).collect(),
-            finalization_period_seconds: 7 * 24 * 3600,
-            executor_delay_ms: weaver_router::planner::registry::DEFAULT_EXECUTOR_DELAY_MS,
-        });
-    }
-    registry
-        .validate()
-        .map_err(|e| ImportError::Shape(format!("the imported registry is inconsistent: {e}")))?;
-    Ok(registry)
+/// The OPinit bridge of each rollup of `chains.json` that names one.
+fn import_op_bridges(chains_json: &Value, l1: &str) -> Vec<OpBridge> {
+    array(&chains_json["chains"])
+        .iter()
+        .filter_map(|chain| {
+            let metadata = &chain["metadata"];
+            let bridge_id = text(&metadata["op_bridge_id"]).parse::<u64>().ok()?;
+            Some(OpBridge {
+                bridge_id,
+                l1_chain_id: l1.to_string(),
+                l2_chain_id: text(&chain["chain_id"]),
+                denoms: array(&metadata["op_denoms"]).iter().map(text).collect(),
+                finalization_period_seconds: 7 * 24 * 3600,
+                executor_delay_ms: weaver_router::planner::registry::DEFAULT_EXECUTOR_DELAY_MS,
+            })
+        })
+        .collect()
 }
 
 /// The generated config file: a header saying where it came from, then the router section.
