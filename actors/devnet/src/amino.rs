@@ -71,108 +71,123 @@ pub fn any_from_amino(type_url: &str, msg: &str) -> Result<Any, AminoError> {
         map: &map,
     };
     let value = match type_url {
-        MSG_SEND => {
-            o.only(&["from_address", "to_address", "amount"])?;
-            MsgSend {
-                from_address: o.string("from_address")?,
-                to_address: o.string("to_address")?,
-                amount: o.coins("amount")?,
-            }
-            .encode_to_vec()
-        }
-        MSG_TRANSFER => {
-            o.only(&[
-                "source_port",
-                "source_channel",
-                "token",
-                "sender",
-                "receiver",
-                "timeout_height",
-                "timeout_timestamp",
-                "memo",
-            ])?;
-            let timeout_height = o.height("timeout_height")?;
-            let timeout_timestamp = o.opt_u64("timeout_timestamp")?.unwrap_or(0);
-            if timeout_timestamp == 0
-                && timeout_height
-                    .as_ref()
-                    .is_none_or(|h| *h == Height::default())
-            {
-                return Err(o.invalid(
-                    "timeout_timestamp",
-                    "must be set when timeout_height is empty (a transfer must time out)",
-                ));
-            }
-            MsgTransfer {
-                source_port: o.string("source_port")?,
-                source_channel: o.string("source_channel")?,
-                token: Some(o.coin("token")?),
-                sender: o.string("sender")?,
-                receiver: o.string("receiver")?,
-                // `{}` is an empty Height, still written (as initia.js does); absent is none.
-                timeout_height,
-                timeout_timestamp,
-                memo: o.opt_string("memo")?.unwrap_or_default(),
-            }
-            .encode_to_vec()
-        }
-        MSG_INITIATE_TOKEN_DEPOSIT => {
-            o.only(&["sender", "bridge_id", "to", "amount", "data"])?;
-            MsgInitiateTokenDeposit {
-                sender: o.string("sender")?,
-                bridge_id: o.u64("bridge_id")?,
-                to: o.string("to")?,
-                amount: Some(o.coin("amount")?),
-                data: o.opt_bytes("data")?.unwrap_or_default(),
-            }
-            .encode_to_vec()
-        }
-        MSG_INITIATE_TOKEN_WITHDRAWAL => {
-            o.only(&["sender", "to", "amount"])?;
-            MsgInitiateTokenWithdrawal {
-                sender: o.string("sender")?,
-                to: o.string("to")?,
-                amount: Some(o.coin("amount")?),
-            }
-            .encode_to_vec()
-        }
-        MSG_EXECUTE => {
-            o.only(&[
-                "sender",
-                "module_address",
-                "module_name",
-                "function_name",
-                "type_args",
-                "args",
-            ])?;
-            MsgExecute {
-                sender: o.string("sender")?,
-                module_address: o.string("module_address")?,
-                module_name: o.string("module_name")?,
-                function_name: o.string("function_name")?,
-                type_args: o
-                    .opt_list("type_args")?
-                    .unwrap_or_default()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| o.item_string("type_args", i, v))
-                    .collect::<Result<_, _>>()?,
-                args: o
-                    .opt_list("args")?
-                    .unwrap_or_default()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| o.item_bytes("args", i, v))
-                    .collect::<Result<_, _>>()?,
-            }
-            .encode_to_vec()
-        }
+        MSG_SEND => encode_send(&o)?,
+        MSG_TRANSFER => encode_transfer(&o)?,
+        MSG_INITIATE_TOKEN_DEPOSIT => encode_deposit(&o)?,
+        MSG_INITIATE_TOKEN_WITHDRAWAL => encode_withdrawal(&o)?,
+        MSG_EXECUTE => encode_execute(&o)?,
         _ => unreachable!("checked against SUPPORTED"),
     };
     Ok(Any {
         type_url: type_url.into(),
         value,
     })
+}
+
+/// `MsgSend`, encoded.
+fn encode_send(o: &Obj) -> Result<Vec<u8>, AminoError> {
+    o.only(&["from_address", "to_address", "amount"])?;
+    Ok(MsgSend {
+        from_address: o.string("from_address")?,
+        to_address: o.string("to_address")?,
+        amount: o.coins("amount")?,
+    }
+    .encode_to_vec())
+}
+
+/// `MsgTransfer`, which must time out, encoded.
+fn encode_transfer(o: &Obj) -> Result<Vec<u8>, AminoError> {
+    o.only(&[
+        "source_port",
+        "source_channel",
+        "token",
+        "sender",
+        "receiver",
+        "timeout_height",
+        "timeout_timestamp",
+        "memo",
+    ])?;
+    let timeout_height = o.height("timeout_height")?;
+    let timeout_timestamp = o.opt_u64("timeout_timestamp")?.unwrap_or(0);
+    if timeout_timestamp == 0
+        && timeout_height
+            .as_ref()
+            .is_none_or(|h| *h == Height::default())
+    {
+        return Err(o.invalid(
+            "timeout_timestamp",
+            "must be set when timeout_height is empty (a transfer must time out)",
+        ));
+    }
+    Ok(MsgTransfer {
+        source_port: o.string("source_port")?,
+        source_channel: o.string("source_channel")?,
+        token: Some(o.coin("token")?),
+        sender: o.string("sender")?,
+        receiver: o.string("receiver")?,
+        // `{}` is an empty Height, still written (as initia.js does); absent is none.
+        timeout_height,
+        timeout_timestamp,
+        memo: o.opt_string("memo")?.unwrap_or_default(),
+    }
+    .encode_to_vec())
+}
+
+/// `MsgInitiateTokenDeposit`, encoded.
+fn encode_deposit(o: &Obj) -> Result<Vec<u8>, AminoError> {
+    o.only(&["sender", "bridge_id", "to", "amount", "data"])?;
+    Ok(MsgInitiateTokenDeposit {
+        sender: o.string("sender")?,
+        bridge_id: o.u64("bridge_id")?,
+        to: o.string("to")?,
+        amount: Some(o.coin("amount")?),
+        data: o.opt_bytes("data")?.unwrap_or_default(),
+    }
+    .encode_to_vec())
+}
+
+/// `MsgInitiateTokenWithdrawal`, encoded.
+fn encode_withdrawal(o: &Obj) -> Result<Vec<u8>, AminoError> {
+    o.only(&["sender", "to", "amount"])?;
+    Ok(MsgInitiateTokenWithdrawal {
+        sender: o.string("sender")?,
+        to: o.string("to")?,
+        amount: Some(o.coin("amount")?),
+    }
+    .encode_to_vec())
+}
+
+/// `MsgExecute`, encoded.
+fn encode_execute(o: &Obj) -> Result<Vec<u8>, AminoError> {
+    o.only(&[
+        "sender",
+        "module_address",
+        "module_name",
+        "function_name",
+        "type_args",
+        "args",
+    ])?;
+    Ok(MsgExecute {
+        sender: o.string("sender")?,
+        module_address: o.string("module_address")?,
+        module_name: o.string("module_name")?,
+        function_name: o.string("function_name")?,
+        type_args: o
+            .opt_list("type_args")?
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, v)| o.item_string("type_args", i, v))
+            .collect::<Result<_, _>>()?,
+        args: o
+            .opt_list("args")?
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, v)| o.item_bytes("args", i, v))
+            .collect::<Result<_, _>>()?,
+    }
+    .encode_to_vec())
 }
 
 /// A JSON object of a message (or one nested in it, `path` naming where).

@@ -160,44 +160,8 @@ impl TxDraft<'_> {
             denom: chain.fee_denom.clone(),
             amount: if zero_fee { 0 } else { gas_limit * 15 / 1000 }.to_string(),
         };
-        let auth = AuthInfo {
-            signer_infos: vec![SignerInfo {
-                public_key: Some(Any {
-                    type_url: sender.pubkey_type.to_string(),
-                    value: PubKey {
-                        key: sender.pubkey.clone(),
-                    }
-                    .encode_to_vec(),
-                }),
-                mode_info: Some(ModeInfo {
-                    single: Some(ModeInfoSingle {
-                        mode: SIGN_MODE_DIRECT,
-                    }),
-                }),
-                sequence,
-            }],
-            fee: Some(Fee {
-                amount: vec![fee.clone()],
-                gas_limit,
-                payer: String::new(),
-                granter: String::new(),
-            }),
-        };
-        let body_bytes = body.encode_to_vec();
-        let auth_info_bytes = auth.encode_to_vec();
-        let sign_doc = SignDoc {
-            body_bytes: body_bytes.clone(),
-            auth_info_bytes: auth_info_bytes.clone(),
-            chain_id: chain.chain_id.clone(),
-            account_number: sender.account_number,
-        };
-        let signature = sender.signer.sign(&sign_doc.encode_to_vec()).to_vec();
-        let raw = TxRaw {
-            body_bytes,
-            auth_info_bytes,
-            signatures: vec![signature.clone()],
-        }
-        .encode_to_vec();
+        let auth = auth_info(sender, sequence, &fee, gas_limit);
+        let (raw, signature) = sign_raw(chain, sender, &body, &auth);
 
         let events = ante_events(
             chain,
@@ -221,36 +185,110 @@ impl TxDraft<'_> {
             None => succeeded(&messages, events, gas_limit, gas_used),
         };
 
-        let json = json!({
-            "body": {
-                "messages": messages.iter().map(|m| m.json.clone()).collect::<Vec<_>>(),
-                "memo": envelope.memo,
-                "timeout_height": "0",
-                "extension_options": [],
-                "non_critical_extension_options": []
-            },
-            "auth_info": {
-                "signer_infos": [{
-                    "public_key": {"@type": sender.pubkey_type, "key": B64.encode(&sender.pubkey)},
-                    "mode_info": {"single": {"mode": "SIGN_MODE_DIRECT"}},
-                    "sequence": sequence.to_string()
-                }],
-                "fee": {
-                    "amount": [{"denom": fee.denom, "amount": fee.amount}],
-                    "gas_limit": gas_limit.to_string(),
-                    "payer": "",
-                    "granter": ""
-                },
-                "tip": null
-            },
-            "signatures": [B64.encode(&signature)]
-        });
+        let json = tx_json(
+            &messages,
+            &envelope.memo,
+            sender,
+            sequence,
+            &fee,
+            gas_limit,
+            &signature,
+        );
         TxBundle {
             raw,
             result,
             json: json.into(),
         }
     }
+}
+
+/// The signer info and fee of a tx signed by `sender` at `sequence`.
+fn auth_info(sender: &Account, sequence: u64, fee: &Coin, gas_limit: u64) -> AuthInfo {
+    AuthInfo {
+        signer_infos: vec![SignerInfo {
+            public_key: Some(Any {
+                type_url: sender.pubkey_type.to_string(),
+                value: PubKey {
+                    key: sender.pubkey.clone(),
+                }
+                .encode_to_vec(),
+            }),
+            mode_info: Some(ModeInfo {
+                single: Some(ModeInfoSingle {
+                    mode: SIGN_MODE_DIRECT,
+                }),
+            }),
+            sequence,
+        }],
+        fee: Some(Fee {
+            amount: vec![fee.clone()],
+            gas_limit,
+            payer: String::new(),
+            granter: String::new(),
+        }),
+    }
+}
+
+/// Signs the tx's sign doc (SIGN_MODE_DIRECT) as `sender`: the `TxRaw` bytes and the
+/// signature.
+fn sign_raw(
+    chain: &ChainCtx,
+    sender: &Account,
+    body: &TxBody,
+    auth: &AuthInfo,
+) -> (Vec<u8>, Vec<u8>) {
+    let body_bytes = body.encode_to_vec();
+    let auth_info_bytes = auth.encode_to_vec();
+    let sign_doc = SignDoc {
+        body_bytes: body_bytes.clone(),
+        auth_info_bytes: auth_info_bytes.clone(),
+        chain_id: chain.chain_id.clone(),
+        account_number: sender.account_number,
+    };
+    let signature = sender.signer.sign(&sign_doc.encode_to_vec()).to_vec();
+    let raw = TxRaw {
+        body_bytes,
+        auth_info_bytes,
+        signatures: vec![signature.clone()],
+    }
+    .encode_to_vec();
+    (raw, signature)
+}
+
+/// The signed tx's JSON as the node's tx endpoints show it.
+fn tx_json(
+    messages: &[Message],
+    memo: &str,
+    sender: &Account,
+    sequence: u64,
+    fee: &Coin,
+    gas_limit: u64,
+    signature: &[u8],
+) -> serde_json::Value {
+    json!({
+        "body": {
+            "messages": messages.iter().map(|m| m.json.clone()).collect::<Vec<_>>(),
+            "memo": memo,
+            "timeout_height": "0",
+            "extension_options": [],
+            "non_critical_extension_options": []
+        },
+        "auth_info": {
+            "signer_infos": [{
+                "public_key": {"@type": sender.pubkey_type, "key": B64.encode(&sender.pubkey)},
+                "mode_info": {"single": {"mode": "SIGN_MODE_DIRECT"}},
+                "sequence": sequence.to_string()
+            }],
+            "fee": {
+                "amount": [{"denom": fee.denom, "amount": fee.amount}],
+                "gas_limit": gas_limit.to_string(),
+                "payer": "",
+                "granter": ""
+            },
+            "tip": null
+        },
+        "signatures": [B64.encode(signature)]
+    })
 }
 
 /// The events the ante handler emits for every tx, failed or not: fee transfer (none for a

@@ -58,173 +58,187 @@ pub fn vm_call(
     rng: &mut ChaCha8Rng,
 ) -> Message {
     let value = amount(rng);
-    let from = sender.bech32.as_str();
     match chain.vm {
-        Vm::Move => {
-            let metadata =
-                Sha256::digest(format!("metadata:{}", chain.fee_denom).as_bytes()).to_vec();
-            let store = |owner: &[u8]| {
-                Sha256::new()
-                    .chain_update(b"store")
-                    .chain_update(owner)
-                    .finalize()
-                    .to_vec()
-            };
-            let mut to_arg = vec![0u8; 32 - recipient.address.len()];
-            to_arg.extend_from_slice(&recipient.address);
-            let msg = MsgExecute {
-                sender: from.into(),
-                module_address: "0x1".into(),
-                module_name: "coin".into(),
-                function_name: "transfer".into(),
-                type_args: vec![],
-                args: vec![to_arg.clone(), value.to_le_bytes().to_vec()],
-            };
-            let fa_event = |tag: &str, store_addr: &[u8]| {
-                let data = json!({"store_addr": short_hex(store_addr), "metadata_addr": short_hex(&metadata), "amount": value.to_string()});
-                Event::new(
-                    "move",
-                    &[
-                        ("type_tag", tag),
-                        ("data", &data.to_string()),
-                        ("amount", &value.to_string()),
-                        ("metadata_addr", &short_hex(&metadata)),
-                        ("store_addr", &short_hex(store_addr)),
-                    ],
-                )
-            };
-            Message {
-                any: Any {
-                    type_url: "/initia.move.v1.MsgExecute".into(),
-                    value: msg.encode_to_vec(),
-                },
-                json: json!({
-                    "@type": "/initia.move.v1.MsgExecute",
-                    "sender": from,
-                    "module_address": "0x1",
-                    "module_name": "coin",
-                    "function_name": "transfer",
-                    "type_args": [],
-                    "args": [B64.encode(&to_arg), B64.encode(value.to_le_bytes())]
-                }),
-                events: vec![
-                    Event::new(
-                        "message",
-                        &[
-                            ("action", "/initia.move.v1.MsgExecute"),
-                            ("sender", from),
-                            ("module", "move"),
-                        ],
-                    ),
-                    fa_event(
-                        "0x1::fungible_asset::WithdrawEvent",
-                        &store(&sender.address),
-                    ),
-                    fa_event(
-                        "0x1::fungible_asset::DepositEvent",
-                        &store(&recipient.address),
-                    ),
-                ],
-                response_type: "/initia.move.v1.MsgExecuteResponse".into(),
-            }
-        }
-        Vm::Evm => {
-            let token = &chain
-                .bank
-                .as_ref()
-                .expect("an EVM chain has a bank")
-                .fee_token;
-            let word = |bytes: &[u8]| format!("{:0>64}", hex::encode(bytes));
-            let input = format!("0xa9059cbb{}{value:064x}", word(&recipient.address));
-            let msg = MsgCall {
-                sender: from.into(),
-                contract_addr: token.eip55.clone(),
-                input: input.clone(),
-                value: "0".into(),
-            };
-            let log =
-                erc20::transfer_log(token, &sender.address, &recipient.address, value as u128);
-            Message {
-                any: Any {
-                    type_url: "/minievm.evm.v1.MsgCall".into(),
-                    value: msg.encode_to_vec(),
-                },
-                json: json!({
-                    "@type": "/minievm.evm.v1.MsgCall",
-                    "sender": from,
-                    "contract_addr": token.eip55,
-                    "input": input,
-                    "value": "0",
-                    "access_list": [],
-                    "auth_list": []
-                }),
-                events: vec![
-                    Event::new(
-                        "message",
-                        &[
-                            ("action", "/minievm.evm.v1.MsgCall"),
-                            ("sender", from),
-                            ("module", "evm"),
-                        ],
-                    ),
-                    Event::new(
-                        "call",
-                        &[
-                            ("contract", &token.eip55),
-                            ("ret", &format!("0x{:064x}", 1)),
-                        ],
-                    ),
-                    Event::new("evm", &[("log", &log)]),
-                ],
-                response_type: "/minievm.evm.v1.MsgCallResponse".into(),
-            }
-        }
-        Vm::Wasm => {
-            let contract = Sha256::digest(format!("cw20:{}", chain.fee_denom).as_bytes()).to_vec();
-            let contract = address::to_bech32(&chain.bech32_prefix, &contract);
-            let execute =
-                json!({"transfer": {"recipient": recipient.bech32, "amount": value.to_string()}});
-            let msg = MsgExecuteContract {
-                sender: from.into(),
-                contract: contract.clone(),
-                msg: execute.to_string().into_bytes(),
-                funds: vec![],
-            };
-            Message {
-                any: Any {
-                    type_url: "/cosmwasm.wasm.v1.MsgExecuteContract".into(),
-                    value: msg.encode_to_vec(),
-                },
-                json: json!({
-                    "@type": "/cosmwasm.wasm.v1.MsgExecuteContract",
-                    "sender": from,
-                    "contract": contract,
-                    "msg": execute,
-                    "funds": []
-                }),
-                events: vec![
-                    Event::new(
-                        "message",
-                        &[
-                            ("action", "/cosmwasm.wasm.v1.MsgExecuteContract"),
-                            ("sender", from),
-                            ("module", "wasm"),
-                        ],
-                    ),
-                    Event::new("execute", &[("_contract_address", &contract)]),
-                    Event::new(
-                        "wasm",
-                        &[
-                            ("_contract_address", &contract),
-                            ("action", "transfer"),
-                            ("from", from),
-                            ("to", &recipient.bech32),
-                            ("amount", &value.to_string()),
-                        ],
-                    ),
-                ],
-                response_type: "/cosmwasm.wasm.v1.MsgExecuteContractResponse".into(),
-            }
-        }
+        Vm::Move => move_transfer(chain, sender, recipient, value),
+        Vm::Evm => evm_transfer(chain, sender, recipient, value),
+        Vm::Wasm => wasm_transfer(chain, sender, recipient, value),
     }
+}
+
+/// Move: `0x1::coin::transfer` of the fee denom, its fungible-asset events.
+fn move_transfer(chain: &ChainCtx, sender: &Account, recipient: &Account, value: u64) -> Message {
+    let from = sender.bech32.as_str();
+    let metadata = Sha256::digest(format!("metadata:{}", chain.fee_denom).as_bytes()).to_vec();
+    let store = |owner: &[u8]| {
+        Sha256::new()
+            .chain_update(b"store")
+            .chain_update(owner)
+            .finalize()
+            .to_vec()
+    };
+    let mut to_arg = vec![0u8; 32 - recipient.address.len()];
+    to_arg.extend_from_slice(&recipient.address);
+    let msg = MsgExecute {
+        sender: from.into(),
+        module_address: "0x1".into(),
+        module_name: "coin".into(),
+        function_name: "transfer".into(),
+        type_args: vec![],
+        args: vec![to_arg.clone(), value.to_le_bytes().to_vec()],
+    };
+    Message {
+        any: Any {
+            type_url: "/initia.move.v1.MsgExecute".into(),
+            value: msg.encode_to_vec(),
+        },
+        json: json!({
+            "@type": "/initia.move.v1.MsgExecute",
+            "sender": from,
+            "module_address": "0x1",
+            "module_name": "coin",
+            "function_name": "transfer",
+            "type_args": [],
+            "args": [B64.encode(&to_arg), B64.encode(value.to_le_bytes())]
+        }),
+        events: vec![
+            Event::new(
+                "message",
+                &[
+                    ("action", "/initia.move.v1.MsgExecute"),
+                    ("sender", from),
+                    ("module", "move"),
+                ],
+            ),
+            fa_event(
+                "0x1::fungible_asset::WithdrawEvent",
+                &store(&sender.address),
+                &metadata,
+                value,
+            ),
+            fa_event(
+                "0x1::fungible_asset::DepositEvent",
+                &store(&recipient.address),
+                &metadata,
+                value,
+            ),
+        ],
+        response_type: "/initia.move.v1.MsgExecuteResponse".into(),
+    }
+}
+
+/// EVM: an ERC-20 `transfer` call of the fee denom's contract.
+fn evm_transfer(chain: &ChainCtx, sender: &Account, recipient: &Account, value: u64) -> Message {
+    let from = sender.bech32.as_str();
+    let token = &chain
+        .bank
+        .as_ref()
+        .expect("an EVM chain has a bank")
+        .fee_token;
+    let word = |bytes: &[u8]| format!("{:0>64}", hex::encode(bytes));
+    let input = format!("0xa9059cbb{}{value:064x}", word(&recipient.address));
+    let msg = MsgCall {
+        sender: from.into(),
+        contract_addr: token.eip55.clone(),
+        input: input.clone(),
+        value: "0".into(),
+    };
+    let log = erc20::transfer_log(token, &sender.address, &recipient.address, value as u128);
+    Message {
+        any: Any {
+            type_url: "/minievm.evm.v1.MsgCall".into(),
+            value: msg.encode_to_vec(),
+        },
+        json: json!({
+            "@type": "/minievm.evm.v1.MsgCall",
+            "sender": from,
+            "contract_addr": token.eip55,
+            "input": input,
+            "value": "0",
+            "access_list": [],
+            "auth_list": []
+        }),
+        events: vec![
+            Event::new(
+                "message",
+                &[
+                    ("action", "/minievm.evm.v1.MsgCall"),
+                    ("sender", from),
+                    ("module", "evm"),
+                ],
+            ),
+            Event::new(
+                "call",
+                &[
+                    ("contract", &token.eip55),
+                    ("ret", &format!("0x{:064x}", 1)),
+                ],
+            ),
+            Event::new("evm", &[("log", &log)]),
+        ],
+        response_type: "/minievm.evm.v1.MsgCallResponse".into(),
+    }
+}
+
+/// Wasm: a CW20 `transfer` execute of the fee denom's contract.
+fn wasm_transfer(chain: &ChainCtx, sender: &Account, recipient: &Account, value: u64) -> Message {
+    let from = sender.bech32.as_str();
+    let contract = Sha256::digest(format!("cw20:{}", chain.fee_denom).as_bytes()).to_vec();
+    let contract = address::to_bech32(&chain.bech32_prefix, &contract);
+    let execute = json!({"transfer": {"recipient": recipient.bech32, "amount": value.to_string()}});
+    let msg = MsgExecuteContract {
+        sender: from.into(),
+        contract: contract.clone(),
+        msg: execute.to_string().into_bytes(),
+        funds: vec![],
+    };
+    Message {
+        any: Any {
+            type_url: "/cosmwasm.wasm.v1.MsgExecuteContract".into(),
+            value: msg.encode_to_vec(),
+        },
+        json: json!({
+            "@type": "/cosmwasm.wasm.v1.MsgExecuteContract",
+            "sender": from,
+            "contract": contract,
+            "msg": execute,
+            "funds": []
+        }),
+        events: vec![
+            Event::new(
+                "message",
+                &[
+                    ("action", "/cosmwasm.wasm.v1.MsgExecuteContract"),
+                    ("sender", from),
+                    ("module", "wasm"),
+                ],
+            ),
+            Event::new("execute", &[("_contract_address", &contract)]),
+            Event::new(
+                "wasm",
+                &[
+                    ("_contract_address", &contract),
+                    ("action", "transfer"),
+                    ("from", from),
+                    ("to", &recipient.bech32),
+                    ("amount", &value.to_string()),
+                ],
+            ),
+        ],
+        response_type: "/cosmwasm.wasm.v1.MsgExecuteContractResponse".into(),
+    }
+}
+
+/// A fungible-asset event of `value` of the asset `metadata` at `store_addr`.
+fn fa_event(tag: &str, store_addr: &[u8], metadata: &[u8], value: u64) -> Event {
+    let data = json!({"store_addr": short_hex(store_addr), "metadata_addr": short_hex(metadata), "amount": value.to_string()});
+    Event::new(
+        "move",
+        &[
+            ("type_tag", tag),
+            ("data", &data.to_string()),
+            ("amount", &value.to_string()),
+            ("metadata_addr", &short_hex(metadata)),
+            ("store_addr", &short_hex(store_addr)),
+        ],
+    )
 }

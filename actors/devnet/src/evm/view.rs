@@ -126,79 +126,99 @@ impl EvmView {
         };
         let (mut cumulative, mut log_index) = (0u64, 0u64);
         for (tx, inner) in block.txs.iter().zip(calls) {
-            let message = match evm_message(tx) {
-                Some(message) => message,
+            match evm_message(tx) {
+                Some(message) => view.push_evm(
+                    tx,
+                    message,
+                    inner,
+                    (&block_hash, &number),
+                    &mut cumulative,
+                    &mut log_index,
+                ),
                 None if tx.result.code == 0 && has_logs(tx) => {
                     view.push_cosmos(tx, &block_hash, &number, &mut cumulative, &mut log_index);
-                    continue;
                 }
-                None => continue,
-            };
-            let cosmos_hash = weaver_engine::chain::decode::tx_hash(&tx.raw);
-            let hash = evm_tx_hash(&cosmos_hash);
-            let index = to_quantity(view.receipts.len() as u64);
-            let ok = tx.result.code == 0;
-            let gas_used = tx.result.gas_used.max(0) as u64;
-            cumulative += gas_used;
-            let created = (ok && message.to.is_none())
-                .then(|| event_attr(tx, "contract_created", "contract"))
-                .flatten()
-                .map(str::to_ascii_lowercase);
-            let mut bloom = Bloom::default();
-            let logs = if ok {
-                view.logs(
-                    tx,
-                    &mut bloom,
-                    (&block_hash, &number, &hash, &index),
-                    &mut log_index,
-                )
-            } else {
-                vec![]
-            };
-            let to = message.to.as_deref().map(lower_hex);
-            view.receipts.push(Receipt {
-                block_hash: block_hash.clone(),
-                block_number: number.clone(),
-                contract_address: created.clone(),
-                cumulative_gas_used: to_quantity(cumulative),
-                effective_gas_price: to_quantity(GAS_PRICE),
-                from: lower_hex(&message.from),
-                gas_used: to_quantity(gas_used),
-                logs,
-                logs_bloom: bloom.to_hex(),
-                status: if ok { "0x1" } else { "0x0" }.into(),
-                to: to.clone(),
-                transaction_hash: hash.clone(),
-                transaction_index: index,
-                kind: "0x0".into(),
-                extra: Map::new(),
-            });
-            view.bloom.merge(&bloom);
-            let output = match (ok, &to) {
-                (true, Some(_)) => event_attr(tx, "call", "ret").unwrap_or("0x"),
-                _ => "0x",
-            };
-            view.traces.push(TxTrace {
-                tx_hash: hash,
-                result: Some(CallFrame {
-                    kind: if to.is_some() { "CALL" } else { "CREATE" }.into(),
-                    from: lower_hex(&message.from),
-                    to: to.or(created),
-                    value: Some(message.value),
-                    gas: to_quantity(tx.result.gas_wanted.max(0) as u64),
-                    gas_used: to_quantity(gas_used),
-                    input: message.input,
-                    output: Some(output.into()),
-                    error: (!ok).then(|| "execution reverted".into()),
-                    revert_reason: None,
-                    calls: inner.clone(),
-                    extra: Map::new(),
-                }),
-                error: None,
-            });
-            view.cosmos_hashes.push(cosmos_hash);
+                None => {}
+            }
         }
         view
+    }
+
+    /// An EVM tx (`MsgCall`, `MsgCreate`): its receipt, with its logs if it succeeded, and
+    /// its trace, whose calls are `inner`.
+    fn push_evm(
+        &mut self,
+        tx: &TxBundle,
+        message: EvmMessage,
+        inner: &[CallFrame],
+        (block_hash, number): (&str, &str),
+        cumulative: &mut u64,
+        log_index: &mut u64,
+    ) {
+        let cosmos_hash = weaver_engine::chain::decode::tx_hash(&tx.raw);
+        let hash = evm_tx_hash(&cosmos_hash);
+        let index = to_quantity(self.receipts.len() as u64);
+        let ok = tx.result.code == 0;
+        let gas_used = tx.result.gas_used.max(0) as u64;
+        *cumulative += gas_used;
+        let created = (ok && message.to.is_none())
+            .then(|| event_attr(tx, "contract_created", "contract"))
+            .flatten()
+            .map(str::to_ascii_lowercase);
+        let mut bloom = Bloom::default();
+        let logs = if ok {
+            self.logs(
+                tx,
+                &mut bloom,
+                (block_hash, number, &hash, &index),
+                log_index,
+            )
+        } else {
+            vec![]
+        };
+        let to = message.to.as_deref().map(lower_hex);
+        self.receipts.push(Receipt {
+            block_hash: block_hash.to_string(),
+            block_number: number.to_string(),
+            contract_address: created.clone(),
+            cumulative_gas_used: to_quantity(*cumulative),
+            effective_gas_price: to_quantity(GAS_PRICE),
+            from: lower_hex(&message.from),
+            gas_used: to_quantity(gas_used),
+            logs,
+            logs_bloom: bloom.to_hex(),
+            status: if ok { "0x1" } else { "0x0" }.into(),
+            to: to.clone(),
+            transaction_hash: hash.clone(),
+            transaction_index: index,
+            kind: "0x0".into(),
+            extra: Map::new(),
+        });
+        self.bloom.merge(&bloom);
+        let output = match (ok, &to) {
+            (true, Some(_)) => event_attr(tx, "call", "ret").unwrap_or("0x"),
+            _ => "0x",
+        };
+        let top = CallFrame {
+            kind: if to.is_some() { "CALL" } else { "CREATE" }.into(),
+            from: lower_hex(&message.from),
+            to: to.or(created),
+            value: Some(message.value),
+            gas: to_quantity(tx.result.gas_wanted.max(0) as u64),
+            gas_used: to_quantity(gas_used),
+            input: message.input,
+            output: Some(output.into()),
+            error: (!ok).then(|| "execution reverted".into()),
+            revert_reason: None,
+            calls: inner.to_vec(),
+            extra: Map::new(),
+        };
+        self.traces.push(TxTrace {
+            tx_hash: hash,
+            result: Some(top),
+            error: None,
+        });
+        self.cosmos_hashes.push(cosmos_hash);
     }
 
     /// A Cosmos tx with EVM logs, as minievm indexes it: an EVM tx from the zero address to

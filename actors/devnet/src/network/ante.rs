@@ -112,12 +112,67 @@ pub fn check(
     verify: bool,
     gas_price_thousandths: u64,
 ) -> Result<Checked, TxError> {
+    let (raw, body, auth) = decode_tx(tx_bytes)?;
+    let (signer_bech32, signer) = sole_signer(chain, &body)?;
+    let signer_info = sole_signature(&raw, &auth)?;
+    let fee = auth.fee.clone().unwrap_or_default();
+    let gas_used = gas_for(tx_bytes.len(), body.messages.len());
+    let fee_coin = check_fee(chain, &fee, verify, gas_price_thousandths)?;
+    if let Some(coin) = &fee_coin {
+        check_balance(chain, &signer, coin)?;
+    }
+    let account = chain.ledger.account(&signer).ok_or_else(|| {
+        TxError::sdk(
+            9,
+            format!("account {signer_bech32} does not exist: unknown address"),
+        )
+    })?;
+    let (pubkey, key_bytes) = signer_key(chain, signer_info, &signer, &signer_bech32)?;
+    let expected = chain
+        .pending_sequences
+        .get(&signer)
+        .copied()
+        .unwrap_or(account.sequence)
+        .max(account.sequence);
+    if signer_info.sequence != expected {
+        return Err(TxError::sdk(
+            32,
+            format!(
+                "account sequence mismatch, expected {expected}, got {}: incorrect account sequence",
+                signer_info.sequence
+            ),
+        ));
+    }
+    if verify {
+        verify_signature(chain, &raw, account.number, pubkey, &key_bytes)?;
+    }
+    Ok(Checked {
+        signer,
+        signer_bech32,
+        sequence: signer_info.sequence,
+        messages: body.messages,
+        memo: body.memo,
+        fee: fee_coin,
+        gas_limit: fee.gas_limit,
+        gas_used,
+        pubkey: (pubkey.type_url.clone(), key_bytes),
+        signature: raw.signatures[0].clone(),
+    })
+}
+
+/// The tx's envelope, body and auth info, or the parse error.
+fn decode_tx(tx_bytes: &[u8]) -> Result<(TxRaw, TxBody, AuthInfo), TxError> {
     let parse = |what: &str| TxError::sdk(2, format!("{what}: tx parse error"));
     let raw = TxRaw::decode(tx_bytes).map_err(|e| parse(&format!("invalid tx bytes: {e}")))?;
     let body = TxBody::decode(raw.body_bytes.as_slice())
         .map_err(|e| parse(&format!("invalid body: {e}")))?;
     let auth = AuthInfo::decode(raw.auth_info_bytes.as_slice())
         .map_err(|e| parse(&format!("invalid auth info: {e}")))?;
+    Ok((raw, body, auth))
+}
+
+/// The one signer every message names, as text and as this chain's address bytes.
+fn sole_signer(chain: &ChainState, body: &TxBody) -> Result<(String, Vec<u8>), TxError> {
     if body.messages.is_empty() {
         return Err(TxError::sdk(
             18,
@@ -136,15 +191,17 @@ pub fn check(
             "a devnet tx has one signer; messages name several: unauthorized",
         ));
     }
-    let signer = match address::decode_bech32(&signer_bech32) {
-        Some((prefix, bytes)) if prefix == chain.spec.bech32_prefix => bytes,
-        _ => {
-            return Err(TxError::sdk(
-                7,
-                format!("invalid sender address {signer_bech32:?}: invalid address"),
-            ))
-        }
-    };
+    match address::decode_bech32(&signer_bech32) {
+        Some((prefix, bytes)) if prefix == chain.spec.bech32_prefix => Ok((signer_bech32, bytes)),
+        _ => Err(TxError::sdk(
+            7,
+            format!("invalid sender address {signer_bech32:?}: invalid address"),
+        )),
+    }
+}
+
+/// The tx's one signer info, once it is known to carry exactly one signature.
+fn sole_signature<'a>(raw: &TxRaw, auth: &'a AuthInfo) -> Result<&'a SignerInfo, TxError> {
     let [signer_info] = auth.signer_infos.as_slice() else {
         return Err(TxError::sdk(
             4,
@@ -163,27 +220,32 @@ pub fn check(
             ),
         ));
     }
-    let fee = auth.fee.clone().unwrap_or_default();
-    let gas_used = gas_for(tx_bytes.len(), body.messages.len());
-    let fee_coin = check_fee(chain, &fee, verify, gas_price_thousandths)?;
-    if let Some(coin) = &fee_coin {
-        let amount: u128 = coin.amount.parse().unwrap_or(u128::MAX);
-        let have = chain.ledger.balance(&signer, &coin.denom);
-        if have < amount {
-            let short = super::ledger::Insufficient {
-                have,
-                need: amount,
-                denom: coin.denom.clone(),
-            };
-            return Err(TxError::sdk(5, short.log()));
-        }
+    Ok(signer_info)
+}
+
+/// Refuses a fee the signer cannot pay.
+fn check_balance(chain: &ChainState, signer: &[u8], coin: &Coin) -> Result<(), TxError> {
+    let amount: u128 = coin.amount.parse().unwrap_or(u128::MAX);
+    let have = chain.ledger.balance(signer, &coin.denom);
+    if have < amount {
+        let short = super::ledger::Insufficient {
+            have,
+            need: amount,
+            denom: coin.denom.clone(),
+        };
+        return Err(TxError::sdk(5, short.log()));
     }
-    let account = chain.ledger.account(&signer).ok_or_else(|| {
-        TxError::sdk(
-            9,
-            format!("account {signer_bech32} does not exist: unknown address"),
-        )
-    })?;
+    Ok(())
+}
+
+/// The signer's public key (its Any and key bytes): of a kind the chain accepts, and the
+/// key of the signer's address.
+fn signer_key<'a>(
+    chain: &ChainState,
+    signer_info: &'a SignerInfo,
+    signer: &[u8],
+    signer_bech32: &str,
+) -> Result<(&'a Any, Vec<u8>), TxError> {
     let pubkey = signer_info
         .public_key
         .as_ref()
@@ -202,59 +264,41 @@ pub fn check(
                 ),
             )
         })?;
-    if address::from_pubkey(kind.pubkey_type_url(), &key_bytes).as_deref()
-        != Some(signer.as_slice())
-    {
+    if address::from_pubkey(kind.pubkey_type_url(), &key_bytes).as_deref() != Some(signer) {
         return Err(TxError::sdk(
             8,
             format!("pubKey does not match signer address {signer_bech32} with signer index: 0: invalid pubkey"),
         ));
     }
-    let expected = chain
-        .pending_sequences
-        .get(&signer)
-        .copied()
-        .unwrap_or(account.sequence)
-        .max(account.sequence);
-    if signer_info.sequence != expected {
-        return Err(TxError::sdk(
-            32,
+    Ok((pubkey, key_bytes))
+}
+
+/// Verifies the signature over the sign doc of this chain and account number: a wrong
+/// chain id or account number fails here.
+fn verify_signature(
+    chain: &ChainState,
+    raw: &TxRaw,
+    account_number: u64,
+    pubkey: &Any,
+    key_bytes: &[u8],
+) -> Result<(), TxError> {
+    let sign_doc = SignDoc {
+        body_bytes: raw.body_bytes.clone(),
+        auth_info_bytes: raw.auth_info_bytes.clone(),
+        chain_id: chain.spec.chain_id.clone(),
+        account_number,
+    }
+    .encode_to_vec();
+    keys::verify(&pubkey.type_url, key_bytes, &sign_doc, &raw.signatures[0]).map_err(|_| {
+        TxError::sdk(
+            4,
             format!(
-                "account sequence mismatch, expected {expected}, got {}: incorrect account sequence",
-                signer_info.sequence
+                "signature verification failed; please verify account number ({}) and chain-id ({}): unauthorized",
+                account_number, chain.spec.chain_id
             ),
-        ));
-    }
-    if verify {
-        let sign_doc = SignDoc {
-            body_bytes: raw.body_bytes.clone(),
-            auth_info_bytes: raw.auth_info_bytes.clone(),
-            chain_id: chain.spec.chain_id.clone(),
-            account_number: account.number,
-        }
-        .encode_to_vec();
-        keys::verify(&pubkey.type_url, &key_bytes, &sign_doc, &raw.signatures[0]).map_err(|_| {
-            TxError::sdk(
-                4,
-                format!(
-                    "signature verification failed; please verify account number ({}) and chain-id ({}): unauthorized",
-                    account.number, chain.spec.chain_id
-                ),
-            )
-        })?;
-    }
-    Ok(Checked {
-        signer,
-        signer_bech32,
-        sequence: signer_info.sequence,
-        messages: body.messages,
-        memo: body.memo,
-        fee: fee_coin,
-        gas_limit: fee.gas_limit,
-        gas_used,
-        pubkey: (pubkey.type_url.clone(), key_bytes),
-        signature: raw.signatures[0].clone(),
-    })
+        )
+    })?;
+    Ok(())
 }
 
 /// The fee coin to charge: one coin of an accepted fee denom, at least the minimum gas

@@ -12,13 +12,14 @@ use serde_json::{json, Value};
 use super::ante::{
     Checked, TxError, MSG_DEPOSIT, MSG_EXECUTE, MSG_SEND, MSG_TRANSFER, MSG_WITHDRAWAL,
 };
-use super::ledger::Ledger;
+use super::ledger::{Insufficient, Ledger};
 use super::packet::{self, event, PacketData, Refund, SentPacket};
 use super::spec::{NetworkChain, NetworkSpec};
 use super::{bridge_address, pool_address, ChainState};
 use crate::erc20::{self, Registry};
 use crate::message::{action_event, Message};
 use crate::signed_tx::{ante_events, module_address, succeeded};
+use crate::vm_messages::short_hex;
 use weaver_engine::chain::address;
 use weaver_engine::chain::proto::*;
 use weaver_engine::chain::types::{Event, TxBundle, TxResult};
@@ -219,21 +220,7 @@ impl Exec<'_> {
         memo: &str,
         timeout_ns: u64,
     ) -> Result<(Vec<Event>, SentPacket), Failure> {
-        let (dst_chain, dst_port, dst_channel) = self
-            .spec
-            .counterparty(&self.chain.chain_id, port, channel)
-            .ok_or_else(|| {
-                (
-                    "channel",
-                    1,
-                    format!("port-id: {port}, channel-id: {channel}: channel not found"),
-                )
-            })?;
-        let (dst_chain, dst_port, dst_channel) = (
-            dst_chain.to_string(),
-            dst_port.to_string(),
-            dst_channel.to_string(),
-        );
+        let (dst_chain, dst_port, dst_channel) = self.counterparty(port, channel)?;
         if amount == 0 {
             return Err(("sdk", 10, format!("0{denom}: invalid coins")));
         }
@@ -259,12 +246,7 @@ impl Exec<'_> {
         } else {
             self.burn("transfer", sender, denom, amount)?
         };
-        let next = self
-            .packet_sequences
-            .entry((port.to_string(), channel.to_string()))
-            .or_insert(1);
-        let sequence = *next;
-        *next += 1;
+        let sequence = self.next_packet_sequence(port, channel);
         let sent = SentPacket {
             src_chain: self.chain.chain_id.clone(),
             dst_chain,
@@ -293,6 +275,36 @@ impl Exec<'_> {
         };
         events.extend(packet::send_events(&sent));
         Ok((events, sent))
+    }
+
+    /// The (chain, port, channel) at the other end of this chain's `port`/`channel`.
+    fn counterparty(&self, port: &str, channel: &str) -> Result<(String, String, String), Failure> {
+        let (dst_chain, dst_port, dst_channel) = self
+            .spec
+            .counterparty(&self.chain.chain_id, port, channel)
+            .ok_or_else(|| {
+                (
+                    "channel",
+                    1,
+                    format!("port-id: {port}, channel-id: {channel}: channel not found"),
+                )
+            })?;
+        Ok((
+            dst_chain.to_string(),
+            dst_port.to_string(),
+            dst_channel.to_string(),
+        ))
+    }
+
+    /// Takes the sequence of the next packet sent on `port`/`channel`.
+    fn next_packet_sequence(&mut self, port: &str, channel: &str) -> u64 {
+        let next = self
+            .packet_sequences
+            .entry((port.to_string(), channel.to_string()))
+            .or_insert(1);
+        let sequence = *next;
+        *next += 1;
+        sequence
     }
 
     /// Gives a packet's tokens back to its sender (timeout, error ack).
@@ -362,180 +374,11 @@ fn decode<M: prost::Message + Default>(any: &Any) -> Result<M, Failure> {
 fn run(exec: &mut Exec, signer: &[u8], any: &Any) -> Result<Message, Failure> {
     let url = any.type_url.as_str();
     match url {
-        MSG_SEND => {
-            let msg: MsgSend = decode(any)?;
-            let to = exec.account(&msg.to_address, "recipient")?;
-            let mut events = vec![action_event(url, &msg.from_address, "bank")];
-            let mut coins = vec![];
-            for coin in &msg.amount {
-                let (denom, amount) = coin_of(&Some(coin.clone()))?;
-                events.extend(exec.send(signer, &to, &denom, amount)?);
-                coins.push(coin_json(&denom, amount));
-            }
-            let json = json!({"@type": url, "from_address": msg.from_address, "to_address": msg.to_address, "amount": coins});
-            Ok(Message::new(url, any.value.clone(), json, events))
-        }
-        MSG_TRANSFER => {
-            let msg: MsgTransfer = decode(any)?;
-            let (denom, amount) = coin_of(&msg.token)?;
-            let mut events = vec![action_event(url, &msg.sender, "transfer")];
-            let (sent_events, sent) = exec.send_packet(
-                signer,
-                &msg.sender,
-                &msg.source_port,
-                &msg.source_channel,
-                &denom,
-                amount,
-                &msg.receiver,
-                &msg.memo,
-                msg.timeout_timestamp,
-            )?;
-            events.extend(sent_events);
-            let height = msg.timeout_height.clone().unwrap_or_default();
-            let json = json!({
-                "@type": url,
-                "source_port": msg.source_port,
-                "source_channel": msg.source_channel,
-                "token": coin_json(&denom, amount),
-                "sender": msg.sender,
-                "receiver": msg.receiver,
-                "timeout_height": {"revision_number": height.revision_number.to_string(), "revision_height": height.revision_height.to_string()},
-                "timeout_timestamp": msg.timeout_timestamp.to_string(),
-                "memo": msg.memo
-            });
-            exec.effects.push(Effect::Packet(Box::new(sent)));
-            let mut message = Message::new(url, any.value.clone(), json, events);
-            message.response_type = "/ibc.applications.transfer.v1.MsgTransferResponse".into();
-            Ok(message)
-        }
-        MSG_DEPOSIT => {
-            let msg: MsgInitiateTokenDeposit = decode(any)?;
-            let (denom, amount) = coin_of(&msg.amount)?;
-            let bridge = exec
-                .spec
-                .bridge(msg.bridge_id)
-                .filter(|b| b.l1_chain_id == exec.chain.chain_id)
-                .ok_or_else(|| {
-                    (
-                        "ophost",
-                        4,
-                        format!("bridge {} not found: not found", msg.bridge_id),
-                    )
-                })?
-                .clone();
-            if !bridge.denoms.contains(&denom) {
-                return Err((
-                    "ophost",
-                    8,
-                    format!(
-                        "{denom} is not bridged by bridge {}: invalid request",
-                        bridge.bridge_id
-                    ),
-                ));
-            }
-            let mut events = vec![action_event(url, &msg.sender, "ophost")];
-            events.extend(exec.send(signer, &bridge_address(bridge.bridge_id), &denom, amount)?);
-            let next = exec.bridge_sequences.entry(bridge.bridge_id).or_insert(1);
-            let l1_sequence = *next;
-            *next += 1;
-            let l2 = l2_denom(bridge.bridge_id, &denom);
-            events.push(event(
-                "initiate_token_deposit",
-                vec![
-                    ("bridge_id", bridge.bridge_id.to_string()),
-                    ("l1_sequence", l1_sequence.to_string()),
-                    ("from", msg.sender.clone()),
-                    ("to", msg.to.clone()),
-                    ("l1_denom", denom.clone()),
-                    ("l2_denom", l2.clone()),
-                    ("amount", amount.to_string()),
-                    ("data", hex::encode(&msg.data)),
-                ],
-            ));
-            exec.effects.push(Effect::Deposit(Deposit {
-                bridge_id: bridge.bridge_id,
-                l1_sequence,
-                from: msg.sender.clone(),
-                to: msg.to.clone(),
-                l1_denom: denom.clone(),
-                l2_denom: l2,
-                amount,
-                l1_height: exec.height,
-                data: msg.data.clone(),
-            }));
-            let json = json!({"@type": url, "sender": msg.sender, "bridge_id": msg.bridge_id.to_string(), "to": msg.to, "amount": coin_json(&denom, amount), "data": if msg.data.is_empty() { Value::Null } else { Value::String(B64.encode(&msg.data)) }});
-            Ok(Message::new(url, any.value.clone(), json, events))
-        }
-        MSG_WITHDRAWAL => {
-            let msg: MsgInitiateTokenWithdrawal = decode(any)?;
-            let (denom, amount) = coin_of(&msg.amount)?;
-            let bridge = exec
-                .spec
-                .bridge_of_l2(&exec.chain.chain_id)
-                .ok_or_else(|| {
-                    (
-                        "opchild",
-                        4,
-                        "the chain has no bridge to an L1: not found".to_string(),
-                    )
-                })?
-                .clone();
-            let base = bridge
-                .denoms
-                .iter()
-                .find(|d| l2_denom(bridge.bridge_id, d) == denom)
-                .cloned()
-                .ok_or_else(|| {
-                    (
-                        "opchild",
-                        8,
-                        format!("{denom} is not a bridged token: invalid request"),
-                    )
-                })?;
-            let mut events = vec![action_event(url, &msg.sender, "opchild")];
-            events.extend(exec.burn("opchild", signer, &denom, amount)?);
-            let next = exec.bridge_sequences.entry(bridge.bridge_id).or_insert(1);
-            let l2_sequence = *next;
-            *next += 1;
-            events.push(event(
-                "initiate_token_withdrawal",
-                vec![
-                    ("from", msg.sender.clone()),
-                    ("to", msg.to.clone()),
-                    ("denom", denom.clone()),
-                    ("base_denom", base.clone()),
-                    ("amount", amount.to_string()),
-                    ("l2_sequence", l2_sequence.to_string()),
-                ],
-            ));
-            exec.effects.push(Effect::Withdrawal(Withdrawal {
-                bridge_id: bridge.bridge_id,
-                l2_sequence,
-                from: msg.sender.clone(),
-                to: msg.to.clone(),
-                l1_denom: base,
-                l2_denom: denom.clone(),
-                amount,
-                l2_height: exec.height,
-            }));
-            let json = json!({"@type": url, "sender": msg.sender, "to": msg.to, "amount": coin_json(&denom, amount)});
-            Ok(Message::new(url, any.value.clone(), json, events))
-        }
-        MSG_EXECUTE => {
-            let msg: MsgExecute = decode(any)?;
-            let mut events = vec![action_event(url, &msg.sender, "move")];
-            events.extend(swap(exec, signer, &msg)?);
-            let json = json!({
-                "@type": url,
-                "sender": msg.sender,
-                "module_address": msg.module_address,
-                "module_name": msg.module_name,
-                "function_name": msg.function_name,
-                "type_args": msg.type_args,
-                "args": msg.args.iter().map(|a| B64.encode(a)).collect::<Vec<_>>()
-            });
-            Ok(Message::new(url, any.value.clone(), json, events))
-        }
+        MSG_SEND => run_send(exec, signer, any),
+        MSG_TRANSFER => run_transfer(exec, signer, any),
+        MSG_DEPOSIT => run_deposit(exec, signer, any),
+        MSG_WITHDRAWAL => run_withdrawal(exec, signer, any),
+        MSG_EXECUTE => run_execute(exec, signer, any),
         other => Err((
             "sdk",
             2,
@@ -544,39 +387,208 @@ fn run(exec: &mut Exec, signer: &[u8], any: &Any) -> Result<Message, Failure> {
     }
 }
 
-/// `0x1::dex::swap_script(pair, offer_metadata, offer_amount, min_return)` against the
-/// chain's pool, constant product with the pool's fee, as the router prices it.
-fn swap(exec: &mut Exec, signer: &[u8], msg: &MsgExecute) -> Result<Vec<Event>, Failure> {
-    let abort = |code: u64| {
-        (
-            "move",
-            4,
-            format!("VM aborted: location=0x1::dex, code={code}"),
-        )
-    };
-    let short = |a: &[u8]| crate::vm_messages::short_hex(a);
-    if short(&address::parse_hex_address(&msg.module_address).unwrap_or_default()) != "0x1"
-        || msg.module_name != "dex"
-        || msg.function_name != "swap_script"
-    {
+/// `MSG_SEND` — bank: coins from the signer to `to_address`.
+fn run_send(exec: &mut Exec, signer: &[u8], any: &Any) -> Result<Message, Failure> {
+    let url = any.type_url.as_str();
+    let msg: MsgSend = decode(any)?;
+    let to = exec.account(&msg.to_address, "recipient")?;
+    let mut events = vec![action_event(url, &msg.from_address, "bank")];
+    let mut coins = vec![];
+    for coin in &msg.amount {
+        let (denom, amount) = coin_of(&Some(coin.clone()))?;
+        events.extend(exec.send(signer, &to, &denom, amount)?);
+        coins.push(coin_json(&denom, amount));
+    }
+    let json = json!({"@type": url, "from_address": msg.from_address, "to_address": msg.to_address, "amount": coins});
+    Ok(Message::new(url, any.value.clone(), json, events))
+}
+
+/// `MSG_TRANSFER` — ICS-20: a packet sent, to relay.
+fn run_transfer(exec: &mut Exec, signer: &[u8], any: &Any) -> Result<Message, Failure> {
+    let url = any.type_url.as_str();
+    let msg: MsgTransfer = decode(any)?;
+    let (denom, amount) = coin_of(&msg.token)?;
+    let mut events = vec![action_event(url, &msg.sender, "transfer")];
+    let (sent_events, sent) = exec.send_packet(
+        signer,
+        &msg.sender,
+        &msg.source_port,
+        &msg.source_channel,
+        &denom,
+        amount,
+        &msg.receiver,
+        &msg.memo,
+        msg.timeout_timestamp,
+    )?;
+    events.extend(sent_events);
+    let height = msg.timeout_height.clone().unwrap_or_default();
+    let json = json!({
+        "@type": url,
+        "source_port": msg.source_port,
+        "source_channel": msg.source_channel,
+        "token": coin_json(&denom, amount),
+        "sender": msg.sender,
+        "receiver": msg.receiver,
+        "timeout_height": {"revision_number": height.revision_number.to_string(), "revision_height": height.revision_height.to_string()},
+        "timeout_timestamp": msg.timeout_timestamp.to_string(),
+        "memo": msg.memo
+    });
+    exec.effects.push(Effect::Packet(Box::new(sent)));
+    let mut message = Message::new(url, any.value.clone(), json, events);
+    message.response_type = "/ibc.applications.transfer.v1.MsgTransferResponse".into();
+    Ok(message)
+}
+
+/// `MSG_DEPOSIT` — OPinit on the L1: coins locked on the bridge, a deposit to finalize on the L2.
+fn run_deposit(exec: &mut Exec, signer: &[u8], any: &Any) -> Result<Message, Failure> {
+    let url = any.type_url.as_str();
+    let msg: MsgInitiateTokenDeposit = decode(any)?;
+    let (denom, amount) = coin_of(&msg.amount)?;
+    let bridge = exec
+        .spec
+        .bridge(msg.bridge_id)
+        .filter(|b| b.l1_chain_id == exec.chain.chain_id)
+        .ok_or_else(|| {
+            (
+                "ophost",
+                4,
+                format!("bridge {} not found: not found", msg.bridge_id),
+            )
+        })?
+        .clone();
+    if !bridge.denoms.contains(&denom) {
         return Err((
-            "move",
-            4,
+            "ophost",
+            8,
             format!(
-                "the devnet runs only 0x1::dex::swap_script, not {}::{}::{}: VM aborted",
-                msg.module_address, msg.module_name, msg.function_name
+                "{denom} is not bridged by bridge {}: invalid request",
+                bridge.bridge_id
             ),
         ));
     }
+    let mut events = vec![action_event(url, &msg.sender, "ophost")];
+    events.extend(exec.send(signer, &bridge_address(bridge.bridge_id), &denom, amount)?);
+    let next = exec.bridge_sequences.entry(bridge.bridge_id).or_insert(1);
+    let l1_sequence = *next;
+    *next += 1;
+    let l2 = l2_denom(bridge.bridge_id, &denom);
+    events.push(event(
+        "initiate_token_deposit",
+        vec![
+            ("bridge_id", bridge.bridge_id.to_string()),
+            ("l1_sequence", l1_sequence.to_string()),
+            ("from", msg.sender.clone()),
+            ("to", msg.to.clone()),
+            ("l1_denom", denom.clone()),
+            ("l2_denom", l2.clone()),
+            ("amount", amount.to_string()),
+            ("data", hex::encode(&msg.data)),
+        ],
+    ));
+    exec.effects.push(Effect::Deposit(Deposit {
+        bridge_id: bridge.bridge_id,
+        l1_sequence,
+        from: msg.sender.clone(),
+        to: msg.to.clone(),
+        l1_denom: denom.clone(),
+        l2_denom: l2,
+        amount,
+        l1_height: exec.height,
+        data: msg.data.clone(),
+    }));
+    let json = json!({"@type": url, "sender": msg.sender, "bridge_id": msg.bridge_id.to_string(), "to": msg.to, "amount": coin_json(&denom, amount), "data": if msg.data.is_empty() { Value::Null } else { Value::String(B64.encode(&msg.data)) }});
+    Ok(Message::new(url, any.value.clone(), json, events))
+}
+
+/// `MSG_WITHDRAWAL` — OPinit on an L2: coins burned, a withdrawal to finalize on the L1.
+fn run_withdrawal(exec: &mut Exec, signer: &[u8], any: &Any) -> Result<Message, Failure> {
+    let url = any.type_url.as_str();
+    let msg: MsgInitiateTokenWithdrawal = decode(any)?;
+    let (denom, amount) = coin_of(&msg.amount)?;
+    let bridge = exec
+        .spec
+        .bridge_of_l2(&exec.chain.chain_id)
+        .ok_or_else(|| {
+            (
+                "opchild",
+                4,
+                "the chain has no bridge to an L1: not found".to_string(),
+            )
+        })?
+        .clone();
+    let base = bridge
+        .denoms
+        .iter()
+        .find(|d| l2_denom(bridge.bridge_id, d) == denom)
+        .cloned()
+        .ok_or_else(|| {
+            (
+                "opchild",
+                8,
+                format!("{denom} is not a bridged token: invalid request"),
+            )
+        })?;
+    let mut events = vec![action_event(url, &msg.sender, "opchild")];
+    events.extend(exec.burn("opchild", signer, &denom, amount)?);
+    let next = exec.bridge_sequences.entry(bridge.bridge_id).or_insert(1);
+    let l2_sequence = *next;
+    *next += 1;
+    events.push(event(
+        "initiate_token_withdrawal",
+        vec![
+            ("from", msg.sender.clone()),
+            ("to", msg.to.clone()),
+            ("denom", denom.clone()),
+            ("base_denom", base.clone()),
+            ("amount", amount.to_string()),
+            ("l2_sequence", l2_sequence.to_string()),
+        ],
+    ));
+    exec.effects.push(Effect::Withdrawal(Withdrawal {
+        bridge_id: bridge.bridge_id,
+        l2_sequence,
+        from: msg.sender.clone(),
+        to: msg.to.clone(),
+        l1_denom: base,
+        l2_denom: denom.clone(),
+        amount,
+        l2_height: exec.height,
+    }));
+    let json = json!({"@type": url, "sender": msg.sender, "to": msg.to, "amount": coin_json(&denom, amount)});
+    Ok(Message::new(url, any.value.clone(), json, events))
+}
+
+/// `MSG_EXECUTE` — Move: the dex swap, the only entry function the devnet runs.
+fn run_execute(exec: &mut Exec, signer: &[u8], any: &Any) -> Result<Message, Failure> {
+    let url = any.type_url.as_str();
+    let msg: MsgExecute = decode(any)?;
+    let mut events = vec![action_event(url, &msg.sender, "move")];
+    events.extend(swap(exec, signer, &msg)?);
+    let json = json!({
+        "@type": url,
+        "sender": msg.sender,
+        "module_address": msg.module_address,
+        "module_name": msg.module_name,
+        "function_name": msg.function_name,
+        "type_args": msg.type_args,
+        "args": msg.args.iter().map(|a| B64.encode(a)).collect::<Vec<_>>()
+    });
+    Ok(Message::new(url, any.value.clone(), json, events))
+}
+
+/// `0x1::dex::swap_script(pair, offer_metadata, offer_amount, min_return)` against the
+/// chain's pool, constant product with the pool's fee, as the router prices it.
+fn swap(exec: &mut Exec, signer: &[u8], msg: &MsgExecute) -> Result<Vec<Event>, Failure> {
+    only_swap_script(msg)?;
     let [pair, offer_metadata, offer, min_return] = msg.args.as_slice() else {
-        return Err(abort(0x10001));
+        return Err(dex_abort(0x10001));
     };
     let pool = exec
         .spec
         .pools
         .iter()
         .find(|p| p.chain_id == exec.chain.chain_id && pool_address(&p.id) == *pair)
-        .ok_or_else(|| abort(0x60001))?
+        .ok_or_else(|| dex_abort(0x60001))?
         .clone();
     let (offer_denom, return_denom) =
         if metadata_address(&pool.denom_a).as_deref() == Some(offer_metadata.as_slice()) {
@@ -584,19 +596,19 @@ fn swap(exec: &mut Exec, signer: &[u8], msg: &MsgExecute) -> Result<Vec<Event>, 
         } else if metadata_address(&pool.denom_b).as_deref() == Some(offer_metadata.as_slice()) {
             (pool.denom_b.clone(), pool.denom_a.clone())
         } else {
-            return Err(abort(0x10002));
+            return Err(dex_abort(0x10002));
         };
     let offer_amount = <[u8; 8]>::try_from(offer.as_slice())
         .map(u64::from_le_bytes)
-        .map_err(|_| abort(0x10001))?;
+        .map_err(|_| dex_abort(0x10001))?;
     let min_return = match min_return.as_slice() {
         [0] => None,
         [1, rest @ ..] => Some(
             <[u8; 8]>::try_from(rest)
                 .map(u64::from_le_bytes)
-                .map_err(|_| abort(0x10001))?,
+                .map_err(|_| dex_abort(0x10001))?,
         ),
-        _ => return Err(abort(0x10001)),
+        _ => return Err(dex_abort(0x10001)),
     };
     let pool_account = pool_address(&pool.id);
     let reserve_in = exec.ledger.balance(&pool_account, &offer_denom);
@@ -610,27 +622,65 @@ fn swap(exec: &mut Exec, signer: &[u8], msg: &MsgExecute) -> Result<Vec<Event>, 
     let out: u128 = u128::try_from(out).unwrap_or(0);
     if min_return.is_some_and(|m| out < m as u128) || out == 0 {
         // EMIN_RETURN
-        return Err(abort(0x10006));
+        return Err(dex_abort(0x10006));
     }
     let mut events = exec.send(signer, &pool_account, &offer_denom, offer_amount as u128)?;
     events.extend(exec.send(&pool_account, signer, &return_denom, out)?);
     let fee = offer_amount as u128 * pool.fee_bps as u128 / 10_000;
+    events.push(swap_event(
+        pair,
+        (&offer_denom, offer_amount as u128),
+        (&return_denom, out),
+        fee,
+    ));
+    Ok(events)
+}
+
+/// A Move abort in `0x1::dex` with `code`.
+fn dex_abort(code: u64) -> Failure {
+    (
+        "move",
+        4,
+        format!("VM aborted: location=0x1::dex, code={code}"),
+    )
+}
+
+/// Refuses any entry function other than `0x1::dex::swap_script`.
+fn only_swap_script(msg: &MsgExecute) -> Result<(), Failure> {
+    if short_hex(&address::parse_hex_address(&msg.module_address).unwrap_or_default()) != "0x1"
+        || msg.module_name != "dex"
+        || msg.function_name != "swap_script"
+    {
+        return Err((
+            "move",
+            4,
+            format!(
+                "the devnet runs only 0x1::dex::swap_script, not {}::{}::{}: VM aborted",
+                msg.module_address, msg.module_name, msg.function_name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The dex's `SwapEvent` of a swap through pool `pair`: (denom, amount) offered and
+/// returned, and the fee taken.
+fn swap_event(pair: &[u8], offer: (&str, u128), returned: (&str, u128), fee: u128) -> Event {
     let data = json!({
-        "offer_coin": short(&metadata_address(&offer_denom).unwrap_or_default()),
-        "return_coin": short(&metadata_address(&return_denom).unwrap_or_default()),
-        "liquidity_token": short(pair),
-        "offer_amount": offer_amount.to_string(),
-        "return_amount": out.to_string(),
+        "offer_coin": short_hex(&metadata_address(offer.0).unwrap_or_default()),
+        "return_coin": short_hex(&metadata_address(returned.0).unwrap_or_default()),
+        "liquidity_token": short_hex(pair),
+        "offer_amount": offer.1.to_string(),
+        "return_amount": returned.1.to_string(),
         "fee_amount": fee.to_string()
     });
-    events.push(event(
+    event(
         "move",
         vec![
             ("type_tag", "0x1::dex::SwapEvent".into()),
             ("data", data.to_string()),
         ],
-    ));
-    Ok(events)
+    )
 }
 
 /// Runs every message, all or nothing: on failure the ledger and the chain's counters are
@@ -712,16 +762,7 @@ pub fn dry_run(
 /// broadcast) and, through `exec.effects`, what it started.
 pub fn deliver(exec: &mut Exec, chain: &crate::erc20::ChainCtx, pending: &Pending) -> TxBundle {
     let checked = &pending.checked;
-    let fee = checked.fee.clone().unwrap_or(Coin {
-        denom: exec.chain.fee_denoms.first().cloned().unwrap_or_default(),
-        amount: "0".into(),
-    });
-    let fee_amount: u128 = fee.amount.parse().unwrap_or(0);
-    let paid = exec.ledger.debit(&checked.signer, &fee.denom, fee_amount);
-    if paid.is_ok() {
-        exec.ledger
-            .credit(&module_address("fee_collector"), &fee.denom, fee_amount);
-    }
+    let (fee, paid) = take_fee(exec, checked);
     let account = exec.ledger.ensure_account(&checked.signer);
     account.sequence = checked.sequence + 1;
     account.pubkey = Some(checked.pubkey.clone());
@@ -736,7 +777,6 @@ pub fn deliver(exec: &mut Exec, chain: &crate::erc20::ChainCtx, pending: &Pendin
         ),
         Err(_) => vec![],
     };
-    let gas_wanted = checked.gas_limit as i64;
     let outcome = match paid {
         Err(short) => Err(("sdk", 5, short.log())),
         Ok(()) if checked.gas_limit < checked.gas_used => Err((
@@ -757,28 +797,58 @@ pub fn deliver(exec: &mut Exec, chain: &crate::erc20::ChainCtx, pending: &Pendin
                 json,
             )
         }
-        Err((codespace, code, log)) => {
-            let json = checked
-                .messages
-                .iter()
-                .map(|m| json!({"@type": m.type_url, "value": B64.encode(&m.value)}))
-                .collect();
-            (
-                TxResult {
-                    code,
-                    codespace: codespace.into(),
-                    data: vec![],
-                    log,
-                    info: String::new(),
-                    gas_wanted,
-                    gas_used: checked.gas_used.min(checked.gas_limit) as i64,
-                    events: ante,
-                },
-                json,
-            )
-        }
+        Err(failure) => failed(checked, failure, ante),
     };
-    let json = json!({
+    TxBundle {
+        raw: pending.raw.clone(),
+        result,
+        json: tx_json(checked, message_json).into(),
+    }
+}
+
+/// The ante handler's fee: the tx's (or nothing in the chain's first fee denom), debited
+/// from the signer to the fee collector if it can pay.
+fn take_fee(exec: &mut Exec, checked: &Checked) -> (Coin, Result<(), Insufficient>) {
+    let fee = checked.fee.clone().unwrap_or(Coin {
+        denom: exec.chain.fee_denoms.first().cloned().unwrap_or_default(),
+        amount: "0".into(),
+    });
+    let fee_amount: u128 = fee.amount.parse().unwrap_or(0);
+    let paid = exec.ledger.debit(&checked.signer, &fee.denom, fee_amount);
+    if paid.is_ok() {
+        exec.ledger
+            .credit(&module_address("fee_collector"), &fee.denom, fee_amount);
+    }
+    (fee, paid)
+}
+
+/// The result of a tx that failed, keeping only the ante events, and its messages' JSON
+/// as raw Anys (they never ran).
+fn failed(checked: &Checked, failure: Failure, ante: Vec<Event>) -> (TxResult, Vec<Value>) {
+    let (codespace, code, log) = failure;
+    let json = checked
+        .messages
+        .iter()
+        .map(|m| json!({"@type": m.type_url, "value": B64.encode(&m.value)}))
+        .collect();
+    (
+        TxResult {
+            code,
+            codespace: codespace.into(),
+            data: vec![],
+            log,
+            info: String::new(),
+            gas_wanted: checked.gas_limit as i64,
+            gas_used: checked.gas_used.min(checked.gas_limit) as i64,
+            events: ante,
+        },
+        json,
+    )
+}
+
+/// The tx's JSON as the node's tx endpoints show it, with `messages` as executed.
+fn tx_json(checked: &Checked, message_json: Vec<Value>) -> Value {
+    json!({
         "body": {
             "messages": message_json,
             "memo": checked.memo,
@@ -801,10 +871,5 @@ pub fn deliver(exec: &mut Exec, chain: &crate::erc20::ChainCtx, pending: &Pendin
             "tip": null
         },
         "signatures": [B64.encode(&checked.signature)]
-    });
-    TxBundle {
-        raw: pending.raw.clone(),
-        result,
-        json: json.into(),
-    }
+    })
 }

@@ -172,6 +172,128 @@ pub struct Network {
     journal: Option<Arc<dyn Journal>>,
 }
 
+/// A network chain's state at genesis, sealed up to its tip at `now`, and (EVM chains) its
+/// genesis allocation as block 1's events.
+fn chain_at_genesis(
+    spec: &NetworkSpec,
+    chain: &NetworkChain,
+    devnet: &Arc<Devnet>,
+    accounts: &[TestAccount],
+    now: i64,
+) -> (ChainState, Option<Vec<Event>>) {
+    let mut ledger = Ledger::new(FIRST_ACCOUNT_NUMBER);
+    let allocations = genesis_allocations(spec, chain, accounts, &mut ledger);
+    for (address, denom, amount) in &allocations {
+        ledger.credit(address, denom, *amount);
+    }
+    let traces: HashMap<String, String> = spec
+        .traces
+        .iter()
+        .filter(|t| t.chain_id == chain.chain_id)
+        .map(|t| (t.denom.clone(), t.path.clone()))
+        .collect();
+    let (erc20, genesis_events) = genesis_erc20(devnet, &allocations).unzip();
+    let relayer = accounts::derive(
+        devnet.spec().seed,
+        "network-relayer",
+        FIRST_ACCOUNT_NUMBER - 1,
+        1,
+        &chain.bech32_prefix,
+    )
+    .pop()
+    .expect("one account derived");
+    let state = ChainState {
+        sealed: devnet.tip_at(now),
+        devnet: devnet.clone(),
+        spec: chain.clone(),
+        ledger,
+        mempool: vec![],
+        scheduled: BTreeMap::new(),
+        blocks: HashMap::new(),
+        by_hash: HashMap::new(),
+        pending_sequences: HashMap::new(),
+        next_packet_sequence: HashMap::new(),
+        traces,
+        bridge_sequences: HashMap::new(),
+        output_indices: HashMap::new(),
+        relayer,
+        relayer_sequence: 0,
+        erc20,
+    };
+    (state, genesis_events)
+}
+
+/// The genesis balances of `chain`, in order: test accounts (whose accounts it opens in
+/// `ledger`), escrows, bridges, pools.
+fn genesis_allocations(
+    spec: &NetworkSpec,
+    chain: &NetworkChain,
+    accounts: &[TestAccount],
+    ledger: &mut Ledger,
+) -> Vec<(Vec<u8>, String, u128)> {
+    let mut allocations: Vec<(Vec<u8>, String, u128)> = vec![];
+    for account in accounts {
+        for kind in &chain.key_kinds {
+            let address = account.key(*kind).address();
+            ledger.ensure_account(&address);
+            for denom in &chain.funded_denoms {
+                allocations.push((address.clone(), denom.clone(), TEST_ACCOUNT_FUNDS));
+            }
+        }
+    }
+    for channel in &spec.channels {
+        for (id, port, end) in [
+            (&channel.chain_a, &channel.port_a, &channel.channel_a),
+            (&channel.chain_b, &channel.port_b, &channel.channel_b),
+        ] {
+            if *id == chain.chain_id {
+                let escrow = packet::escrow_address(port, end);
+                for denom in &chain.funded_denoms {
+                    allocations.push((escrow.clone(), denom.clone(), MODULE_FUNDS));
+                }
+            }
+        }
+    }
+    for bridge in spec
+        .bridges
+        .iter()
+        .filter(|b| b.l1_chain_id == chain.chain_id)
+    {
+        for denom in &bridge.denoms {
+            let bridge = bridge_address(bridge.bridge_id);
+            allocations.push((bridge, denom.clone(), MODULE_FUNDS));
+        }
+    }
+    for pool in spec.pools.iter().filter(|p| p.chain_id == chain.chain_id) {
+        let address = pool_address(&pool.id);
+        allocations.push((address.clone(), pool.denom_a.clone(), pool.reserve_a));
+        allocations.push((address, pool.denom_b.clone(), pool.reserve_b));
+    }
+    allocations
+}
+
+/// On an EVM chain the genesis is every denom's ERC-20 created and minted to its holders,
+/// shown in block 1 after the world's own allocation: the chain's registry and those
+/// events. `None` on other chains.
+fn genesis_erc20(
+    devnet: &Devnet,
+    allocations: &[(Vec<u8>, String, u128)],
+) -> Option<(Registry, Vec<Event>)> {
+    devnet.ctx().bank.clone().map(|bank| {
+        let mut registry = Registry::new(bank, &devnet.spec().fee_denom);
+        let mut events = vec![];
+        for (address, denom, amount) in allocations {
+            let (token, created) = registry.for_mint(denom);
+            events.extend(created);
+            events.extend(erc20::movement(&token, &[0; 20], address, *amount));
+        }
+        for (denom, token) in registry.take_created() {
+            devnet.register_token(&denom, &token, 1);
+        }
+        (registry, erc20::begin_block(events))
+    })
+}
+
 impl Network {
     /// The network over `chains` (the devnets of `spec.chains`, in any order), linked so
     /// each chain's blocks carry the network's txs from now on; nothing journaled.
@@ -189,108 +311,18 @@ impl Network {
         journal: Option<Arc<dyn Journal>>,
     ) -> Arc<Network> {
         let accounts = test_accounts(spec.test_accounts);
-        let now = start_ns;
         let mut states = BTreeMap::new();
         let mut genesis = HashMap::new();
         for chain in &spec.chains {
             let Some(devnet) = chains.iter().find(|d| d.spec().chain_id == chain.chain_id) else {
                 continue;
             };
-            let mut ledger = Ledger::new(FIRST_ACCOUNT_NUMBER);
-            // The genesis balances, in order: test accounts, escrows, bridges, pools.
-            let mut allocations: Vec<(Vec<u8>, String, u128)> = vec![];
-            for account in &accounts {
-                for kind in &chain.key_kinds {
-                    let address = account.key(*kind).address();
-                    ledger.ensure_account(&address);
-                    for denom in &chain.funded_denoms {
-                        allocations.push((address.clone(), denom.clone(), TEST_ACCOUNT_FUNDS));
-                    }
-                }
+            let (state, genesis_events) =
+                chain_at_genesis(&spec, chain, devnet, &accounts, start_ns);
+            if let Some(events) = genesis_events {
+                genesis.insert(chain.chain_id.clone(), events);
             }
-            let traces: HashMap<String, String> = spec
-                .traces
-                .iter()
-                .filter(|t| t.chain_id == chain.chain_id)
-                .map(|t| (t.denom.clone(), t.path.clone()))
-                .collect();
-            for channel in &spec.channels {
-                for (id, port, end) in [
-                    (&channel.chain_a, &channel.port_a, &channel.channel_a),
-                    (&channel.chain_b, &channel.port_b, &channel.channel_b),
-                ] {
-                    if *id == chain.chain_id {
-                        let escrow = packet::escrow_address(port, end);
-                        for denom in &chain.funded_denoms {
-                            allocations.push((escrow.clone(), denom.clone(), MODULE_FUNDS));
-                        }
-                    }
-                }
-            }
-            for bridge in spec
-                .bridges
-                .iter()
-                .filter(|b| b.l1_chain_id == chain.chain_id)
-            {
-                for denom in &bridge.denoms {
-                    let bridge = bridge_address(bridge.bridge_id);
-                    allocations.push((bridge, denom.clone(), MODULE_FUNDS));
-                }
-            }
-            for pool in spec.pools.iter().filter(|p| p.chain_id == chain.chain_id) {
-                let address = pool_address(&pool.id);
-                allocations.push((address.clone(), pool.denom_a.clone(), pool.reserve_a));
-                allocations.push((address, pool.denom_b.clone(), pool.reserve_b));
-            }
-            for (address, denom, amount) in &allocations {
-                ledger.credit(address, denom, *amount);
-            }
-            // On an EVM chain the genesis is every denom's ERC-20 created and minted to its
-            // holders, shown in block 1 after the world's own allocation.
-            let erc20 = devnet.ctx().bank.clone().map(|bank| {
-                let mut registry = Registry::new(bank, &devnet.spec().fee_denom);
-                let mut events = vec![];
-                for (address, denom, amount) in &allocations {
-                    let (token, created) = registry.for_mint(denom);
-                    events.extend(created);
-                    events.extend(erc20::movement(&token, &[0; 20], address, *amount));
-                }
-                for (denom, token) in registry.take_created() {
-                    devnet.register_token(&denom, &token, 1);
-                }
-                genesis.insert(chain.chain_id.clone(), erc20::begin_block(events));
-                registry
-            });
-            let relayer = accounts::derive(
-                devnet.spec().seed,
-                "network-relayer",
-                FIRST_ACCOUNT_NUMBER - 1,
-                1,
-                &chain.bech32_prefix,
-            )
-            .pop()
-            .expect("one account derived");
-            states.insert(
-                chain.chain_id.clone(),
-                ChainState {
-                    sealed: devnet.tip_at(now),
-                    devnet: devnet.clone(),
-                    spec: chain.clone(),
-                    ledger,
-                    mempool: vec![],
-                    scheduled: BTreeMap::new(),
-                    blocks: HashMap::new(),
-                    by_hash: HashMap::new(),
-                    pending_sequences: HashMap::new(),
-                    next_packet_sequence: HashMap::new(),
-                    traces,
-                    bridge_sequences: HashMap::new(),
-                    output_indices: HashMap::new(),
-                    relayer,
-                    relayer_sequence: 0,
-                    erc20,
-                },
-            );
+            states.insert(chain.chain_id.clone(), state);
         }
         let network = Arc::new(Network {
             spec,

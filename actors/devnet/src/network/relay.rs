@@ -3,7 +3,6 @@
 //! (or timed out), an acknowledgement, a deposit finalized, an output proposed and its
 //! withdrawals finalized after the challenge period — carried out by a relayer tx there.
 
-use prost::Message as _;
 use serde_json::{json, Value};
 
 use super::execute::{self, Deposit, Effect, Exec, Withdrawal};
@@ -362,333 +361,374 @@ fn perform(
     height: u64,
     time_ns: i64,
     work: Work,
-) -> (Vec<Message>, Vec<Scheduled>) {
-    let signer = chain.relayer.bech32.clone();
+) -> Performed {
+    let mut relay = Relay {
+        signer: chain.relayer.bech32.clone(),
+        spec,
+        chain,
+        faults,
+        height,
+        time_ns,
+    };
     match work {
-        Work::Recv(p) => {
-            let timed_out = p.timeout_ns != 0 && time_ns as u64 >= p.timeout_ns;
-            if timed_out || faults.timeout_packets > 0 {
-                if !timed_out {
-                    faults.timeout_packets -= 1;
-                }
-                // Never received: the relayer proves the timeout on the source instead.
-                return (
-                    vec![],
-                    vec![Scheduled {
-                        chain: p.src_chain.clone(),
-                        work: Work::Timeout(p),
-                        not_before_ns: 0,
-                    }],
-                );
-            }
-            let forced_error = faults.error_acks > 0;
-            if forced_error {
-                faults.error_acks -= 1;
-            }
-            let (events, ack, forwarded) = receive(spec, chain, height, time_ns, &p, forced_error);
-            let mut started = vec![];
-            match (&ack, forwarded) {
-                (_, Some(next)) => started.push(Scheduled {
-                    chain: next.dst_chain.clone(),
-                    work: Work::Recv(next),
-                    not_before_ns: 0,
-                }),
-                (Some(ack), None) => started.push(Scheduled {
-                    chain: p.src_chain.clone(),
-                    work: Work::Ack(p.clone(), ack.clone()),
-                    not_before_ns: 0,
-                }),
-                (None, None) => {}
-            }
-            let msg = MsgRecvPacket {
-                packet: Some(proto_packet(&p)),
-                proof_commitment: vec![1],
-                proof_height: Some(Height {
-                    revision_number: 0,
-                    revision_height: height,
-                }),
-                signer: signer.clone(),
-            };
-            let json = json!({"packet": packet_json(&p), "proof_commitment": "AQ==", "proof_height": {"revision_number": "0", "revision_height": height.to_string()}, "signer": signer});
-            (
-                vec![relayer_message(
-                    chain,
-                    MSG_RECV,
-                    msg.encode_to_vec(),
-                    json,
-                    "ibc_channel",
-                    events,
-                )],
-                started,
-            )
-        }
-        Work::Ack(p, ack) => {
-            let mut events = packet::acknowledge_events(&p, &ack);
-            let mut started = vec![];
-            let mut exec = exec_on(spec, chain, height, time_ns);
-            if let Ack::Error(_) = ack {
-                events.extend(exec.refund(&p.refund));
-            }
-            if let Some(forwarded) = &p.forwards {
-                let (original, receipt) = forwarded.as_ref();
-                let original_ack = match &ack {
-                    Ack::Success => Ack::Success,
-                    Ack::Error(_) => {
-                        events.extend(undo_receipt(&mut exec, original, receipt));
-                        ack.clone()
-                    }
-                };
-                events.extend(packet::write_ack_events(original, &original_ack));
-                started.push(Scheduled {
-                    chain: original.src_chain.clone(),
-                    work: Work::Ack(original.clone(), original_ack),
-                    not_before_ns: 0,
-                });
-            }
-            let msg = MsgAcknowledgement {
-                packet: Some(proto_packet(&p)),
-                acknowledgement: ack.json().into_bytes(),
-                proof_acked: vec![1],
-                proof_height: Some(Height {
-                    revision_number: 0,
-                    revision_height: height,
-                }),
-                signer: signer.clone(),
-            };
-            use base64::Engine;
-            let json = json!({"packet": packet_json(&p), "acknowledgement": base64::engine::general_purpose::STANDARD.encode(ack.json()), "proof_acked": "AQ==", "proof_height": {"revision_number": "0", "revision_height": height.to_string()}, "signer": signer});
-            (
-                vec![relayer_message(
-                    chain,
-                    MSG_ACK,
-                    msg.encode_to_vec(),
-                    json,
-                    "ibc_channel",
-                    events,
-                )],
-                started,
-            )
-        }
-        Work::Timeout(p) => {
-            let sender = p.data.sender.clone();
-            let mut events = packet::timeout_events(&p, &sender);
-            let mut started = vec![];
-            let mut exec = exec_on(spec, chain, height, time_ns);
-            events.extend(exec.refund(&p.refund));
-            if let Some(forwarded) = &p.forwards {
-                let (original, receipt) = forwarded.as_ref();
-                events.extend(undo_receipt(&mut exec, original, receipt));
-                let ack = Ack::Error("packet timed out".into());
-                events.extend(packet::write_ack_events(original, &ack));
-                started.push(Scheduled {
-                    chain: original.src_chain.clone(),
-                    work: Work::Ack(original.clone(), ack),
-                    not_before_ns: 0,
-                });
-            }
-            let msg = MsgTimeout {
-                packet: Some(proto_packet(&p)),
-                proof_unreceived: vec![1],
-                proof_height: Some(Height {
-                    revision_number: 0,
-                    revision_height: height,
-                }),
-                next_sequence_recv: p.sequence,
-                signer: signer.clone(),
-            };
-            let json = json!({"packet": packet_json(&p), "proof_unreceived": "AQ==", "proof_height": {"revision_number": "0", "revision_height": height.to_string()}, "next_sequence_recv": p.sequence.to_string(), "signer": signer});
-            (
-                vec![relayer_message(
-                    chain,
-                    MSG_TIMEOUT,
-                    msg.encode_to_vec(),
-                    json,
-                    "ibc_channel",
-                    events,
-                )],
-                started,
-            )
-        }
-        Work::FinalizeDeposit(d) => {
-            if let Some(delay) = take_finalization_delay(faults) {
-                return (
-                    vec![],
-                    vec![Scheduled {
-                        chain: chain.spec.chain_id.clone(),
-                        work: Work::FinalizeDeposit(d),
-                        not_before_ns: time_ns + delay,
-                    }],
-                );
-            }
-            let mut exec = exec_on(spec, chain, height, time_ns);
-            let recipient = address::decode_bech32(&d.to)
-                .filter(|(prefix, _)| *prefix == exec.chain.bech32_prefix)
-                .map(|(_, bytes)| bytes);
-            let mut events = vec![];
-            let success = match &recipient {
-                Some(to) => {
-                    events.extend(exec.mint("opchild", to, &d.l2_denom, d.amount));
-                    true
-                }
-                None => false,
-            };
-            let mut attributes = vec![
-                ("l1_sequence", d.l1_sequence.to_string()),
-                ("sender", d.from.clone()),
-                ("recipient", d.to.clone()),
-                ("denom", d.l2_denom.clone()),
-                ("base_denom", d.l1_denom.clone()),
-                ("amount", d.amount.to_string()),
-                ("finalize_height", d.l1_height.to_string()),
-                ("success", success.to_string()),
-            ];
-            if !success {
-                attributes.push(("reason", format!("invalid recipient address {:?}", d.to)));
-            }
-            events.push(event("finalize_token_deposit", attributes));
-            let mut started = vec![];
-            if success && !d.data.is_empty() {
-                let (hook_events, hook_started) = run_hook(spec, chain, height, time_ns, &d);
-                events.extend(hook_events);
-                started = hook_started;
-            }
-            let msg = MsgFinalizeTokenDeposit {
-                sender: signer.clone(),
-                from: d.from.clone(),
-                to: d.to.clone(),
-                amount: Some(Coin {
-                    denom: d.l1_denom.clone(),
-                    amount: d.amount.to_string(),
-                }),
-                sequence: d.l1_sequence,
-                height: d.l1_height,
-                base_denom: d.l1_denom.clone(),
-                data: d.data.clone(),
-            };
-            let json = json!({"sender": signer, "from": d.from, "to": d.to, "amount": {"denom": d.l1_denom, "amount": d.amount.to_string()}, "sequence": d.l1_sequence.to_string(), "height": d.l1_height.to_string(), "base_denom": d.l1_denom, "data": Value::Null});
-            (
-                vec![relayer_message(
-                    chain,
-                    MSG_FINALIZE_DEPOSIT,
-                    msg.encode_to_vec(),
-                    json,
-                    "opchild",
-                    events,
-                )],
-                started,
-            )
-        }
+        Work::Recv(p) => relay.recv(p),
+        Work::Ack(p, ack) => relay.acknowledge(p, ack),
+        Work::Timeout(p) => relay.timeout(p),
+        Work::FinalizeDeposit(d) => relay.finalize_deposit(d),
         Work::ProposeOutput {
             bridge_id,
             l2_height,
             withdrawals,
-        } => {
-            let next = chain.output_indices.entry(bridge_id).or_insert(1);
-            let output_index = *next;
-            *next += 1;
-            let output_root = weaver_engine::chain::decode::tx_hash(
-                format!("{bridge_id}/{output_index}/{l2_height}").as_bytes(),
-            );
-            let events = vec![event(
-                "propose_output",
-                vec![
-                    ("proposer", signer.clone()),
-                    ("bridge_id", bridge_id.to_string()),
-                    ("output_index", output_index.to_string()),
-                    ("l2_block_number", l2_height.to_string()),
-                    ("output_root", hex::encode(output_root)),
-                ],
-            )];
-            let period = spec.relay.finalization_period_ms as i64 * 1_000_000;
-            let delay = take_finalization_delay(faults).unwrap_or(0);
-            let started = withdrawals
-                .into_iter()
-                .map(|withdrawal| Scheduled {
-                    chain: chain.spec.chain_id.clone(),
-                    work: Work::FinalizeWithdrawal {
-                        output_index,
-                        withdrawal,
-                    },
-                    not_before_ns: time_ns + period + delay,
-                })
-                .collect();
-            let msg = MsgProposeOutput {
-                proposer: signer.clone(),
-                bridge_id,
-                output_index,
-                l2_block_number: l2_height,
-                output_root: output_root.to_vec(),
-            };
-            use base64::Engine;
-            let json = json!({"proposer": signer, "bridge_id": bridge_id.to_string(), "output_index": output_index.to_string(), "l2_block_number": l2_height.to_string(), "output_root": base64::engine::general_purpose::STANDARD.encode(output_root)});
-            (
-                vec![relayer_message(
-                    chain,
-                    MSG_PROPOSE,
-                    msg.encode_to_vec(),
-                    json,
-                    "ophost",
-                    events,
-                )],
-                started,
-            )
-        }
+        } => relay.propose_output(bridge_id, l2_height, withdrawals),
         Work::FinalizeWithdrawal {
             output_index,
-            withdrawal: w,
-        } => {
-            let mut exec = exec_on(spec, chain, height, time_ns);
-            let to = address::decode_bech32(&w.to)
-                .filter(|(prefix, _)| *prefix == exec.chain.bech32_prefix)
-                .map(|(_, bytes)| bytes);
-            let mut events = match &to {
-                Some(to) => exec
-                    .send(&bridge_address(w.bridge_id), to, &w.l1_denom, w.amount)
-                    .unwrap_or_default(),
-                None => vec![],
-            };
-            events.push(event(
-                "finalize_token_withdrawal",
-                vec![
-                    ("bridge_id", w.bridge_id.to_string()),
-                    ("output_index", output_index.to_string()),
-                    ("l2_sequence", w.l2_sequence.to_string()),
-                    ("from", w.from.clone()),
-                    ("to", w.to.clone()),
-                    ("l1_denom", w.l1_denom.clone()),
-                    ("l2_denom", w.l2_denom.clone()),
-                    ("amount", w.amount.to_string()),
-                ],
-            ));
-            let msg = MsgFinalizeTokenWithdrawal {
-                sender: signer.clone(),
-                bridge_id: w.bridge_id,
-                output_index,
-                withdrawal_proofs: vec![],
-                from: w.from.clone(),
-                to: w.to.clone(),
-                sequence: w.l2_sequence,
-                amount: Some(Coin {
-                    denom: w.l1_denom.clone(),
-                    amount: w.amount.to_string(),
-                }),
-                version: vec![1],
-                storage_root: vec![],
-                last_block_hash: vec![],
-            };
-            let json = json!({"sender": signer, "bridge_id": w.bridge_id.to_string(), "output_index": output_index.to_string(), "withdrawal_proofs": [], "from": w.from, "to": w.to, "sequence": w.l2_sequence.to_string(), "amount": {"denom": w.l1_denom, "amount": w.amount.to_string()}, "version": "AQ==", "storage_root": null, "last_block_hash": null});
-            (
-                vec![relayer_message(
-                    chain,
-                    MSG_FINALIZE_WITHDRAWAL,
-                    msg.encode_to_vec(),
-                    json,
-                    "ophost",
-                    events,
-                )],
-                vec![],
-            )
+            withdrawal,
+        } => relay.finalize_withdrawal(output_index, withdrawal),
+    }
+}
+
+/// What one work item is carried out with: its chain and block, the faults it may
+/// consume, and the relayer's address signing its message. One method per kind of work.
+struct Relay<'a> {
+    spec: &'a NetworkSpec,
+    chain: &'a mut ChainState,
+    faults: &'a mut super::FaultState,
+    height: u64,
+    time_ns: i64,
+    signer: String,
+}
+
+/// A work item's outcome: the relayer messages of its tx and the work it starts elsewhere.
+type Performed = (Vec<Message>, Vec<Scheduled>);
+
+/// Work due now on `chain`.
+fn due(chain: String, work: Work) -> Scheduled {
+    Scheduled {
+        chain,
+        work,
+        not_before_ns: 0,
+    }
+}
+
+impl Relay<'_> {
+    fn exec(&mut self) -> Exec<'_> {
+        exec_on(self.spec, self.chain, self.height, self.time_ns)
+    }
+
+    /// The proof height of the relayer's IBC messages: the block they are in.
+    fn proof_height(&self) -> Option<Height> {
+        Some(Height {
+            revision_number: 0,
+            revision_height: self.height,
+        })
+    }
+
+    /// The single relayer message of this work's tx.
+    fn message(
+        &self,
+        type_url: &str,
+        msg: impl prost::Message,
+        json: Value,
+        module: &str,
+        events: Vec<Event>,
+    ) -> Vec<Message> {
+        vec![relayer_message(
+            self.chain,
+            type_url,
+            msg.encode_to_vec(),
+            json,
+            module,
+            events,
+        )]
+    }
+
+    /// Whether packet `p` times out instead of being received: its timeout has passed, or
+    /// an injected timeout fault is used up on it.
+    fn times_out(&mut self, p: &SentPacket) -> bool {
+        let timed_out = p.timeout_ns != 0 && self.time_ns as u64 >= p.timeout_ns;
+        if timed_out || self.faults.timeout_packets > 0 {
+            if !timed_out {
+                self.faults.timeout_packets -= 1;
+            }
+            return true;
         }
+        false
+    }
+
+    fn recv(&mut self, p: SentPacket) -> Performed {
+        if self.times_out(&p) {
+            // Never received: the relayer proves the timeout on the source instead.
+            return (vec![], vec![due(p.src_chain.clone(), Work::Timeout(p))]);
+        }
+        let forced_error = self.faults.error_acks > 0;
+        if forced_error {
+            self.faults.error_acks -= 1;
+        }
+        let (events, ack, forwarded) = receive(
+            self.spec,
+            self.chain,
+            self.height,
+            self.time_ns,
+            &p,
+            forced_error,
+        );
+        let mut started = vec![];
+        match (&ack, forwarded) {
+            (_, Some(next)) => started.push(due(next.dst_chain.clone(), Work::Recv(next))),
+            (Some(ack), None) => {
+                started.push(due(p.src_chain.clone(), Work::Ack(p.clone(), ack.clone())))
+            }
+            (None, None) => {}
+        }
+        let msg = MsgRecvPacket {
+            packet: Some(proto_packet(&p)),
+            proof_commitment: vec![1],
+            proof_height: self.proof_height(),
+            signer: self.signer.clone(),
+        };
+        let json = json!({"packet": packet_json(&p), "proof_commitment": "AQ==", "proof_height": {"revision_number": "0", "revision_height": self.height.to_string()}, "signer": self.signer});
+        (
+            self.message(MSG_RECV, msg, json, "ibc_channel", events),
+            started,
+        )
+    }
+
+    fn acknowledge(&mut self, p: SentPacket, ack: Ack) -> Performed {
+        let mut events = packet::acknowledge_events(&p, &ack);
+        let mut started = vec![];
+        let mut exec = self.exec();
+        if let Ack::Error(_) = ack {
+            events.extend(exec.refund(&p.refund));
+        }
+        if let Some(forwarded) = &p.forwards {
+            let (original, receipt) = forwarded.as_ref();
+            let original_ack = match &ack {
+                Ack::Success => Ack::Success,
+                Ack::Error(_) => {
+                    events.extend(undo_receipt(&mut exec, original, receipt));
+                    ack.clone()
+                }
+            };
+            events.extend(packet::write_ack_events(original, &original_ack));
+            started.push(due(
+                original.src_chain.clone(),
+                Work::Ack(original.clone(), original_ack),
+            ));
+        }
+        let msg = MsgAcknowledgement {
+            packet: Some(proto_packet(&p)),
+            acknowledgement: ack.json().into_bytes(),
+            proof_acked: vec![1],
+            proof_height: self.proof_height(),
+            signer: self.signer.clone(),
+        };
+        use base64::Engine;
+        let json = json!({"packet": packet_json(&p), "acknowledgement": base64::engine::general_purpose::STANDARD.encode(ack.json()), "proof_acked": "AQ==", "proof_height": {"revision_number": "0", "revision_height": self.height.to_string()}, "signer": self.signer});
+        (
+            self.message(MSG_ACK, msg, json, "ibc_channel", events),
+            started,
+        )
+    }
+
+    fn timeout(&mut self, p: SentPacket) -> Performed {
+        let sender = p.data.sender.clone();
+        let mut events = packet::timeout_events(&p, &sender);
+        let mut started = vec![];
+        let mut exec = self.exec();
+        events.extend(exec.refund(&p.refund));
+        if let Some(forwarded) = &p.forwards {
+            let (original, receipt) = forwarded.as_ref();
+            events.extend(undo_receipt(&mut exec, original, receipt));
+            let ack = Ack::Error("packet timed out".into());
+            events.extend(packet::write_ack_events(original, &ack));
+            started.push(due(
+                original.src_chain.clone(),
+                Work::Ack(original.clone(), ack),
+            ));
+        }
+        let msg = MsgTimeout {
+            packet: Some(proto_packet(&p)),
+            proof_unreceived: vec![1],
+            proof_height: self.proof_height(),
+            next_sequence_recv: p.sequence,
+            signer: self.signer.clone(),
+        };
+        let json = json!({"packet": packet_json(&p), "proof_unreceived": "AQ==", "proof_height": {"revision_number": "0", "revision_height": self.height.to_string()}, "next_sequence_recv": p.sequence.to_string(), "signer": self.signer});
+        (
+            self.message(MSG_TIMEOUT, msg, json, "ibc_channel", events),
+            started,
+        )
+    }
+
+    fn finalize_deposit(&mut self, d: Deposit) -> Performed {
+        if let Some(delay) = take_finalization_delay(self.faults) {
+            return (
+                vec![],
+                vec![Scheduled {
+                    chain: self.chain.spec.chain_id.clone(),
+                    work: Work::FinalizeDeposit(d),
+                    not_before_ns: self.time_ns + delay,
+                }],
+            );
+        }
+        let (mut events, success) = self.credit_deposit(&d);
+        let mut started = vec![];
+        if success && !d.data.is_empty() {
+            let (hook_events, hook_started) =
+                run_hook(self.spec, self.chain, self.height, self.time_ns, &d);
+            events.extend(hook_events);
+            started = hook_started;
+        }
+        let signer = &self.signer;
+        let msg = MsgFinalizeTokenDeposit {
+            sender: signer.clone(),
+            from: d.from.clone(),
+            to: d.to.clone(),
+            amount: Some(Coin {
+                denom: d.l1_denom.clone(),
+                amount: d.amount.to_string(),
+            }),
+            sequence: d.l1_sequence,
+            height: d.l1_height,
+            base_denom: d.l1_denom.clone(),
+            data: d.data.clone(),
+        };
+        let json = json!({"sender": signer, "from": d.from, "to": d.to, "amount": {"denom": d.l1_denom, "amount": d.amount.to_string()}, "sequence": d.l1_sequence.to_string(), "height": d.l1_height.to_string(), "base_denom": d.l1_denom, "data": Value::Null});
+        (
+            self.message(MSG_FINALIZE_DEPOSIT, msg, json, "opchild", events),
+            started,
+        )
+    }
+
+    /// Mints a deposit to its recipient, if the address is one of this chain's: the
+    /// events (ending with `finalize_token_deposit`) and whether it landed.
+    fn credit_deposit(&mut self, d: &Deposit) -> (Vec<Event>, bool) {
+        let mut exec = self.exec();
+        let recipient = address::decode_bech32(&d.to)
+            .filter(|(prefix, _)| *prefix == exec.chain.bech32_prefix)
+            .map(|(_, bytes)| bytes);
+        let mut events = vec![];
+        let success = match &recipient {
+            Some(to) => {
+                events.extend(exec.mint("opchild", to, &d.l2_denom, d.amount));
+                true
+            }
+            None => false,
+        };
+        let mut attributes = vec![
+            ("l1_sequence", d.l1_sequence.to_string()),
+            ("sender", d.from.clone()),
+            ("recipient", d.to.clone()),
+            ("denom", d.l2_denom.clone()),
+            ("base_denom", d.l1_denom.clone()),
+            ("amount", d.amount.to_string()),
+            ("finalize_height", d.l1_height.to_string()),
+            ("success", success.to_string()),
+        ];
+        if !success {
+            attributes.push(("reason", format!("invalid recipient address {:?}", d.to)));
+        }
+        events.push(event("finalize_token_deposit", attributes));
+        (events, success)
+    }
+
+    fn propose_output(
+        &mut self,
+        bridge_id: u64,
+        l2_height: u64,
+        withdrawals: Vec<Withdrawal>,
+    ) -> Performed {
+        let next = self.chain.output_indices.entry(bridge_id).or_insert(1);
+        let output_index = *next;
+        *next += 1;
+        let output_root = weaver_engine::chain::decode::tx_hash(
+            format!("{bridge_id}/{output_index}/{l2_height}").as_bytes(),
+        );
+        let signer = &self.signer;
+        let events = vec![event(
+            "propose_output",
+            vec![
+                ("proposer", signer.clone()),
+                ("bridge_id", bridge_id.to_string()),
+                ("output_index", output_index.to_string()),
+                ("l2_block_number", l2_height.to_string()),
+                ("output_root", hex::encode(output_root)),
+            ],
+        )];
+        let period = self.spec.relay.finalization_period_ms as i64 * 1_000_000;
+        let delay = take_finalization_delay(self.faults).unwrap_or(0);
+        let started = withdrawals
+            .into_iter()
+            .map(|withdrawal| Scheduled {
+                chain: self.chain.spec.chain_id.clone(),
+                work: Work::FinalizeWithdrawal {
+                    output_index,
+                    withdrawal,
+                },
+                not_before_ns: self.time_ns + period + delay,
+            })
+            .collect();
+        let msg = MsgProposeOutput {
+            proposer: signer.clone(),
+            bridge_id,
+            output_index,
+            l2_block_number: l2_height,
+            output_root: output_root.to_vec(),
+        };
+        use base64::Engine;
+        let json = json!({"proposer": signer, "bridge_id": bridge_id.to_string(), "output_index": output_index.to_string(), "l2_block_number": l2_height.to_string(), "output_root": base64::engine::general_purpose::STANDARD.encode(output_root)});
+        (
+            self.message(MSG_PROPOSE, msg, json, "ophost", events),
+            started,
+        )
+    }
+
+    fn finalize_withdrawal(&mut self, output_index: u64, w: Withdrawal) -> Performed {
+        let mut exec = self.exec();
+        let to = address::decode_bech32(&w.to)
+            .filter(|(prefix, _)| *prefix == exec.chain.bech32_prefix)
+            .map(|(_, bytes)| bytes);
+        let mut events = match &to {
+            Some(to) => exec
+                .send(&bridge_address(w.bridge_id), to, &w.l1_denom, w.amount)
+                .unwrap_or_default(),
+            None => vec![],
+        };
+        events.push(event(
+            "finalize_token_withdrawal",
+            vec![
+                ("bridge_id", w.bridge_id.to_string()),
+                ("output_index", output_index.to_string()),
+                ("l2_sequence", w.l2_sequence.to_string()),
+                ("from", w.from.clone()),
+                ("to", w.to.clone()),
+                ("l1_denom", w.l1_denom.clone()),
+                ("l2_denom", w.l2_denom.clone()),
+                ("amount", w.amount.to_string()),
+            ],
+        ));
+        let signer = &self.signer;
+        let msg = MsgFinalizeTokenWithdrawal {
+            sender: signer.clone(),
+            bridge_id: w.bridge_id,
+            output_index,
+            withdrawal_proofs: vec![],
+            from: w.from.clone(),
+            to: w.to.clone(),
+            sequence: w.l2_sequence,
+            amount: Some(Coin {
+                denom: w.l1_denom.clone(),
+                amount: w.amount.to_string(),
+            }),
+            version: vec![1],
+            storage_root: vec![],
+            last_block_hash: vec![],
+        };
+        let json = json!({"sender": signer, "bridge_id": w.bridge_id.to_string(), "output_index": output_index.to_string(), "withdrawal_proofs": [], "from": w.from, "to": w.to, "sequence": w.l2_sequence.to_string(), "amount": {"denom": w.l1_denom, "amount": w.amount.to_string()}, "version": "AQ==", "storage_root": null, "last_block_hash": null});
+        (
+            self.message(MSG_FINALIZE_WITHDRAWAL, msg, json, "ophost", events),
+            vec![],
+        )
     }
 }
 
@@ -756,24 +796,58 @@ fn receive(
     time_ns: i64,
     p: &SentPacket,
     forced_error: bool,
-) -> (Vec<Event>, Option<Ack>, Option<SentPacket>) {
+) -> Received {
     let mut events = packet::recv_events(p);
     let amount: u128 = p.data.amount.parse().unwrap_or(0);
     let forward = forward_of(&p.data.memo);
-    let prefix = chain.spec.bech32_prefix.clone();
-    let receiver = match &forward {
-        Some(_) => Some(packet::forward_account(&p.dst_channel, &p.data.sender)),
-        None => address::decode_bech32(&p.data.receiver)
-            .filter(|(hrp, _)| *hrp == prefix)
-            .map(|(_, bytes)| bytes),
-    };
+    let receiver = receiver_of(chain, p, forward.is_some());
     let receiver = receiver.filter(|_| !forced_error && amount > 0);
     let Some(receiver) = receiver else {
-        let ack = error_ack(if forced_error { 1 } else { 7 });
-        events.extend(packet::received_events(p, &ack));
-        events.extend(packet::write_ack_events(p, &ack));
-        return (events, Some(ack), None);
+        return refused(p, events, error_ack(if forced_error { 1 } else { 7 }));
     };
+    let mut exec = exec_on(spec, chain, height, time_ns);
+    let Some(receipt) = credit(&mut exec, p, receiver, amount, &mut events) else {
+        return refused(p, events, error_ack(5));
+    };
+    events.extend(packet::received_events(p, &Ack::Success));
+    let Some(forward) = forward else {
+        events.extend(packet::write_ack_events(p, &Ack::Success));
+        return (events, Some(Ack::Success), None);
+    };
+    forward_on(&mut exec, p, receipt, &forward, events)
+}
+
+/// What receiving a packet gives: its events, the acknowledgement to write now, and the
+/// packet it forwards.
+type Received = (Vec<Event>, Option<Ack>, Option<SentPacket>);
+
+/// Who receives packet `p` on `chain`: the forwarding account of a forwarded packet, else
+/// the receiver, if it is an address of this chain.
+fn receiver_of(chain: &ChainState, p: &SentPacket, forwarded: bool) -> Option<Vec<u8>> {
+    if forwarded {
+        return Some(packet::forward_account(&p.dst_channel, &p.data.sender));
+    }
+    address::decode_bech32(&p.data.receiver)
+        .filter(|(hrp, _)| *hrp == chain.spec.bech32_prefix)
+        .map(|(_, bytes)| bytes)
+}
+
+/// A packet not received: its events end with the error acknowledgement written.
+fn refused(p: &SentPacket, mut events: Vec<Event>, ack: Ack) -> Received {
+    events.extend(packet::received_events(p, &ack));
+    events.extend(packet::write_ack_events(p, &ack));
+    (events, Some(ack), None)
+}
+
+/// Gives `receiver` the packet's tokens — minted as a voucher, or unescrowed when they
+/// come home — with the events; `None` when the escrow cannot pay.
+fn credit(
+    exec: &mut Exec,
+    p: &SentPacket,
+    receiver: Vec<u8>,
+    amount: u128,
+    events: &mut Vec<Event>,
+) -> Option<Receipt> {
     let (local, trace, minted) = packet::received_denom(
         &p.src_port,
         &p.src_channel,
@@ -781,7 +855,6 @@ fn receive(
         &p.dst_channel,
         &p.data.denom,
     );
-    let mut exec = exec_on(spec, chain, height, time_ns);
     if minted {
         if let Some(path) = &trace {
             exec.traces.insert(local.clone(), path.clone());
@@ -795,41 +868,35 @@ fn receive(
         ));
         events.extend(exec.mint("transfer", &receiver, &local, amount));
     } else {
-        match exec.send(
-            &packet::escrow_address(&p.dst_port, &p.dst_channel),
-            &receiver,
-            &local,
-            amount,
-        ) {
-            Ok(moved) => events.extend(moved),
-            Err(_) => {
-                let ack = error_ack(5);
-                events.extend(packet::received_events(p, &ack));
-                events.extend(packet::write_ack_events(p, &ack));
-                return (events, Some(ack), None);
-            }
-        }
+        let escrow = packet::escrow_address(&p.dst_port, &p.dst_channel);
+        events.extend(exec.send(&escrow, &receiver, &local, amount).ok()?);
     }
-    events.extend(packet::received_events(p, &Ack::Success));
-    let receipt = Receipt {
-        address: receiver.clone(),
-        denom: local.clone(),
+    Some(Receipt {
+        address: receiver,
+        denom: local,
         amount,
         minted,
-    };
-    let Some(forward) = forward else {
-        events.extend(packet::write_ack_events(p, &Ack::Success));
-        return (events, Some(Ack::Success), None);
-    };
-    let intermediate = exec.bech32(&receiver);
-    let timeout = time_ns as u64 + FORWARD_TIMEOUT_NS;
+    })
+}
+
+/// Sends what `p` brought on to its forward memo's next hop (PFM); if that fails, takes
+/// it back and acknowledges `p` with the error.
+fn forward_on(
+    exec: &mut Exec,
+    p: &SentPacket,
+    receipt: Receipt,
+    forward: &Forward,
+    mut events: Vec<Event>,
+) -> Received {
+    let intermediate = exec.bech32(&receipt.address);
+    let timeout = exec.time_ns as u64 + FORWARD_TIMEOUT_NS;
     match exec.send_packet(
-        &receiver,
+        &receipt.address,
         &intermediate,
         &forward.port,
         &forward.channel,
-        &local,
-        amount,
+        &receipt.denom,
+        receipt.amount,
         &forward.receiver,
         &forward.next_memo,
         timeout,
@@ -841,7 +908,7 @@ fn receive(
         }
         Err((_, code, reason)) => {
             tracing::debug!(%reason, "devnet packet forward failed");
-            events.extend(undo_receipt(&mut exec, p, &receipt));
+            events.extend(undo_receipt(exec, p, &receipt));
             let ack = error_ack(code);
             events.extend(packet::write_ack_events(p, &ack));
             (events, Some(ack), None)

@@ -510,137 +510,183 @@ pub fn bind(
     let mut bound = Bound::default();
     if let (Some(evm), Some(json_rpc)) = (evm, json_rpc) {
         let evm_node = web::Data::new(evm_rpc::EvmNode::new(node.clone(), evm, debug_namespace));
-        let server = HttpServer::new(move || {
-            actix_web::App::new()
-                .app_data(evm_node.clone())
-                .app_data(web::PayloadConfig::new(16 << 20))
-                .route("/", web::post().to(evm_rpc::post))
-        })
-        .workers(1)
-        .disable_signals()
-        .bind(json_rpc)
-        .map_err(|e| {
-            anyhow::anyhow!("cannot listen on {json_rpc} ({chain_id} devnet EVM JSON-RPC): {e}")
-        })?;
-        bound.json_rpc = Some(server.addrs()[0]);
-        servers.push(server.run());
+        let (server, addr) = serve_evm_rpc(evm_node, json_rpc, &chain_id)?;
+        bound.json_rpc = Some(addr);
+        servers.push(server);
     }
     if let Some(rpc) = rpc {
-        let rpc_node = node.clone();
-        let rpc_server = HttpServer::new(move || {
-            actix_web::App::new()
-                .app_data(rpc_node.clone())
-                .route("/", web::post().to(rpc_post))
-                .route("/{method}", web::get().to(rpc_get))
-        })
-        .workers(1)
-        .disable_signals()
-        .bind(rpc)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {rpc} ({chain_id} devnet RPC): {e}"))?;
-        bound.rpc = Some(rpc_server.addrs()[0]);
-        servers.push(rpc_server.run());
+        let (server, addr) = serve_rpc(node.clone(), rpc, &chain_id)?;
+        bound.rpc = Some(addr);
+        servers.push(server);
     }
     let Some(rest) = rest else {
         return Ok((servers, bound));
     };
+    let (server, addr) = serve_rest(node, rest, &chain_id)?;
+    bound.rest = Some(addr);
+    servers.push(server);
+    Ok((servers, bound))
+}
+
+/// A running server and the address it is bound to.
+type Served = (actix_web::dev::Server, SocketAddr);
+
+/// The EVM JSON-RPC listener.
+fn serve_evm_rpc(
+    evm_node: web::Data<evm_rpc::EvmNode>,
+    json_rpc: SocketAddr,
+    chain_id: &str,
+) -> anyhow::Result<Served> {
+    let server = HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(evm_node.clone())
+            .app_data(web::PayloadConfig::new(16 << 20))
+            .route("/", web::post().to(evm_rpc::post))
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(json_rpc)
+    .map_err(|e| {
+        anyhow::anyhow!("cannot listen on {json_rpc} ({chain_id} devnet EVM JSON-RPC): {e}")
+    })?;
+    let addr = server.addrs()[0];
+    Ok((server.run(), addr))
+}
+
+/// The Tendermint RPC listener.
+fn serve_rpc(
+    rpc_node: web::Data<DevnetNode>,
+    rpc: SocketAddr,
+    chain_id: &str,
+) -> anyhow::Result<Served> {
+    let rpc_server = HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(rpc_node.clone())
+            .route("/", web::post().to(rpc_post))
+            .route("/{method}", web::get().to(rpc_get))
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(rpc)
+    .map_err(|e| anyhow::anyhow!("cannot listen on {rpc} ({chain_id} devnet RPC): {e}"))?;
+    let addr = rpc_server.addrs()[0];
+    Ok((rpc_server.run(), addr))
+}
+
+/// The REST (LCD) listener, its lookups injecting the node faults due.
+fn serve_rest(
+    node: web::Data<DevnetNode>,
+    rest: SocketAddr,
+    chain_id: &str,
+) -> anyhow::Result<Served> {
     let rest_server = HttpServer::new(move || {
         actix_web::App::new()
             .app_data(node.clone())
             .wrap(actix_web::middleware::from_fn(lookup_faults))
-            .route(
-                "/cosmos/tx/v1beta1/txs/block/{height}",
-                web::get().to(rest_block_txs),
-            )
-            .route(
-                "/opinit/opchild/v1/validator/{valoper}",
-                web::get().to(rest_validator),
-            )
-            .route(
-                "/cosmos/base/tendermint/v1beta1/blocks/latest",
-                web::get().to(rest_latest_block),
-            )
-            .route(
-                "/cosmos/base/tendermint/v1beta1/node_info",
-                web::get().to(rest_node_info),
-            )
-            .route(
-                "/initia/move/v1/accounts/{address}/resources/by_struct_tag",
-                web::get().to(queries::move_resource),
-            )
-            .route("/minievm/evm/v1/call", web::post().to(queries::evm_call))
-            .route(
-                "/minievm/evm/v1/contracts/by_denom",
-                web::get().to(queries::contract_by_denom),
-            )
-            .route(
-                "/cosmwasm/wasm/v1/contract/{address}",
-                web::get().to(queries::wasm_contract),
-            )
-            // Standard base64 may carry '/': the query data is the rest of the path.
-            .route(
-                "/cosmwasm/wasm/v1/contract/{address}/smart/{data:.*}",
-                web::get().to(queries::wasm_smart),
-            )
-            .route(
-                "/cosmos/auth/v1beta1/accounts/{address}",
-                web::get().to(transact::account),
-            )
-            .route(
-                "/cosmos/bank/v1beta1/balances/{address}",
-                web::get().to(transact::balances),
-            )
-            .route(
-                "/cosmos/bank/v1beta1/balances/{address}/by_denom",
-                web::get().to(transact::balance_by_denom),
-            )
-            .route(
-                "/initia/tx/v1/gas_prices/{denom:.*}",
-                web::get().to(transact::gas_price),
-            )
-            .route(
-                "/opinit/opchild/v1/params",
-                web::get().to(transact::opchild_params),
-            )
-            .route(
-                "/cosmos/base/node/v1beta1/config",
-                web::get().to(transact::node_config),
-            )
-            .route(
-                "/opinit/opchild/v1/bridge_info",
-                web::get().to(transact::bridge_info),
-            )
-            .route(
-                "/cosmos/tx/v1beta1/simulate",
-                web::post().to(transact::simulate),
-            )
-            .route(
-                "/cosmos/tx/v1beta1/txs",
-                web::post().to(transact::broadcast),
-            )
-            .route(
-                "/cosmos/tx/v1beta1/txs/{hash}",
-                web::get().to(transact::tx_by_hash),
-            )
-            .route(
-                "/weaver/devnet/v1/faults",
-                web::post().to(transact::inject_fault),
-            )
-            .route("/weaver/devnet/v1/faults", web::get().to(transact::faults))
-            .route(
-                "/weaver/devnet/v1/node_faults",
-                web::get().to(transact::node_faults),
-            )
-            .route(
-                "/weaver/devnet/v1/node_faults/{kind}",
-                web::delete().to(transact::clear_node_fault),
-            )
+            .configure(rest_query_routes)
+            .configure(rest_transact_routes)
             .default_service(web::to(rest_unknown))
     })
     .workers(1)
     .disable_signals()
     .bind(rest)
     .map_err(|e| anyhow::anyhow!("cannot listen on {rest} ({chain_id} devnet REST): {e}"))?;
-    bound.rest = Some(rest_server.addrs()[0]);
-    servers.push(rest_server.run());
-    Ok((servers, bound))
+    let addr = rest_server.addrs()[0];
+    Ok((rest_server.run(), addr))
+}
+
+/// The REST routes reading the chain: blocks, the validator, node info and VM queries.
+fn rest_query_routes(cfg: &mut web::ServiceConfig) {
+    cfg.route(
+        "/cosmos/tx/v1beta1/txs/block/{height}",
+        web::get().to(rest_block_txs),
+    )
+    .route(
+        "/opinit/opchild/v1/validator/{valoper}",
+        web::get().to(rest_validator),
+    )
+    .route(
+        "/cosmos/base/tendermint/v1beta1/blocks/latest",
+        web::get().to(rest_latest_block),
+    )
+    .route(
+        "/cosmos/base/tendermint/v1beta1/node_info",
+        web::get().to(rest_node_info),
+    )
+    .route(
+        "/initia/move/v1/accounts/{address}/resources/by_struct_tag",
+        web::get().to(queries::move_resource),
+    )
+    .route("/minievm/evm/v1/call", web::post().to(queries::evm_call))
+    .route(
+        "/minievm/evm/v1/contracts/by_denom",
+        web::get().to(queries::contract_by_denom),
+    )
+    .route(
+        "/cosmwasm/wasm/v1/contract/{address}",
+        web::get().to(queries::wasm_contract),
+    )
+    // Standard base64 may carry '/': the query data is the rest of the path.
+    .route(
+        "/cosmwasm/wasm/v1/contract/{address}/smart/{data:.*}",
+        web::get().to(queries::wasm_smart),
+    );
+}
+
+/// The REST routes of accounts and txs (simulate, broadcast, look up) and of the
+/// devnet's fault injection.
+fn rest_transact_routes(cfg: &mut web::ServiceConfig) {
+    cfg.route(
+        "/cosmos/auth/v1beta1/accounts/{address}",
+        web::get().to(transact::account),
+    )
+    .route(
+        "/cosmos/bank/v1beta1/balances/{address}",
+        web::get().to(transact::balances),
+    )
+    .route(
+        "/cosmos/bank/v1beta1/balances/{address}/by_denom",
+        web::get().to(transact::balance_by_denom),
+    )
+    .route(
+        "/initia/tx/v1/gas_prices/{denom:.*}",
+        web::get().to(transact::gas_price),
+    )
+    .route(
+        "/opinit/opchild/v1/params",
+        web::get().to(transact::opchild_params),
+    )
+    .route(
+        "/cosmos/base/node/v1beta1/config",
+        web::get().to(transact::node_config),
+    )
+    .route(
+        "/opinit/opchild/v1/bridge_info",
+        web::get().to(transact::bridge_info),
+    )
+    .route(
+        "/cosmos/tx/v1beta1/simulate",
+        web::post().to(transact::simulate),
+    )
+    .route(
+        "/cosmos/tx/v1beta1/txs",
+        web::post().to(transact::broadcast),
+    )
+    .route(
+        "/cosmos/tx/v1beta1/txs/{hash}",
+        web::get().to(transact::tx_by_hash),
+    )
+    .route(
+        "/weaver/devnet/v1/faults",
+        web::post().to(transact::inject_fault),
+    )
+    .route("/weaver/devnet/v1/faults", web::get().to(transact::faults))
+    .route(
+        "/weaver/devnet/v1/node_faults",
+        web::get().to(transact::node_faults),
+    )
+    .route(
+        "/weaver/devnet/v1/node_faults/{kind}",
+        web::delete().to(transact::clear_node_fault),
+    );
 }

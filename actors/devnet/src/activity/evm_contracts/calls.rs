@@ -55,6 +55,15 @@ impl Call<'_> {
         }
     }
 
+    /// The frame as it ended: returned if `ok`, else reverted.
+    fn ended(self, ok: bool) -> CallFrame {
+        if ok {
+            self.frame()
+        } else {
+            self.reverted()
+        }
+    }
+
     /// The frame, reverted: it and (already marked) its calls undone.
     fn reverted(self) -> CallFrame {
         CallFrame {
@@ -82,72 +91,25 @@ pub fn inner(script: &Script, slot: u64, action: &Action) -> Vec<CallFrame> {
     let pool = script.contract(Kind::EvmPool);
     let stale_pool = ids::address(script.chain, Kind::EvmPool, 0, 1);
     let price = 1_000_000 + script.lane.stream.word("erc20-price", slot) % 1_000_000;
-    let args = format!(
-        "{}{}{}{}",
-        word(&token),
-        word(from),
-        word(to),
-        amount_word(amount)
-    );
-    let transfer_from = format!(
-        "0x{}{}{}{}",
-        selector("transferFrom(address,address,uint256)"),
-        word(from),
-        word(to),
-        amount_word(amount)
-    );
-    // One pool's swap: CALL pool → DELEGATECALL library → CALL token, failing with
-    // `revert` (the token's revert data) when given.
-    let swap = |pool: &[u8], revert: Option<String>| {
-        let ok = revert.is_none();
-        let transfer = Call {
-            kind: "CALL",
-            from: pool,
-            to: &token,
-            input: transfer_from.clone(),
-            output: revert.unwrap_or_else(|| format!("0x{}", number_word(1))),
-            gas: (54_000, if ok { 27_500 } else { 3_100 }),
-            calls: vec![],
-        };
-        let returned = if ok {
-            format!("0x{}", amount_word(amount))
-        } else {
-            "0x".into()
-        };
-        let execute = Call {
-            kind: "DELEGATECALL",
-            from: pool,
-            to: &library,
-            input: format!(
-                "0x{}{args}",
-                selector("execute(address,address,address,uint256)")
-            ),
-            output: returned.clone(),
-            gas: (56_000, if ok { 29_900 } else { 5_200 }),
-            calls: vec![if ok {
-                transfer.frame()
-            } else {
-                transfer.reverted()
-            }],
-        };
-        let route = Call {
-            kind: "CALL",
-            from: &router,
-            to: pool,
-            input: format!("0x{}{args}", selector(ROUTE)),
-            output: returned,
-            gas: (58_000, if ok { 32_400 } else { 7_300 }),
-            calls: vec![if ok {
-                execute.frame()
-            } else {
-                execute.reverted()
-            }],
-        };
-        if ok {
-            route.frame()
-        } else {
-            route.reverted()
-        }
+    let swap = PoolSwap {
+        router: &router,
+        library: &library,
+        token: &token,
+        amount,
+        args: format!(
+            "{}{}{}{}",
+            word(&token),
+            word(from),
+            word(to),
+            amount_word(amount)
+        ),
+        transfer_from: format!(
+            "0x{}{}{}{}",
+            selector("transferFrom(address,address,uint256)"),
+            word(from),
+            word(to),
+            amount_word(amount)
+        ),
     };
     let mut calls = vec![Call {
         kind: "STATICCALL",
@@ -160,7 +122,7 @@ pub fn inner(script: &Script, slot: u64, action: &Action) -> Vec<CallFrame> {
     }
     .frame()];
     match path {
-        RouterPath::Direct => calls.push(swap(&pool, None)),
+        RouterPath::Direct => calls.push(swap.through(&pool, None)),
         RouterPath::InnerRevert => {
             // ERC20InsufficientAllowance(spender, allowance, needed): the stale pool was
             // never approved; the router catches the revert and uses the live pool.
@@ -171,8 +133,8 @@ pub fn inner(script: &Script, slot: u64, action: &Action) -> Vec<CallFrame> {
                 number_word(0),
                 amount_word(amount)
             );
-            calls.push(swap(&stale_pool, Some(revert)));
-            calls.push(swap(&pool, None));
+            calls.push(swap.through(&stale_pool, Some(revert)));
+            calls.push(swap.through(&pool, None));
         }
         RouterPath::Reverted => {
             // ERC20InsufficientBalance(sender, balance, needed): the payer holds one unit less.
@@ -183,8 +145,65 @@ pub fn inner(script: &Script, slot: u64, action: &Action) -> Vec<CallFrame> {
                 amount_word(&(amount - BigUint::from(1u8))),
                 amount_word(amount)
             );
-            calls.push(swap(&pool, Some(revert)));
+            calls.push(swap.through(&pool, Some(revert)));
         }
     }
     calls
+}
+
+/// What every pool's swap in a tx shares: the router calling, the library pools delegate
+/// to, the token moved, and the calldata.
+struct PoolSwap<'a> {
+    router: &'a [u8],
+    library: &'a [u8],
+    token: &'a [u8],
+    amount: &'a BigUint,
+    /// `(token, from, to, amount)`, the words of `execute` and `route`.
+    args: String,
+    transfer_from: String,
+}
+
+impl PoolSwap<'_> {
+    /// One pool's swap: CALL pool → DELEGATECALL library → CALL token, failing with
+    /// `revert` (the token's revert data) when given.
+    fn through(&self, pool: &[u8], revert: Option<String>) -> CallFrame {
+        let ok = revert.is_none();
+        let args = &self.args;
+        let transfer = Call {
+            kind: "CALL",
+            from: pool,
+            to: self.token,
+            input: self.transfer_from.clone(),
+            output: revert.unwrap_or_else(|| format!("0x{}", number_word(1))),
+            gas: (54_000, if ok { 27_500 } else { 3_100 }),
+            calls: vec![],
+        };
+        let returned = if ok {
+            format!("0x{}", amount_word(self.amount))
+        } else {
+            "0x".into()
+        };
+        let execute = Call {
+            kind: "DELEGATECALL",
+            from: pool,
+            to: self.library,
+            input: format!(
+                "0x{}{args}",
+                selector("execute(address,address,address,uint256)")
+            ),
+            output: returned.clone(),
+            gas: (56_000, if ok { 29_900 } else { 5_200 }),
+            calls: vec![transfer.ended(ok)],
+        };
+        let route = Call {
+            kind: "CALL",
+            from: self.router,
+            to: pool,
+            input: format!("0x{}{args}", selector(ROUTE)),
+            output: returned,
+            gas: (58_000, if ok { 32_400 } else { 7_300 }),
+            calls: vec![execute.ended(ok)],
+        };
+        route.ended(ok)
+    }
 }

@@ -16,7 +16,7 @@ use super::{vm_events, Change};
 use crate::accounts::Account;
 use crate::message::{action_event, Message};
 use crate::signed_tx::module_address;
-use crate::Vm;
+use crate::{DevnetSpec, Vm};
 use weaver_engine::chain::address::{eip55, to_bech32};
 use weaver_engine::chain::proto::{Height, MsgRecvPacket, Packet};
 use weaver_engine::chain::types::Event;
@@ -56,54 +56,137 @@ pub fn receive(
     let receiver_bech32 = to_bech32(&chain.bech32_prefix, &receiver);
     let l1_sender = to_bech32(&chain.bech32_prefix, &script.party(slot, &receiver));
     let signer = relayer.bech32.as_str();
-    let class_data = json!({"name": ids::origin_name(cycle), "description": "Bridged from the L1"});
     let token_ids: Vec<String> = tokens.iter().map(|(t, _)| t.to_string()).collect();
-    // ICS-721 packet data: proto JSON, camelCase keys sorted.
-    let data = json!({
+    let packet = IncomingPacket {
+        data: packet_data(
+            cycle,
+            &class_id,
+            &receiver_bech32,
+            &l1_sender,
+            tokens,
+            &token_ids,
+        ),
+        sequence: script.packet_sequence(slot),
+        timeout_ns: (chain.genesis_time_ns + TIMEOUT_BASE_NS) as u64 + slot * 60_000_000_000,
+    };
+    let mut events = vec![
+        action_event(MSG_RECV_PACKET, signer, "ibc_channel"),
+        attributed_event("recv_packet", packet.attributes(None)),
+        Event::new("message", &[("module", "ibc_channel")]),
+    ];
+    // On EVM the relayer's tx is the first to touch the contract: it is its creator.
+    let actor = if chain.vm == Vm::Evm {
+        relayer.address.clone()
+    } else {
+        module_address(PORT)
+    };
+    if create {
+        events.extend(creation_events(chain, collection, &class_id, &actor));
+    }
+    events.extend(mint_events(chain, collection, tokens, &receiver, &actor));
+    let ids_text = token_ids.join(",");
+    events.extend([
+        Event::new(
+            "non_fungible_token_packet",
+            &[
+                ("module", PORT),
+                ("sender", &l1_sender),
+                ("receiver", &receiver_bech32),
+                ("class_id", &class_id),
+                ("token_ids", &ids_text),
+                ("memo", ""),
+                ("success", "true"),
+            ],
+        ),
+        attributed_event(
+            "write_acknowledgement",
+            packet.attributes(Some(r#"{"result":"AQ=="}"#)),
+        ),
+        Event::new("message", &[("module", "ibc_channel")]),
+    ]);
+    packet.recv_message(1_000 + slot, signer, events)
+}
+
+/// ICS-721 packet data: proto JSON, camelCase keys sorted.
+fn packet_data(
+    cycle: u64,
+    class_id: &str,
+    receiver: &str,
+    sender: &str,
+    tokens: &[(u64, Token)],
+    token_ids: &[String],
+) -> String {
+    let class_data = json!({"name": ids::origin_name(cycle), "description": "Bridged from the L1"});
+    json!({
         "classData": B64.encode(class_data.to_string()),
         "classId": class_id,
         "classUri": format!("https://l1.weaver.devnet/classes/{class_id}"),
         "memo": "",
-        "receiver": receiver_bech32,
-        "sender": l1_sender,
+        "receiver": receiver,
+        "sender": sender,
         "tokenData": tokens.iter().map(|(t, _)| B64.encode(json!({"description": ids::nft_description(*t)}).to_string())).collect::<Vec<_>>(),
         "tokenIds": token_ids,
         "tokenUris": tokens.iter().map(|(_, s)| s.uri.clone()).collect::<Vec<_>>(),
     })
-    .to_string();
-    let sequence = script.packet_sequence(slot);
-    let timeout_ns = (chain.genesis_time_ns + TIMEOUT_BASE_NS) as u64 + slot * 60_000_000_000;
-    let proof_height = 1_000 + slot;
-    let packet = Packet {
-        sequence,
-        source_port: PORT.into(),
-        source_channel: COUNTERPARTY_CHANNEL.into(),
-        destination_port: PORT.into(),
-        destination_channel: CHANNEL.into(),
-        data: data.clone().into_bytes(),
-        timeout_height: Some(Height::default()),
-        timeout_timestamp: timeout_ns,
-    };
-    let proof = Sha256::digest(&data).to_vec();
-    let msg = MsgRecvPacket {
-        packet: Some(packet),
-        proof_commitment: proof.clone(),
-        proof_height: Some(Height {
-            revision_number: 0,
-            revision_height: proof_height,
-        }),
-        signer: signer.into(),
-    };
+    .to_string()
+}
 
-    let (sequence, timeout) = (sequence.to_string(), timeout_ns.to_string());
-    let packet_attributes = |ack: Option<&str>| {
-        let data_hex = hex::encode(&data);
+/// The packet a delivery carries from the L1, for its proto, its events and its JSON.
+struct IncomingPacket {
+    data: String,
+    sequence: u64,
+    timeout_ns: u64,
+}
+
+impl IncomingPacket {
+    /// The relayer's `MsgRecvPacket` of the packet, proven at `proof_height`, with `events`.
+    fn recv_message(&self, proof_height: u64, signer: &str, events: Vec<Event>) -> Message {
+        let proof = Sha256::digest(&self.data).to_vec();
+        let msg = MsgRecvPacket {
+            packet: Some(self.proto()),
+            proof_commitment: proof.clone(),
+            proof_height: Some(Height {
+                revision_number: 0,
+                revision_height: proof_height,
+            }),
+            signer: signer.into(),
+        };
+        Message::new(
+            MSG_RECV_PACKET,
+            msg.encode_to_vec(),
+            json!({
+                "@type": MSG_RECV_PACKET,
+                "packet": self.json(),
+                "proof_commitment": B64.encode(&proof),
+                "proof_height": {"revision_number": "0", "revision_height": proof_height.to_string()},
+                "signer": signer
+            }),
+            events,
+        )
+    }
+
+    fn proto(&self) -> Packet {
+        Packet {
+            sequence: self.sequence,
+            source_port: PORT.into(),
+            source_channel: COUNTERPARTY_CHANNEL.into(),
+            destination_port: PORT.into(),
+            destination_channel: CHANNEL.into(),
+            data: self.data.clone().into_bytes(),
+            timeout_height: Some(Height::default()),
+            timeout_timestamp: self.timeout_ns,
+        }
+    }
+
+    /// The packet's attributes in ibc-go's `recv_packet` (no `ack`) and
+    /// `write_acknowledgement` events.
+    fn attributes(&self, ack: Option<&str>) -> Vec<(&'static str, String)> {
         let mut attributes = vec![
-            ("packet_data", data.clone()),
-            ("packet_data_hex", data_hex),
+            ("packet_data", self.data.clone()),
+            ("packet_data_hex", hex::encode(&self.data)),
             ("packet_timeout_height", "0-0".into()),
-            ("packet_timeout_timestamp", timeout.clone()),
-            ("packet_sequence", sequence.clone()),
+            ("packet_timeout_timestamp", self.timeout_ns.to_string()),
+            ("packet_sequence", self.sequence.to_string()),
             ("packet_src_port", PORT.into()),
             ("packet_src_channel", COUNTERPARTY_CHANNEL.into()),
             ("packet_dst_port", PORT.into()),
@@ -121,53 +204,73 @@ pub fn receive(
             ("connection_id", CONNECTION.into()),
         ]);
         attributes
-    };
-    let event = |kind: &str, attributes: Vec<(&str, String)>| {
-        let borrowed: Vec<(&str, &str)> =
-            attributes.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        Event::new(kind, &borrowed)
-    };
-
-    let module = module_address(PORT);
-    let mut events = vec![
-        action_event(MSG_RECV_PACKET, signer, "ibc_channel"),
-        event("recv_packet", packet_attributes(None)),
-        Event::new("message", &[("module", "ibc_channel")]),
-    ];
-    // On EVM the relayer's tx is the first to touch the contract: it is its creator.
-    let actor = if chain.vm == Vm::Evm {
-        relayer.address.clone()
-    } else {
-        module
-    };
-    if create {
-        if chain.vm == Vm::Evm {
-            events.push(Event::new(
-                "erc721_created",
-                &[
-                    ("class_id", &collection.name),
-                    ("contract", &eip55(&collection.address)),
-                ],
-            ));
-        }
-        events.extend(vm_events(chain, collection, &Change::Create, &actor));
-        if chain.vm != Vm::Wasm {
-            events.push(Event::new(
-                "class_trace",
-                &[
-                    ("trace_hash", collection.name.trim_start_matches("ibc/")),
-                    ("class_id", &format!("{PORT}/{CHANNEL}/{class_id}")),
-                ],
-            ));
-        }
     }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "sequence": self.sequence.to_string(),
+            "source_port": PORT,
+            "source_channel": COUNTERPARTY_CHANNEL,
+            "destination_port": PORT,
+            "destination_channel": CHANNEL,
+            "data": B64.encode(&self.data),
+            "timeout_height": {"revision_number": "0", "revision_height": "0"},
+            "timeout_timestamp": self.timeout_ns.to_string()
+        })
+    }
+}
+
+fn attributed_event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
+    let borrowed: Vec<(&str, &str)> = attributes.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Event::new(kind, &borrowed)
+}
+
+/// The events of the class's L2 collection created by its first packet.
+fn creation_events(
+    chain: &DevnetSpec,
+    collection: &Collection,
+    class_id: &str,
+    actor: &[u8],
+) -> Vec<Event> {
+    let mut events = vec![];
+    if chain.vm == Vm::Evm {
+        events.push(Event::new(
+            "erc721_created",
+            &[
+                ("class_id", &collection.name),
+                ("contract", &eip55(&collection.address)),
+            ],
+        ));
+    }
+    events.extend(vm_events(chain, collection, &Change::Create, actor));
+    if chain.vm != Vm::Wasm {
+        events.push(Event::new(
+            "class_trace",
+            &[
+                ("trace_hash", collection.name.trim_start_matches("ibc/")),
+                ("class_id", &format!("{PORT}/{CHANNEL}/{class_id}")),
+            ],
+        ));
+    }
+    events
+}
+
+/// The events of every received token minted to `receiver`.
+fn mint_events(
+    chain: &DevnetSpec,
+    collection: &Collection,
+    tokens: &[(u64, Token)],
+    receiver: &[u8],
+    actor: &[u8],
+) -> Vec<Event> {
+    let mut events = vec![];
     for (token, state) in tokens {
         let mint = Change::Mint {
             token: *token,
-            to: receiver.clone(),
+            to: receiver.to_vec(),
             uri: state.uri.clone(),
         };
-        events.extend(vm_events(chain, collection, &mint, &actor));
+        events.extend(vm_events(chain, collection, &mint, actor));
         if chain.vm == Vm::Evm {
             events.push(Event::new(
                 "erc721_minted",
@@ -179,46 +282,5 @@ pub fn receive(
             ));
         }
     }
-    let ids_text = token_ids.join(",");
-    events.extend([
-        Event::new(
-            "non_fungible_token_packet",
-            &[
-                ("module", PORT),
-                ("sender", &l1_sender),
-                ("receiver", &receiver_bech32),
-                ("class_id", &class_id),
-                ("token_ids", &ids_text),
-                ("memo", ""),
-                ("success", "true"),
-            ],
-        ),
-        event(
-            "write_acknowledgement",
-            packet_attributes(Some(r#"{"result":"AQ=="}"#)),
-        ),
-        Event::new("message", &[("module", "ibc_channel")]),
-    ]);
-
-    Message::new(
-        MSG_RECV_PACKET,
-        msg.encode_to_vec(),
-        json!({
-            "@type": MSG_RECV_PACKET,
-            "packet": {
-                "sequence": sequence,
-                "source_port": PORT,
-                "source_channel": COUNTERPARTY_CHANNEL,
-                "destination_port": PORT,
-                "destination_channel": CHANNEL,
-                "data": B64.encode(&data),
-                "timeout_height": {"revision_number": "0", "revision_height": "0"},
-                "timeout_timestamp": timeout
-            },
-            "proof_commitment": B64.encode(&proof),
-            "proof_height": {"revision_number": "0", "revision_height": proof_height.to_string()},
-            "signer": signer
-        }),
-        events,
-    )
+    events
 }

@@ -30,27 +30,27 @@ pub fn events(
     change: &Change,
     actor: &[u8],
 ) -> Vec<Event> {
-    let bech32 = |bytes: &[u8]| to_bech32(&chain.bech32_prefix, bytes);
-    let contract = bech32(&collection.address);
-    let actor = bech32(actor);
-    let wasm = |attributes: &[(&str, &str)]| {
-        let mut all = vec![("_contract_address", contract.as_str())];
-        all.extend_from_slice(attributes);
-        Event::new("wasm", &all)
+    let cw721 = Cw721 {
+        prefix: &chain.bech32_prefix,
+        contract: to_bech32(&chain.bech32_prefix, &collection.address),
+        actor: to_bech32(&chain.bech32_prefix, actor),
     };
-    let execute = Event::new("execute", &[("_contract_address", &contract)]);
+    let actor = &cw721.actor;
+    let bech32 = |bytes: &[u8]| cw721.bech32(bytes);
+    let wasm = |attributes: &[(&str, &str)]| cw721.wasm(attributes);
+    let execute = Event::new("execute", &[("_contract_address", &cw721.contract)]);
     match change {
         Change::Create => vec![
             Event::new(
                 "instantiate",
                 &[
-                    ("_contract_address", &contract),
+                    ("_contract_address", &cw721.contract),
                     ("code_id", &CW721_CODE_ID.to_string()),
                 ],
             ),
             wasm(&[
                 ("action", "instantiate"),
-                ("minter", &actor),
+                ("minter", actor),
                 ("creator", &bech32(&collection.creator)),
             ]),
         ],
@@ -58,7 +58,7 @@ pub fn events(
             execute,
             wasm(&[
                 ("action", "mint"),
-                ("minter", &actor),
+                ("minter", actor),
                 ("owner", &bech32(to)),
                 ("token_id", &token.to_string()),
                 ("token_uri", uri),
@@ -73,7 +73,7 @@ pub fn events(
             execute,
             wasm(&[
                 ("action", "transfer_nft"),
-                ("sender", &actor),
+                ("sender", actor),
                 ("recipient", &bech32(to)),
                 ("token_id", &token.to_string()),
             ]),
@@ -83,39 +83,62 @@ pub fn events(
             to,
             send: true,
             ..
-        } => {
-            let receiver = bech32(to);
-            vec![
-                execute,
-                wasm(&[
-                    ("action", "send_nft"),
-                    ("sender", &actor),
-                    ("recipient", &receiver),
-                    ("token_id", &token.to_string()),
-                ]),
-                // The receiving contract runs its `receive_nft` hook.
-                Event::new("execute", &[("_contract_address", &receiver)]),
-                Event::new(
-                    "wasm",
-                    &[
-                        ("_contract_address", &receiver),
-                        ("action", "receive_nft"),
-                        ("token_id", &token.to_string()),
-                    ],
-                ),
-            ]
-        }
+        } => cw721.send_nft(execute, *token, to),
         Change::Burn { token, .. } => vec![
             execute,
             wasm(&[
                 ("action", "burn"),
-                ("sender", &actor),
+                ("sender", actor),
                 ("token_id", &token.to_string()),
             ]),
         ],
         Change::SetUri { .. } | Change::DecoyMint { .. } => {
             unreachable!("the script plays no uri change or decoy on Wasm")
         }
+    }
+}
+
+/// A collection's cw721 contract on a chain, and who acts on it, for its events.
+struct Cw721<'a> {
+    prefix: &'a str,
+    contract: String,
+    actor: String,
+}
+
+impl Cw721<'_> {
+    fn bech32(&self, bytes: &[u8]) -> String {
+        to_bech32(self.prefix, bytes)
+    }
+
+    /// A `wasm` event of the contract: `_contract_address` first.
+    fn wasm(&self, attributes: &[(&str, &str)]) -> Event {
+        let mut all = vec![("_contract_address", self.contract.as_str())];
+        all.extend_from_slice(attributes);
+        Event::new("wasm", &all)
+    }
+
+    /// `send_nft` of `token` to the contract `to`, which runs its `receive_nft` hook.
+    fn send_nft(&self, execute: Event, token: u64, to: &[u8]) -> Vec<Event> {
+        let receiver = self.bech32(to);
+        vec![
+            execute,
+            self.wasm(&[
+                ("action", "send_nft"),
+                ("sender", &self.actor),
+                ("recipient", &receiver),
+                ("token_id", &token.to_string()),
+            ]),
+            // The receiving contract runs its `receive_nft` hook.
+            Event::new("execute", &[("_contract_address", &receiver)]),
+            Event::new(
+                "wasm",
+                &[
+                    ("_contract_address", &receiver),
+                    ("action", "receive_nft"),
+                    ("token_id", &token.to_string()),
+                ],
+            ),
+        ]
     }
 }
 
