@@ -28,7 +28,7 @@ fn bench(c: &mut Criterion) {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("config/mainnet.toml"),
     )
     .unwrap();
-    let mainnet = PlannerSnapshot::build(config.router.registry()).unwrap();
+    let mainnet = PlannerSnapshot::build(config.router.registry.clone()).unwrap();
     let usdc_echelon = ibc_denom("transfer/channel-0/transfer/channel-3/uusdc");
     let usdc_l1 = ibc_denom("transfer/channel-3/uusdc");
     let civitia_init = l2_denom(12, "uinit");

@@ -52,7 +52,7 @@ use weaver_engine::store::relay::{stage_event, META_SEQUENCE};
 use weaver_engine::store::{keys, Batch, RelayStore, Store};
 use weaver_engine::system::ArbiterPool;
 use weaver_router::planner::registry::{IbcChannel, Registry};
-use weaver_router::tracker::tracked::Source;
+use weaver_router::tracker::Source;
 use weaver_router::tracker::{
     Hop, HubDeps, Register, Topology, TrackKey, Tracked, TrackerHub, TrackerSettings, TrackerView,
     Tracking, TxState, WatchKey,
@@ -782,7 +782,7 @@ fn phase_hub(n: u64, prewritten: usize, finish: bool) {
     }
     let view = TrackerView::new(
         Arc::new(topology()),
-        weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
+        weaver_router::tracker::TrackerStore::open(&store).unwrap(),
     );
     let tracking = Tracking::new(
         view.clone(),
@@ -925,7 +925,7 @@ fn phase_junk(n: u64) {
     bus.register(relay.clone()).unwrap();
     let view = TrackerView::new(
         Arc::new(topology()),
-        weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
+        weaver_router::tracker::TrackerStore::open(&store).unwrap(),
     );
     let tracking = Tracking::new(
         view.clone(),

@@ -31,7 +31,7 @@ use weaver_engine::relay::{Acknowledgement, Packet, RelayEvent, RelayKind};
 use weaver_engine::store::relay::{stage_event, META_SEQUENCE};
 use weaver_engine::store::{keys, Batch, RelayStore, Store};
 use weaver_router::planner::registry::{IbcChannel, Registry};
-use weaver_router::tracker::history::{HistoryQuery, TransferHistory};
+use weaver_router::tracker::{HistoryQuery, TransferHistory};
 use weaver_router::tracker::{Topology, TrackerSettings, TrackerView, Tracking, TxState};
 
 #[global_allocator]
@@ -236,7 +236,7 @@ fn main() {
         .collect();
     let view = TrackerView::new(
         Arc::new(topology()),
-        weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
+        weaver_router::tracker::TrackerStore::open(&store).unwrap(),
     );
     let tracking = Tracking::new(
         view,

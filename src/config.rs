@@ -100,9 +100,10 @@ fn parse_error(error: &figment::Error) -> String {
 }
 
 /// serde reports an error inside an internally tagged enum (`[chains.source]`, tagged by
-/// `kind`) at the enum (`chains[0].source`), not at its key: such an error is looked for again
-/// by reading the variant's table on its own, which names the key
-/// (`chains[0].source.block_interval_ms`). Any other error is returned as it is.
+/// `kind`) at the enum (`chains[0].source`), and one inside a flattened struct (the registry
+/// in `[router]`) at the table (`router`), not at its key: such an error is looked for again
+/// by reading the table on its own, which names the key (`chains[0].source.block_interval_ms`,
+/// `router.chains[0].chain_id`). Any other error is returned as it is.
 fn with_leaf(figment: &Figment, error: figment::Error) -> figment::Error {
     let path: Vec<String> = error
         .path
@@ -110,41 +111,16 @@ fn with_leaf(figment: &Figment, error: figment::Error) -> figment::Error {
         .skip_while(|p| *p == "default")
         .cloned()
         .collect();
-    if path.last().map(String::as_str) != Some("source") {
-        return error;
-    }
-    // `find_value` walks tables only: array indices (`chains.0`) are walked here.
-    let mut parts = path.iter();
-    let Some(mut value) = parts
-        .next()
-        .and_then(|first| figment.find_value(first).ok())
-    else {
-        return error;
-    };
-    for part in parts {
-        let next = match (value, part.parse::<usize>()) {
-            (figment::value::Value::Array(_, mut items), Ok(i)) if i < items.len() => {
-                Some(items.swap_remove(i))
-            }
-            (figment::value::Value::Dict(_, mut dict), _) => dict.remove(part),
-            _ => None,
+    let reread: fn(figment::value::Dict) -> Option<figment::Error> =
+        match path.last().map(String::as_str) {
+            Some("source") => reread_source,
+            Some("router") => reread_router,
+            _ => return error,
         };
-        match next {
-            Some(next) => value = next,
-            None => return error,
-        }
-    }
-    let Some(mut table) = value.into_dict() else {
+    let Some(table) = find_table(figment, &path) else {
         return error;
     };
-    let kind = table.remove("kind").and_then(|k| k.into_string());
-    let table = figment::value::Value::from(table);
-    let inner = match kind.as_deref() {
-        Some("devnet") => table.deserialize::<DevnetSourceConfig>().err(),
-        Some("node") => table.deserialize::<NodeSourceConfig>().err(),
-        _ => None,
-    };
-    match inner {
+    match reread(table) {
         Some(mut inner) if !inner.path.is_empty() || error.path.is_empty() => {
             inner.path = path.into_iter().chain(inner.path).collect();
             inner.metadata = error.metadata.clone();
@@ -152,6 +128,43 @@ fn with_leaf(figment: &Figment, error: figment::Error) -> figment::Error {
         }
         _ => error,
     }
+}
+
+/// The table at `path` (`find_value` walks tables only: array indices, `chains.0`, are walked
+/// here).
+fn find_table(figment: &Figment, path: &[String]) -> Option<figment::value::Dict> {
+    let mut parts = path.iter();
+    let mut value = figment.find_value(parts.next()?).ok()?;
+    for part in parts {
+        value = match (value, part.parse::<usize>()) {
+            (figment::value::Value::Array(_, mut items), Ok(i)) if i < items.len() => {
+                items.swap_remove(i)
+            }
+            (figment::value::Value::Dict(_, mut dict), _) => dict.remove(part)?,
+            _ => return None,
+        };
+    }
+    value.into_dict()
+}
+
+/// A `[chains.source]` table read as the variant its `kind` names.
+fn reread_source(mut table: figment::value::Dict) -> Option<figment::Error> {
+    let kind = table.remove("kind").and_then(|k| k.into_string());
+    let table = figment::value::Value::from(table);
+    match kind.as_deref() {
+        Some("devnet") => table.deserialize::<DevnetSourceConfig>().err(),
+        Some("node") => table.deserialize::<NodeSourceConfig>().err(),
+        _ => None,
+    }
+}
+
+/// The `[router]` table read as its registry (the listener's keys taken out).
+fn reread_router(mut table: figment::value::Dict) -> Option<figment::Error> {
+    table.remove("listen");
+    table.remove("proxy_protocol");
+    figment::value::Value::from(table)
+        .deserialize::<Registry>()
+        .err()
 }
 
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -694,9 +707,11 @@ fn default_metrics_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 9090))
 }
 
-/// The router listener and its registry (`[[router.chains]]`, `[[router.assets]]`, …).
+/// The router listener and its registry (`[[router.chains]]`, `[[router.assets]]`, …): the
+/// `[router]` table is the listener's keys beside the registry's own, read as one
+/// [`Registry`] (so the two cannot drift). `deny_unknown_fields` does not work across a
+/// flattened field, so the keys left over are refused by [`UnknownRouterKeys`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RouterConfig {
     #[serde(default = "default_router_listen")]
     pub listen: SocketAddr,
@@ -704,18 +719,46 @@ pub struct RouterConfig {
     /// `[limits] trusted_proxies` only: behind an L4 load balancer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub proxy_protocol: bool,
-    #[serde(default)]
-    pub chains: Vec<RegChain>,
-    #[serde(default)]
-    pub assets: Vec<RegAsset>,
-    #[serde(default)]
-    pub ibc_channels: Vec<IbcChannel>,
-    #[serde(default)]
-    pub op_bridges: Vec<OpBridge>,
-    #[serde(default)]
-    pub bridges: Vec<OtherBridge>,
-    #[serde(default)]
-    pub swap_venues: Vec<SwapVenue>,
+    #[serde(flatten)]
+    pub registry: Registry,
+    #[serde(flatten, skip_serializing)]
+    unknown: UnknownRouterKeys,
+}
+
+/// The keys of `[router]`: the listener's and the registry's.
+const ROUTER_KEYS: &[&str] = &[
+    "listen",
+    "proxy_protocol",
+    "chains",
+    "assets",
+    "ibc_channels",
+    "op_bridges",
+    "bridges",
+    "swap_venues",
+];
+
+/// Whatever `[router]` holds beyond [`ROUTER_KEYS`]: refused as an unknown key (named, with
+/// "did you mean", like every other table's).
+#[derive(Debug, Clone, Default)]
+struct UnknownRouterKeys;
+
+impl<'de> Deserialize<'de> for UnknownRouterKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Refuse;
+        impl<'de> serde::de::Visitor<'de> for Refuse {
+            type Value = UnknownRouterKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("the [router] table")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                match map.next_key::<String>()? {
+                    Some(key) => Err(serde::de::Error::unknown_field(&key, ROUTER_KEYS)),
+                    None => Ok(UnknownRouterKeys),
+                }
+            }
+        }
+        deserializer.deserialize_map(Refuse)
+    }
 }
 
 fn default_router_listen() -> SocketAddr {
@@ -724,42 +767,18 @@ fn default_router_listen() -> SocketAddr {
 
 impl Default for RouterConfig {
     fn default() -> Self {
-        RouterConfig {
-            listen: default_router_listen(),
-            proxy_protocol: false,
-            chains: vec![],
-            assets: vec![],
-            ibc_channels: vec![],
-            op_bridges: vec![],
-            bridges: vec![],
-            swap_venues: vec![],
-        }
+        Self::from_registry(default_router_listen(), Registry::default())
     }
 }
 
 impl RouterConfig {
-    pub fn registry(&self) -> Registry {
-        Registry {
-            chains: self.chains.clone(),
-            assets: self.assets.clone(),
-            ibc_channels: self.ibc_channels.clone(),
-            op_bridges: self.op_bridges.clone(),
-            bridges: self.bridges.clone(),
-            swap_venues: self.swap_venues.clone(),
-        }
-    }
-
     /// Builds a router section around a registry (used by `weaver registry import`).
     pub fn from_registry(listen: SocketAddr, registry: Registry) -> Self {
         RouterConfig {
             listen,
             proxy_protocol: false,
-            chains: registry.chains,
-            assets: registry.assets,
-            ibc_channels: registry.ibc_channels,
-            op_bridges: registry.op_bridges,
-            bridges: registry.bridges,
-            swap_venues: registry.swap_venues,
+            registry,
+            unknown: UnknownRouterKeys,
         }
     }
 }
@@ -971,13 +990,27 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.chains.is_empty() && self.router.chains.is_empty() {
+        if self.chains.is_empty() && self.router.registry.chains.is_empty() {
             return Err(invalid("chains", "at least one [[chains]] entry (indexer) or [[router.chains]] entry (router) is required"));
         }
         self.router
-            .registry()
+            .registry
             .validate()
             .map_err(|e| invalid(e.key, e.message))?;
+        self.validate_process()?;
+        let mut listeners = Listeners::default();
+        listeners.claim(self.router.listen, "router.listen".into())?;
+        listeners.claim(self.metrics.listen, "metrics.listen".into())?;
+        let mut ids = HashMap::new();
+        for (i, chain) in self.chains.iter().enumerate() {
+            self.validate_chain(i, chain, &mut ids, &mut listeners)?;
+        }
+        Ok(())
+    }
+
+    /// The process-level settings: the store, the listeners' workers, limits and proxies,
+    /// the tracker, metrics and CORS.
+    fn validate_process(&self) -> Result<(), ConfigError> {
         if self.memtable_mb == 0 || self.memtable_mb > 1024 {
             return Err(invalid("memtable_mb", "must be between 1 and 1024"));
         }
@@ -1017,129 +1050,149 @@ impl Config {
         if self.cors.enabled {
             self.cors.validate()?;
         }
-        let mut listeners: HashMap<SocketAddr, String> = HashMap::new();
-        let mut claim = |addr: SocketAddr, key: String| -> Result<(), ConfigError> {
-            if addr.port() == 0 {
-                return Ok(());
-            }
-            match listeners.insert(addr, key.clone()) {
-                Some(other) => Err(invalid(
-                    key,
-                    format!("address {addr} is already used by {other}"),
-                )),
-                None => Ok(()),
-            }
-        };
-        claim(self.router.listen, "router.listen".into())?;
-        claim(self.metrics.listen, "metrics.listen".into())?;
-        let mut ids = HashMap::new();
-        for (i, chain) in self.chains.iter().enumerate() {
-            let key = |field: &str| format!("chains[{i}].{field}");
-            if chain.chain_id.is_empty()
-                || !chain
-                    .chain_id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            {
-                return Err(invalid(
-                    key("chain_id"),
-                    format!(
-                        "{:?} is not a chain id (letters, digits, '-', '_', '.')",
-                        chain.chain_id
-                    ),
-                ));
-            }
-            if let Some(other) = ids.insert(chain.chain_id.clone(), i) {
-                return Err(invalid(
-                    key("chain_id"),
-                    format!(
-                        "{} is already configured at chains[{other}]",
-                        chain.chain_id
-                    ),
-                ));
-            }
-            if !address::valid_prefix(&chain.bech32_prefix) {
+        Ok(())
+    }
+
+    /// `chains[i]`: its id (well-formed, not repeated: `ids`), prefix (as the registry's),
+    /// domains, listener (not another's: `listeners`), follower and source.
+    fn validate_chain(
+        &self,
+        i: usize,
+        chain: &ChainConfig,
+        ids: &mut HashMap<String, usize>,
+        listeners: &mut Listeners,
+    ) -> Result<(), ConfigError> {
+        let key = |field: &str| format!("chains[{i}].{field}");
+        if chain.chain_id.is_empty()
+            || !chain
+                .chain_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(invalid(
+                key("chain_id"),
+                format!(
+                    "{:?} is not a chain id (letters, digits, '-', '_', '.')",
+                    chain.chain_id
+                ),
+            ));
+        }
+        if let Some(other) = ids.insert(chain.chain_id.clone(), i) {
+            return Err(invalid(
+                key("chain_id"),
+                format!(
+                    "{} is already configured at chains[{other}]",
+                    chain.chain_id
+                ),
+            ));
+        }
+        if !address::valid_prefix(&chain.bech32_prefix) {
+            return Err(invalid(
+                key("bech32_prefix"),
+                format!("{:?} is not a bech32 prefix", chain.bech32_prefix),
+            ));
+        }
+        validate_domains(chain, &key)?;
+        if let Some(entry) = self
+            .router
+            .registry
+            .chains
+            .iter()
+            .find(|r| r.chain_id == chain.chain_id)
+        {
+            if entry.bech32_prefix != chain.bech32_prefix {
                 return Err(invalid(
                     key("bech32_prefix"),
-                    format!("{:?} is not a bech32 prefix", chain.bech32_prefix),
+                    format!(
+                        "{:?} differs from the router registry's {:?} for {}",
+                        chain.bech32_prefix, entry.bech32_prefix, chain.chain_id
+                    ),
                 ));
             }
-            validate_domains(chain, &key)?;
-            if let Some(entry) = self
-                .router
-                .chains
-                .iter()
-                .find(|r| r.chain_id == chain.chain_id)
-            {
-                if entry.bech32_prefix != chain.bech32_prefix {
+        }
+        if let Some(listen) = chain.listen {
+            listeners.claim(listen, key("listen"))?;
+        }
+        let f = &chain.follower;
+        if f.in_flight == 0 || f.in_flight > 1000 {
+            return Err(invalid(
+                key("follower.in_flight"),
+                "must be between 1 and 1000",
+            ));
+        }
+        if f.batch_blocks == 0 {
+            return Err(invalid(key("follower.batch_blocks"), "must be at least 1"));
+        }
+        validate_source(&chain.source, &key)
+    }
+}
+
+/// The listen addresses taken so far, by the key that took each (port 0: any free port, never
+/// a clash).
+#[derive(Default)]
+struct Listeners(HashMap<SocketAddr, String>);
+
+impl Listeners {
+    fn claim(&mut self, addr: SocketAddr, key: String) -> Result<(), ConfigError> {
+        if addr.port() == 0 {
+            return Ok(());
+        }
+        match self.0.insert(addr, key.clone()) {
+            Some(other) => Err(invalid(
+                key,
+                format!("address {addr} is already used by {other}"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A chain's `[chains.source]`: the devnet's bounds, or a node's URLs and timeout.
+fn validate_source(source: &SourceConfig, key: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+    match source {
+        SourceConfig::Devnet(d) => {
+            if d.block_interval_ms < 10 {
+                return Err(invalid(
+                    key("source.block_interval_ms"),
+                    "must be at least 10",
+                ));
+            }
+            if d.txs_per_block > 1000 {
+                return Err(invalid(key("source.txs_per_block"), "must be at most 1000"));
+            }
+            if d.fee_denom.is_empty() {
+                return Err(invalid(key("source.fee_denom"), "must not be empty"));
+            }
+        }
+        SourceConfig::Node(n) => {
+            for (field, urls) in [("rpc", &n.rpc), ("rest", &n.rest)] {
+                if urls.is_empty() {
                     return Err(invalid(
-                        key("bech32_prefix"),
-                        format!(
-                            "{:?} differs from the router registry's {:?} for {}",
-                            chain.bech32_prefix, entry.bech32_prefix, chain.chain_id
-                        ),
+                        key(&format!("source.{field}")),
+                        "at least one URL is required",
                     ));
                 }
             }
-            if let Some(listen) = chain.listen {
-                claim(listen, key("listen"))?;
-            }
-            let f = &chain.follower;
-            if f.in_flight == 0 || f.in_flight > 1000 {
-                return Err(invalid(
-                    key("follower.in_flight"),
-                    "must be between 1 and 1000",
-                ));
-            }
-            if f.batch_blocks == 0 {
-                return Err(invalid(key("follower.batch_blocks"), "must be at least 1"));
-            }
-            match &chain.source {
-                SourceConfig::Devnet(d) => {
-                    if d.block_interval_ms < 10 {
+            for (field, urls) in [
+                ("rpc", &n.rpc),
+                ("rest", &n.rest),
+                ("json_rpc", &n.json_rpc),
+            ] {
+                for (j, url) in urls.iter().enumerate() {
+                    if !(url.starts_with("http://") || url.starts_with("https://")) {
                         return Err(invalid(
-                            key("source.block_interval_ms"),
-                            "must be at least 10",
+                            key(&format!("source.{field}[{j}]")),
+                            format!("{url:?} is not an http(s) URL"),
                         ));
                     }
-                    if d.txs_per_block > 1000 {
-                        return Err(invalid(key("source.txs_per_block"), "must be at most 1000"));
-                    }
-                    if d.fee_denom.is_empty() {
-                        return Err(invalid(key("source.fee_denom"), "must not be empty"));
-                    }
-                }
-                SourceConfig::Node(n) => {
-                    for (field, urls) in [("rpc", &n.rpc), ("rest", &n.rest)] {
-                        if urls.is_empty() {
-                            return Err(invalid(
-                                key(&format!("source.{field}")),
-                                "at least one URL is required",
-                            ));
-                        }
-                    }
-                    for (field, urls) in [
-                        ("rpc", &n.rpc),
-                        ("rest", &n.rest),
-                        ("json_rpc", &n.json_rpc),
-                    ] {
-                        for (j, url) in urls.iter().enumerate() {
-                            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                                return Err(invalid(
-                                    key(&format!("source.{field}[{j}]")),
-                                    format!("{url:?} is not an http(s) URL"),
-                                ));
-                            }
-                        }
-                    }
-                    if n.timeout_ms == 0 {
-                        return Err(invalid(key("source.timeout_ms"), "must be at least 1"));
-                    }
                 }
             }
+            if n.timeout_ms == 0 {
+                return Err(invalid(key("source.timeout_ms"), "must be at least 1"));
+            }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// A chain's domains: known to its VM, no repeats, `txs` with `blocks`, and a listener
@@ -1214,6 +1267,7 @@ impl Config {
     pub fn warnings(&self) -> Vec<String> {
         let unfollowed: Vec<&str> = self
             .router
+            .registry
             .chains
             .iter()
             .filter(|r| {
@@ -1238,6 +1292,7 @@ impl Config {
     /// do not name it).
     pub fn l2_bridge_id(&self, chain_id: &str) -> Option<u64> {
         self.router
+            .registry
             .op_bridges
             .iter()
             .find(|b| b.l2_chain_id == chain_id)
@@ -1437,6 +1492,41 @@ mod tests {
         let error = Config::from_toml(&typo).unwrap_err().to_string();
         assert!(error.contains("did you mean `hot_tier_blocks`?"), "{error}");
         assert!(!error.contains("default."), "{error}");
+    }
+
+    /// `[router]` is the listener's keys beside a flattened registry: an unknown key is still
+    /// refused and named, and an error inside the registry names its key, not the table.
+    #[test]
+    fn router_keys_are_checked_through_the_flattened_registry() {
+        let typo = format!("{MINIMAL}\n[router]\nlistn = \"127.0.0.1:1\"\n");
+        let error = Config::from_toml(&typo).unwrap_err().to_string();
+        assert!(error.contains("router.listn"), "{error}");
+        assert!(error.contains("did you mean `listen`?"), "{error}");
+        let typo = format!("{MINIMAL}\n[[router.chain]]\nchain_id = \"a-1\"\n");
+        let error = Config::from_toml(&typo).unwrap_err().to_string();
+        assert!(error.contains("router.chain:"), "{error}");
+        assert!(error.contains("did you mean `chains`?"), "{error}");
+        let bad = format!("{MINIMAL}\n[[router.chains]]\nchain_id = 7\n");
+        let error = Config::from_toml(&bad).unwrap_err().to_string();
+        assert!(error.contains("router.chains[0].chain_id"), "{error}");
+        let config = Config::from_toml(&format!(
+            "{MINIMAL}\n[router]\nlisten = \"127.0.0.1:9\"\nproxy_protocol = true\n"
+        ))
+        .unwrap();
+        assert_eq!(config.router.listen.port(), 9);
+        assert!(config.router.proxy_protocol);
+    }
+
+    /// ROUTER_KEYS (the keys an unknown one is matched against) are the listener's two and
+    /// every registry field.
+    #[test]
+    fn router_keys_name_every_field() {
+        let registry = serde_json::to_value(Registry::default()).unwrap();
+        let keys: Vec<&str> = ["listen", "proxy_protocol"]
+            .into_iter()
+            .chain(registry.as_object().unwrap().keys().map(String::as_str))
+            .collect();
+        assert_eq!(keys, ROUTER_KEYS);
     }
 
     /// Values from outside the file (the environment: `WEAVER_*`, whose integers go past
@@ -1674,7 +1764,7 @@ mod tests {
         );
         // Issue #40: a wallet asks balances of its fee denoms too, so every chain's fee
         // denom is an asset of the devnet registry.
-        for chain in &config.router.chains {
+        for chain in &config.router.registry.chains {
             for denom in &chain.fee_denoms {
                 assert!(
                     config
@@ -1707,7 +1797,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("{chain} is not a devnet chain"))
         };
         let network = &config.devnet.network;
-        for chain in &config.router.chains {
+        for chain in &config.router.registry.chains {
             assert_eq!(
                 chain.block_time_ms,
                 Some(interval(&chain.chain_id)),
@@ -1715,7 +1805,7 @@ mod tests {
                 chain.chain_id
             );
         }
-        for c in &config.router.ibc_channels {
+        for c in &config.router.registry.ibc_channels {
             let slowest = interval(&c.chain_a).max(interval(&c.chain_b));
             assert_eq!(
                 c.relay_delay_ms,
@@ -1725,7 +1815,7 @@ mod tests {
                 c.channel_a
             );
         }
-        for b in &config.router.op_bridges {
+        for b in &config.router.registry.op_bridges {
             assert_eq!(
                 b.executor_delay_ms,
                 network.relay_delay_blocks.max(1) * interval(&b.l1_chain_id)
@@ -1737,7 +1827,7 @@ mod tests {
         }
         // What the routes then say: a deposit 1.5 s (the executor's 1 s and the rollup's
         // next block), rounded up; one IBC hop 1 s; a withdrawal the 5 s challenge period.
-        let snapshot = weaver_router::planner::SnapshotHandle::new(config.router.registry())
+        let snapshot = weaver_router::planner::SnapshotHandle::new(config.router.registry.clone())
             .unwrap()
             .load();
         let estimate = |from: (&str, &str), to: (&str, &str), withdraw: bool| {

@@ -1,5 +1,9 @@
 //! The weaver daemon's front: configuration, boot, HTTP listeners and the devnet node.
 
+// What other crates do not use is `pub(crate)` (rustc's `unreachable_pub` for private modules;
+// tests/integration/public_api.rs for public ones), and functions stay short (clippy.toml).
+#![warn(unreachable_pub, clippy::too_many_lines)]
+
 pub mod admin_client;
 pub mod admin_token;
 pub mod boot;

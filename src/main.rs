@@ -1,5 +1,8 @@
 //! The `weaver` binary: parses the command line and hands over to the library.
 
+// Functions stay short (clippy.toml).
+#![warn(clippy::too_many_lines)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,27 +25,50 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Indexer and cross-chain router for Initia-style rollups"
 )]
 struct Cli {
-    /// Configuration file (TOML); `WEAVER_*` environment variables override it.
-    #[arg(
-        long,
-        global = true,
-        env = "WEAVER_CONFIG",
-        default_value = "config/weaver.toml"
-    )]
-    config: PathBuf,
-    /// Data directory (overrides `data_dir` of the config and `WEAVER_DATA_DIR`).
-    #[arg(long, global = true)]
-    data_dir: Option<PathBuf>,
+    // For the default command, `run` (each command that reads the configuration takes
+    // these after its name too).
+    #[command(flatten)]
+    config: ConfigArgs,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// Where the daemon's configuration and data are: taken by the commands that read them
+/// (`run`, `check-config`, `backup`, `reindex`, `devnet serve --network`, `devnet send`), after
+/// the command's name or before it (`weaver --config X run`); the others do not show them.
+#[derive(clap::Args, Clone, Default)]
+struct ConfigArgs {
+    /// Configuration file (TOML; default `config/weaver.toml`, looked up from the current
+    /// directory); `WEAVER_*` environment variables override it.
+    #[arg(long, env = "WEAVER_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory (overrides `data_dir` of the config and `WEAVER_DATA_DIR`).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    /// These, each completed by `outer` (what was given before the command's name).
+    fn or(&self, outer: &ConfigArgs) -> ConfigArgs {
+        ConfigArgs {
+            config: self.config.clone().or_else(|| outer.config.clone()),
+            data_dir: self.data_dir.clone().or_else(|| outer.data_dir.clone()),
+        }
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.config
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("config/weaver.toml"))
+    }
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run the daemon (the default).
-    Run,
+    Run(ConfigArgs),
     /// Validate the configuration and exit (0 when valid, 2 otherwise).
-    CheckConfig,
+    CheckConfig(ConfigArgs),
     /// The router registry.
     Registry {
         #[command(subcommand)]
@@ -65,6 +91,8 @@ enum Command {
         /// The new data directory (missing or empty).
         #[arg(long)]
         to: PathBuf,
+        #[command(flatten)]
+        config: ConfigArgs,
     },
     /// Drop one domain of one chain from a stopped weaver's store: the next start rebuilds it
     /// from the node on a follower of its own while the chain's other domains follow the tip.
@@ -76,6 +104,8 @@ enum Command {
         /// `evm_internal_txs`).
         #[arg(long)]
         domain: String,
+        #[command(flatten)]
+        config: ConfigArgs,
     },
 }
 
@@ -96,7 +126,17 @@ enum DevnetCommand {
     Serve(Box<DevnetServe>),
     /// Send a transfer through the router with a devnet test account: route, msgs, sign,
     /// broadcast, wait for inclusion and for the destination balance.
-    Send(Box<weaver_devnet::send::SendArgs>),
+    Send(Box<DevnetSend>),
+}
+
+#[derive(clap::Args)]
+struct DevnetSend {
+    #[command(flatten)]
+    send: weaver_devnet::send::SendArgs,
+    // Where the devnet file is looked for (`<data_dir>/devnet.json`) when `--devnet-file`
+    // is not given.
+    #[command(flatten)]
+    config: ConfigArgs,
 }
 
 #[derive(Subcommand)]
@@ -125,6 +165,9 @@ enum RegistryCommand {
 
 #[derive(clap::Args)]
 struct DevnetServe {
+    // The configuration whose network `--network` serves.
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Serve the config's whole devnet network (its chains' `rpc_listen`, `rest_listen` and
     /// `json_rpc_listen`, relayer and executor, test accounts); the single-chain flags below
     /// are then ignored, and the bound addresses and accounts go to `--listeners-file`
@@ -229,19 +272,17 @@ fn colour_logs() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-fn load_config(cli: &Cli) -> Result<Config, ExitCode> {
-    match Config::load(&cli.config) {
+fn load_config(args: &ConfigArgs) -> Result<Config, ExitCode> {
+    let path = args.config_path();
+    match Config::load(&path) {
         Ok(mut config) => {
-            if let Some(dir) = &cli.data_dir {
+            if let Some(dir) = &args.data_dir {
                 config.data_dir = dir.clone();
             }
             Ok(config)
         }
         Err(e) => {
-            eprintln!(
-                "weaver: invalid configuration ({}): {e}",
-                cli.config.display()
-            );
+            eprintln!("weaver: invalid configuration ({}): {e}", path.display());
             Err(ExitCode::from(2))
         }
     }
@@ -250,39 +291,31 @@ fn load_config(cli: &Cli) -> Result<Config, ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    let outer = &cli.config;
     match &cli.command {
-        None | Some(Command::Run) => with_config(&cli, |config| {
-            let result =
-                actix::System::new().block_on(weaver::boot::run(config, Some(cli.config.clone())));
-            exit("weaver", result)
-        }),
-        Some(Command::Backup { to }) => with_config(&cli, |config| {
+        None => run(outer),
+        Some(Command::Run(args)) => run(&args.or(outer)),
+        Some(Command::Backup { to, config }) => with_config(&config.or(outer), |config| {
             printed(
                 "weaver backup",
                 weaver::admin_client::backup(&config.data_dir, to),
             )
         }),
-        Some(Command::Reindex { chain, domain }) => with_config(&cli, |config| {
+        Some(Command::Reindex {
+            chain,
+            domain,
+            config,
+        }) => with_config(&config.or(outer), |config| {
             printed(
                 "weaver reindex",
                 weaver::reindex::reindex(&config, chain, domain),
             )
         }),
-        Some(Command::CheckConfig) => with_config(&cli, |config| {
-            for warning in config.warnings() {
-                eprintln!("warning: {warning}");
-            }
-            println!(
-                "configuration {} is valid: {} chain(s)",
-                cli.config.display(),
-                config.chains.len()
-            );
-            ExitCode::SUCCESS
-        }),
+        Some(Command::CheckConfig(args)) => check_config(&args.or(outer)),
         Some(Command::Registry { command }) => registry(command),
         Some(Command::Devnet {
             command: DevnetCommand::Serve(args),
-        }) if args.network => with_config(&cli, |config| {
+        }) if args.network => with_config(&args.config.or(outer), |config| {
             let result = actix::System::new().block_on(serve_network(config, args));
             exit("weaver devnet serve --network", result)
         }),
@@ -294,7 +327,7 @@ fn main() -> ExitCode {
         ),
         Some(Command::Devnet {
             command: DevnetCommand::Send(args),
-        }) => devnet_send(&cli, args),
+        }) => devnet_send(&args.config.or(outer), &args.send),
         Some(Command::Node {
             command: NodeCommand::Record(args),
         }) => exit(
@@ -310,9 +343,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// `weaver run`: the daemon, until it is stopped.
+fn run(args: &ConfigArgs) -> ExitCode {
+    with_config(args, |config| {
+        let result = actix::System::new()
+            .block_on(weaver::boot::run(config, Some(args.config_path())));
+        exit("weaver", result)
+    })
+}
+
+/// `weaver check-config`: the configuration validated, its warnings printed.
+fn check_config(args: &ConfigArgs) -> ExitCode {
+    with_config(args, |config| {
+        for warning in config.warnings() {
+            eprintln!("warning: {warning}");
+        }
+        println!(
+            "configuration {} is valid: {} chain(s)",
+            args.config_path().display(),
+            config.chains.len()
+        );
+        ExitCode::SUCCESS
+    })
+}
+
 /// Runs `command` with the loaded configuration; an invalid one exits 2.
-fn with_config(cli: &Cli, command: impl FnOnce(Config) -> ExitCode) -> ExitCode {
-    match load_config(cli) {
+fn with_config(args: &ConfigArgs, command: impl FnOnce(Config) -> ExitCode) -> ExitCode {
+    match load_config(args) {
         Ok(config) => command(config),
         Err(code) => code,
     }
@@ -370,16 +427,16 @@ fn registry(command: &RegistryCommand) -> ExitCode {
     }
 }
 
-fn devnet_send(cli: &Cli, args: &weaver_devnet::send::SendArgs) -> ExitCode {
-    let devnet_file = match (&args.devnet_file, &cli.data_dir) {
+fn devnet_send(config: &ConfigArgs, args: &weaver_devnet::send::SendArgs) -> ExitCode {
+    let devnet_file = match (&args.devnet_file, &config.data_dir) {
         (Some(file), _) => file.clone(),
         (None, Some(dir)) => dir.join("devnet.json"),
-        (None, None) => match Config::load(&cli.config) {
-            Ok(config) => config.data_dir.join("devnet.json"),
+        (None, None) => match Config::load(&config.config_path()) {
+            Ok(loaded) => loaded.data_dir.join("devnet.json"),
             Err(e) => {
                 eprintln!(
                     "weaver devnet send: no data directory: the configuration {} does not load ({e}); pass --data-dir or --devnet-file",
-                    cli.config.display()
+                    config.config_path().display()
                 );
                 return ExitCode::FAILURE;
             }

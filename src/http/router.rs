@@ -19,7 +19,9 @@ use weaver_router::planner::error::RouteError;
 use weaver_router::planner::msgs_answer::MsgsAnswer;
 use weaver_router::planner::op_hook::OpHook;
 use weaver_router::planner::registry::RegAsset;
-use weaver_router::planner::request::{MsgsRequest, OpHookRequest, RouteRequest, SignedOpHook};
+use weaver_router::planner::request::{
+    AssetFields, MsgsRequest, OpHookRequest, RouteRequest, SignedOpHook,
+};
 use weaver_router::planner::route::Route;
 use weaver_router::planner::{
     discovery, msgs_answer, op_hook, route, PlannerSnapshot, RegistrySnapshot, SnapshotHandle,
@@ -132,24 +134,18 @@ fn unix_now_ns() -> u128 {
         .unwrap_or(0)
 }
 
-/// The string fields of a `/msgs` request (and of `msgs_direct`'s).
-const MSGS_STRINGS: [&str; 8] = [
+/// The string fields of a `/msgs` request (and of `msgs_direct`'s), beside its assets'.
+const MSGS_STRINGS: [&str; 4] = [
     "amount_in",
     "amount_out",
     "slippage_tolerance_percent",
     "timeout_seconds",
-    "source_asset_chain_id",
-    "source_asset_denom",
-    "dest_asset_chain_id",
-    "dest_asset_denom",
 ];
 
-const ASSET_FIELDS: [&str; 4] = [
-    "source_asset_chain_id",
-    "source_asset_denom",
-    "dest_asset_chain_id",
-    "dest_asset_denom",
-];
+/// A request's own string fields and those of its assets ([`AssetFields`]).
+fn with_asset_fields(own: &[&'static str]) -> Vec<&'static str> {
+    [own, &AssetFields::NAMES[..]].concat()
+}
 
 #[utoipa::path(post, path = "/v2/fungible/route", tag = "Fungible",
     summary = "Plan a transfer: the hops, swaps and amounts from one asset to another",
@@ -164,8 +160,7 @@ pub(super) async fn route_handler(
     if let Some(answer) = cache.get(&snapshot, &body) {
         return Ok(json_answer(answer));
     }
-    let mut strings = vec!["amount_in", "amount_out"];
-    strings.extend(ASSET_FIELDS);
+    let strings = with_asset_fields(&["amount_in", "amount_out"]);
     let request: RouteRequest = parse_body(&body, &strings, &["allow_multi_tx", "is_op_withdraw"])?;
     let answer = serde_json::to_vec(&route::answer(&snapshot.planner, &request)?)
         .map(web::Bytes::from)
@@ -223,13 +218,12 @@ pub(super) async fn op_hook_handler(
     snapshot: web::Data<SnapshotHandle>,
     body: web::Bytes,
 ) -> ApiResult {
-    let mut strings = vec![
+    let strings = with_asset_fields(&[
         "source_address",
         "dest_address",
         "amount_in",
         "timeout_seconds",
-    ];
-    strings.extend(ASSET_FIELDS);
+    ]);
     let request: OpHookRequest = parse_body(&body, &strings, &[])?;
     let now = unix_now_ns();
     Ok(HttpResponse::Ok().json(op_hook::answer(&snapshot.load().planner, &request, now)?))
@@ -243,7 +237,7 @@ pub(super) async fn msgs_handler(
     snapshot: web::Data<SnapshotHandle>,
     body: web::Bytes,
 ) -> ApiResult {
-    let request: MsgsRequest = parse_body(&body, &MSGS_STRINGS, &[])?;
+    let request: MsgsRequest = parse_body(&body, &with_asset_fields(&MSGS_STRINGS), &[])?;
     let now = unix_now_ns();
     Ok(HttpResponse::Ok().json(msgs_answer::answer(
         &snapshot.load().planner,
@@ -283,7 +277,11 @@ pub(super) async fn msgs_direct_handler(
     body: web::Bytes,
 ) -> ApiResult {
     let request: MsgsDirectRequest =
-        parse_body(&body, &MSGS_STRINGS, &["allow_multi_tx", "is_op_withdraw"])?;
+        parse_body(
+            &body,
+            &with_asset_fields(&MSGS_STRINGS),
+            &["allow_multi_tx", "is_op_withdraw"],
+        )?;
     let snapshot = snapshot.load();
     let planner = &snapshot.planner;
     let route = route::answer(planner, &request.route)?;
@@ -308,10 +306,12 @@ pub(super) async fn msgs_direct_handler(
     let msgs_request = MsgsRequest {
         amount_in: Some(route.amount_in.to_string()),
         amount_out: Some(route.amount_out.to_string()),
-        source_asset_chain_id: Some(route.source_asset_chain_id.clone()),
-        source_asset_denom: Some(route.source_asset_denom.clone()),
-        dest_asset_chain_id: Some(route.dest_asset_chain_id.clone()),
-        dest_asset_denom: Some(route.dest_asset_denom.clone()),
+        assets: AssetFields {
+            source_asset_chain_id: Some(route.source_asset_chain_id.clone()),
+            source_asset_denom: Some(route.source_asset_denom.clone()),
+            dest_asset_chain_id: Some(route.dest_asset_chain_id.clone()),
+            dest_asset_denom: Some(route.dest_asset_denom.clone()),
+        },
         address_list: Some(address_list),
         operations: Some(operations),
         slippage_tolerance_percent: request.slippage_tolerance_percent,

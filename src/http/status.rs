@@ -516,7 +516,7 @@ mod tests {
         .domain("txs", tree.clone(), None);
         let view = TrackerView::new(
             SnapshotHandle::new(Default::default()).unwrap(),
-            weaver_router::tracker::store::TrackerStore::open(&store).unwrap(),
+            weaver_router::tracker::TrackerStore::open(&store).unwrap(),
         );
         let listeners = super::ListenerUrls {
             router: Some("http://127.0.0.1:8090".to_string()),

@@ -36,6 +36,7 @@ mod openapi;
 mod ops;
 mod package;
 mod properties;
+mod public_api;
 mod readiness;
 mod realchain;
 mod reindex;

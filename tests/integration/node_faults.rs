@@ -273,6 +273,16 @@ fn a_node_of_another_chain_stops_only_that_chains_follower() {
     );
 
     // The other chain keeps indexing; the stopped one stays stopped, at 19, not restarting.
+    // (Restarts before the stop are a slow node's timeouts on a loaded machine — the dead URL
+    // and a 1 s timeout — not the wrong chain: counted from the stop on.)
+    let restarts = |metrics: &str| {
+        metric_value(
+            metrics,
+            "weaver_actor_restarts_total",
+            &[("chain_id", CHAIN)],
+        )
+    };
+    let restarts_at_stop = restarts(&daemon.metrics());
     let before = daemon.height(other);
     daemon.wait_height(other, before + 10);
     let status = daemon.status(CHAIN);
@@ -290,12 +300,8 @@ fn a_node_of_another_chain_stops_only_that_chains_follower() {
         "{metrics}"
     );
     assert_eq!(
-        metric_value(
-            &metrics,
-            "weaver_actor_restarts_total",
-            &[("chain_id", CHAIN)]
-        ),
-        0.0,
+        restarts(&metrics),
+        restarts_at_stop,
         "a wrong chain id must not restart the follower in a loop"
     );
     assert_eq!(

@@ -78,7 +78,7 @@ fn router_bodies_never_get_a_5xx() {
     let config =
         Config::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/mainnet.toml"))
             .unwrap();
-    let snapshot = SnapshotHandle::new(config.router.registry()).unwrap();
+    let snapshot = SnapshotHandle::new(config.router.registry.clone()).unwrap();
     actix_web::rt::System::new().block_on(async move {
         let app = http_test::init_service(
             weaver::http::app(

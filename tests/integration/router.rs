@@ -403,7 +403,7 @@ fn the_default_config_routes_over_its_devnet() {
         "/config/weaver.toml"
     )))
     .unwrap();
-    let snapshot = PlannerSnapshot::build(config.router.registry()).unwrap();
+    let snapshot = PlannerSnapshot::build(config.router.registry.clone()).unwrap();
     let usdc_l1 = weaver_router::planner::denom::ibc_denom("transfer/channel-0/uusdc");
     let request = |from: (&str, &str), to: (&str, &str), amount: &str| RouteRequest {
         amount_in: Some(amount.into()),

@@ -8,6 +8,10 @@
 //! order; each activity draws from its own random streams (`stream`), tx counts
 //! (`schedule`) and accounts (`accounts`), so adding one never changes another's bytes.
 
+// What other crates do not use is `pub(crate)` (rustc's `unreachable_pub` for private modules;
+// tests/integration/public_api.rs for public ones), and functions stay short (clippy.toml).
+#![warn(unreachable_pub, clippy::too_many_lines)]
+
 mod accounts;
 pub mod activity;
 mod chain;

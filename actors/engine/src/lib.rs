@@ -2,6 +2,10 @@
 //! domain indexers, relay events, the per-chain follower actors and the supervision tree. It
 //! knows neither HTTP, the router, nor the devnet (which implements [`chain::LocalChain`]).
 
+// What other crates do not use is `pub(crate)` (rustc's `unreachable_pub` for private modules;
+// tests/integration/public_api.rs for public ones), and functions stay short (clippy.toml).
+#![warn(unreachable_pub, clippy::too_many_lines)]
+
 pub mod chain;
 pub mod follower;
 pub mod indexers;

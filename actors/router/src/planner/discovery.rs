@@ -16,7 +16,7 @@ use super::denom::l2_denom;
 use super::graph::Edge;
 use super::operation::OperationKind;
 use super::registry::RegAsset;
-use super::request::RouteRequest;
+use super::request::{AssetFields, RouteRequest};
 use super::route::{self, Route};
 use super::snapshot::PlannerSnapshot;
 
@@ -161,10 +161,12 @@ pub fn reach(
     [false, true].into_iter().find_map(|withdraw| {
         let request = RouteRequest {
             amount_in: Some(PROBE_AMOUNT.into()),
-            source_asset_chain_id: Some(from.chain_id.clone()),
-            source_asset_denom: Some(from.denom.clone()),
-            dest_asset_chain_id: Some(to.chain_id.clone()),
-            dest_asset_denom: Some(to.denom.clone()),
+            assets: AssetFields {
+                source_asset_chain_id: Some(from.chain_id.clone()),
+                source_asset_denom: Some(from.denom.clone()),
+                dest_asset_chain_id: Some(to.chain_id.clone()),
+                dest_asset_denom: Some(to.denom.clone()),
+            },
             allow_multi_tx: Some(allow_multi_tx),
             is_op_withdraw: Some(withdraw),
             ..RouteRequest::default()

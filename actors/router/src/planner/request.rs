@@ -30,10 +30,8 @@ pub const OP_HOOK_AMOUNT_REQUIRED: &str = "amount_in is required: the op hook is
 pub struct RouteRequest {
     pub amount_in: Option<String>,
     pub amount_out: Option<String>,
-    pub source_asset_chain_id: Option<String>,
-    pub source_asset_denom: Option<String>,
-    pub dest_asset_chain_id: Option<String>,
-    pub dest_asset_denom: Option<String>,
+    #[serde(flatten)]
+    pub assets: AssetFields,
     pub allow_multi_tx: Option<bool>,
     pub is_op_withdraw: Option<bool>,
 }
@@ -44,11 +42,9 @@ pub struct RouteRequest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OpHookRequest {
     pub source_address: Option<String>,
-    pub source_asset_chain_id: Option<String>,
-    pub source_asset_denom: Option<String>,
     pub dest_address: Option<String>,
-    pub dest_asset_chain_id: Option<String>,
-    pub dest_asset_denom: Option<String>,
+    #[serde(flatten)]
+    pub assets: AssetFields,
     pub amount_in: Option<String>,
     pub timeout_seconds: Option<String>,
 }
@@ -59,16 +55,24 @@ pub struct OpHookRequest {
 pub struct MsgsRequest {
     pub amount_in: Option<String>,
     pub amount_out: Option<String>,
-    pub source_asset_chain_id: Option<String>,
-    pub source_asset_denom: Option<String>,
-    pub dest_asset_chain_id: Option<String>,
-    pub dest_asset_denom: Option<String>,
+    #[serde(flatten)]
+    pub assets: AssetFields,
     pub address_list: Option<Vec<String>>,
     #[schema(value_type = Option<Vec<super::operation::Operation>>)]
     pub operations: Option<Vec<Value>>,
     pub slippage_tolerance_percent: Option<String>,
     pub timeout_seconds: Option<String>,
     pub signed_op_hook: Option<SignedOpHook>,
+}
+
+/// The assets a route, op-hook or msgs request moves between, as the request names them
+/// (flattened into each: the fields sit beside the request's own).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AssetFields {
+    pub source_asset_chain_id: Option<String>,
+    pub source_asset_denom: Option<String>,
+    pub dest_asset_chain_id: Option<String>,
+    pub dest_asset_denom: Option<String>,
 }
 
 /// The op hook the user signed for the rollup, carried in the deposit's `data`.
@@ -149,26 +153,36 @@ fn timeout(text: &Option<String>, default: u64) -> Result<u64, RouteError> {
     }
 }
 
-impl<'a> Asset<'a> {
-    fn source(chain_id: &'a Option<String>, denom: &'a Option<String>) -> Result<Self, RouteError> {
+impl AssetFields {
+    /// The fields' names, as a request carries them.
+    pub const NAMES: [&'static str; 4] = [
+        "source_asset_chain_id",
+        "source_asset_denom",
+        "dest_asset_chain_id",
+        "dest_asset_denom",
+    ];
+
+    /// The source asset (both fields required).
+    pub fn source(&self) -> Result<Asset<'_>, RouteError> {
         Ok(Asset {
-            chain_id: required(chain_id, "source_asset_chain_id")?,
-            denom: required(denom, "source_asset_denom")?,
+            chain_id: required(&self.source_asset_chain_id, "source_asset_chain_id")?,
+            denom: required(&self.source_asset_denom, "source_asset_denom")?,
         })
     }
 
-    fn dest(chain_id: &'a Option<String>, denom: &'a Option<String>) -> Result<Self, RouteError> {
+    /// The destination asset (both fields required).
+    pub fn dest(&self) -> Result<Asset<'_>, RouteError> {
         Ok(Asset {
-            chain_id: required(chain_id, "dest_asset_chain_id")?,
-            denom: required(denom, "dest_asset_denom")?,
+            chain_id: required(&self.dest_asset_chain_id, "dest_asset_chain_id")?,
+            denom: required(&self.dest_asset_denom, "dest_asset_denom")?,
         })
     }
 }
 
 impl RouteRequest {
     pub fn validate(&self) -> Result<RouteQuery<'_>, RouteError> {
-        let source = Asset::source(&self.source_asset_chain_id, &self.source_asset_denom)?;
-        let dest = Asset::dest(&self.dest_asset_chain_id, &self.dest_asset_denom)?;
+        let source = self.assets.source()?;
+        let dest = self.assets.dest()?;
         if self.amount_out.is_some() && self.amount_in.is_none() {
             return Err(invalid(
                 "amount_out (exact-out routing) is not supported: give amount_in",
@@ -189,9 +203,9 @@ impl RouteRequest {
 impl OpHookRequest {
     pub fn validate(&self) -> Result<OpHookQuery<'_>, RouteError> {
         let source_address = required(&self.source_address, "source_address")?;
-        let source = Asset::source(&self.source_asset_chain_id, &self.source_asset_denom)?;
+        let source = self.assets.source()?;
         let dest_address = required(&self.dest_address, "dest_address")?;
-        let dest = Asset::dest(&self.dest_asset_chain_id, &self.dest_asset_denom)?;
+        let dest = self.assets.dest()?;
         Ok(OpHookQuery {
             source_address,
             dest_address,
@@ -211,8 +225,8 @@ impl OpHookRequest {
 
 impl MsgsRequest {
     pub fn validate(&self) -> Result<MsgsQuery<'_>, RouteError> {
-        let source = Asset::source(&self.source_asset_chain_id, &self.source_asset_denom)?;
-        let dest = Asset::dest(&self.dest_asset_chain_id, &self.dest_asset_denom)?;
+        let source = self.assets.source()?;
+        let dest = self.assets.dest()?;
         let amount_in = amount(required(&self.amount_in, "amount_in")?, "amount_in")?;
         if let Some(out) = &self.amount_out {
             amount(out, "amount_out")?;
@@ -288,13 +302,19 @@ impl SignedOpHook {
 mod tests {
     use super::*;
 
+    fn assets(source_chain: &str, source: &str, dest_chain: &str, dest: &str) -> AssetFields {
+        AssetFields {
+            source_asset_chain_id: Some(source_chain.into()),
+            source_asset_denom: Some(source.into()),
+            dest_asset_chain_id: Some(dest_chain.into()),
+            dest_asset_denom: Some(dest.into()),
+        }
+    }
+
     fn route_request() -> RouteRequest {
         RouteRequest {
             amount_in: Some("10".into()),
-            source_asset_chain_id: Some("a-1".into()),
-            source_asset_denom: Some("ua".into()),
-            dest_asset_chain_id: Some("b-1".into()),
-            dest_asset_denom: Some("ub".into()),
+            assets: assets("a-1", "ua", "b-1", "ub"),
             ..Default::default()
         }
     }
@@ -306,7 +326,7 @@ mod tests {
         assert_eq!(query.amount_in.to_string(), "10");
         assert_eq!(query.dest.denom, "ub");
         let mut request = route_request();
-        request.source_asset_denom = Some(String::new());
+        request.assets.source_asset_denom = Some(String::new());
         assert_eq!(
             request.validate().unwrap_err().to_string(),
             "source_asset_denom is required"
@@ -340,10 +360,7 @@ mod tests {
     fn msgs_requests_need_operations_and_addresses() {
         let mut request = MsgsRequest {
             amount_in: Some("10".into()),
-            source_asset_chain_id: Some("a-1".into()),
-            source_asset_denom: Some("ua".into()),
-            dest_asset_chain_id: Some("b-1".into()),
-            dest_asset_denom: Some("ub".into()),
+            assets: assets("a-1", "ua", "b-1", "ub"),
             slippage_tolerance_percent: Some("1".into()),
             operations: Some(vec![]),
             address_list: Some(vec!["x".into()]),
@@ -358,6 +375,31 @@ mod tests {
         assert_eq!(
             request.validate().unwrap_err(),
             RouteError::Missing("address_list")
+        );
+    }
+
+    /// The asset fields sit beside the request's own in the JSON, as clients send them.
+    #[test]
+    fn asset_fields_are_read_and_written_at_the_request_level() {
+        let body = serde_json::json!({
+            "amount_in": "10", "source_asset_chain_id": "a-1", "source_asset_denom": "ua",
+            "dest_asset_chain_id": "b-1", "dest_asset_denom": "ub", "unknown": 1
+        });
+        let request: RouteRequest = serde_json::from_value(body).unwrap();
+        assert_eq!(request.assets.dest().unwrap().denom, "ub");
+        let written = serde_json::to_value(&request).unwrap();
+        assert_eq!(written["source_asset_chain_id"], "a-1");
+        assert!(written.get("assets").is_none());
+        let written = serde_json::to_value(AssetFields::default()).unwrap();
+        let names: Vec<&str> = written.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(names, AssetFields::NAMES, "NAMES lists every field, in order");
+        let hook: OpHookRequest = serde_json::from_value(
+            serde_json::json!({"source_address": "x", "source_asset_chain_id": "a-1"}),
+        )
+        .unwrap();
+        assert_eq!(
+            hook.validate().unwrap_err(),
+            RouteError::Missing("source_asset_denom")
         );
     }
 }

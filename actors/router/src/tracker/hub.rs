@@ -211,7 +211,6 @@ impl TrackerHub {
         }
         self.tracking().forget_stopped_watchers();
         for key in dead {
-            #[cfg(test)]
             self.tracking()
                 .housekeeping_visits
                 .fetch_add(1, Ordering::Relaxed);
@@ -344,7 +343,6 @@ impl TrackerHub {
             settings.unseen_retention.as_nanos() as i64,
         );
         for (key, at, never_seen) in expired {
-            #[cfg(test)]
             self.tracking()
                 .housekeeping_visits
                 .fetch_add(1, Ordering::Relaxed);
@@ -467,7 +465,6 @@ impl TrackerHub {
     fn recheck_some(&mut self, ctx: &mut Context<Self>) {
         let tracking = self.deps.tracking.clone();
         let batch = self.recheck.len().min(RECHECK_PER_TURN);
-        #[cfg(test)]
         tracking
             .most_rechecked_in_a_turn
             .fetch_max(batch, Ordering::Relaxed);

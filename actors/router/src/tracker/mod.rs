@@ -14,27 +14,34 @@
 //! - [`history`]: an account's transfers derived from the relay logs, without registration;
 //!   [`history_watch`] wakes its streams.
 //! - [`topology`]: the registry, indexed for linking hops.
+//!
+//! Other crates see the facade below — register (`TrackerHub`, `Register`), look up
+//! (`TrackerView`), stream (`StatusWaker`, `HistoryWatch`), history (`TransferHistory`) and
+//! what they take and answer — never the modules behind it.
 
-pub mod actor;
-pub mod history;
-pub mod history_watch;
-pub mod hub;
-pub mod machine;
-pub mod shared;
-pub mod store;
-pub mod topology;
-pub mod tracked;
-pub mod unseen;
-pub mod view;
-pub mod wakers;
+mod actor;
+mod history;
+mod history_watch;
+mod hub;
+mod machine;
+mod shared;
+mod store;
+mod topology;
+mod tracked;
+mod unseen;
+mod view;
+mod wakers;
 
 pub use actor::Tracker;
+pub use history::{HistoryCursor, HistoryItem, HistoryQuery, TransferHistory};
+pub use history_watch::{HistoryWatch, Watching};
 pub use hub::{HubDeps, Register, TrackError, TrackerHub};
 pub use machine::WatchKey;
 pub use shared::{TrackedChains, TrackerSettings, Tracking};
+pub use store::TrackerStore;
 pub use topology::Topology;
-pub use tracked::{Hop, TrackKey, Tracked, TxState};
-pub use view::TrackerView;
+pub use tracked::{Hop, Source, TrackKey, Tracked, TxState};
+pub use view::{StatusWaker, TrackerView};
 
 #[cfg(test)]
 mod engine_tests;

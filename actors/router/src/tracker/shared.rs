@@ -132,12 +132,11 @@ pub struct Tracking {
     pub(super) died: std::sync::Mutex<Vec<Arc<TrackKey>>>,
     /// Tracker actors running (started, not yet dropped).
     pub(super) running: std::sync::atomic::AtomicI64,
-    /// Entries the hub's housekeeping walked (tests of what it walks).
-    #[cfg(test)]
+    /// Entries the hub's housekeeping walked (tests of what it walks). Counted in every
+    /// build (a relaxed add per entry walked), so the code tested is the code that runs.
     pub(super) housekeeping_visits: std::sync::atomic::AtomicUsize,
     /// The most unseen txs the hub looked for in the tx indexes in one turn (tests of the
-    /// recheck after unheard blocks).
-    #[cfg(test)]
+    /// recheck after unheard blocks); kept in every build, as above.
     pub(super) most_rechecked_in_a_turn: std::sync::atomic::AtomicUsize,
 }
 
@@ -223,9 +222,7 @@ impl Tracking {
             died: Default::default(),
             unseen: Default::default(),
             running: Default::default(),
-            #[cfg(test)]
             housekeeping_visits: Default::default(),
-            #[cfg(test)]
             most_rechecked_in_a_turn: Default::default(),
         })
     }
