@@ -87,21 +87,10 @@ fn rpc_envelope(result: &Value) -> web::Bytes {
 
 /// Binds the replay node's listeners for `recording`; run the servers on an actix system.
 pub fn bind(
-    mut recording: Recording,
+    recording: Recording,
     listen: Listen,
 ) -> anyhow::Result<(Vec<actix_web::dev::Server>, Bound)> {
-    let rendered = recording
-        .blocks
-        .iter()
-        .map(|(h, b)| (*h, (rpc_envelope(&b.block), rpc_envelope(&b.block_results))))
-        .collect();
-    let replay = web::Data::new(Replay {
-        rest: recording.take_rest_index(),
-        rpc: recording.take_rpc_index(),
-        rendered,
-        recording,
-        latency: listen.latency,
-    });
+    let replay = replay_of(recording, listen.latency);
     let chain_id = replay.recording.meta.chain_id.clone();
     let data = replay.clone();
     let rpc = HttpServer::new(move || {
@@ -146,21 +135,9 @@ pub fn bind(
     let mut servers = vec![rpc.run(), rest.run()];
     let mut json_rpc_addr = None;
     if let Some(addr) = listen.json_rpc {
-        let data = replay.clone();
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
-                .wrap(from_fn(delayed))
-                .app_data(web::PayloadConfig::new(8 << 20))
-                .default_service(web::post().to(json_rpc))
-        })
-        .workers(1)
-        .bind(addr)
-        .map_err(|e| {
-            anyhow::anyhow!("cannot listen on {addr} ({chain_id} replay JSON-RPC): {e}")
-        })?;
-        json_rpc_addr = Some(server.addrs()[0]);
-        servers.push(server.run());
+        let (server, bound) = serve_json_rpc(&replay, addr, &chain_id)?;
+        json_rpc_addr = Some(bound);
+        servers.push(server);
     }
     Ok((
         servers,
@@ -170,6 +147,44 @@ pub fn bind(
             json_rpc: json_rpc_addr,
         },
     ))
+}
+
+/// The replay's state: the recording with its REST and RPC indexes taken out, and each
+/// height's answers rendered.
+fn replay_of(mut recording: Recording, latency: Duration) -> web::Data<Replay> {
+    let rendered = recording
+        .blocks
+        .iter()
+        .map(|(h, b)| (*h, (rpc_envelope(&b.block), rpc_envelope(&b.block_results))))
+        .collect();
+    web::Data::new(Replay {
+        rest: recording.take_rest_index(),
+        rpc: recording.take_rpc_index(),
+        rendered,
+        recording,
+        latency,
+    })
+}
+
+/// Binds and runs the EVM JSON-RPC listener: the server and its bound address.
+fn serve_json_rpc(
+    replay: &web::Data<Replay>,
+    addr: SocketAddr,
+    chain_id: &str,
+) -> anyhow::Result<(actix_web::dev::Server, SocketAddr)> {
+    let data = replay.clone();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .wrap(from_fn(delayed))
+            .app_data(web::PayloadConfig::new(8 << 20))
+            .default_service(web::post().to(json_rpc))
+    })
+    .workers(1)
+    .bind(addr)
+    .map_err(|e| anyhow::anyhow!("cannot listen on {addr} ({chain_id} replay JSON-RPC): {e}"))?;
+    let bound = server.addrs()[0];
+    Ok((server.run(), bound))
 }
 
 fn rpc_result(result: Value) -> HttpResponse {

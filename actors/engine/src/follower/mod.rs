@@ -136,20 +136,7 @@ impl<S: ChainSource + 'static> Follower<S> {
     pub async fn step(&mut self) -> Result<Progress, FollowError> {
         let next = self.next_height();
         if next > self.tip {
-            let reported = self.source.latest_height().await?;
-            let known = self.tip.max(self.domains.highest_watermark());
-            if reported < known {
-                // A lagging or rolled-back node behind a load balancer: not an error, and
-                // nothing to index. Keep the tip we know and ask again next poll.
-                metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.progress.chain_id().to_string(), "kind" => "tip_backwards").increment(1);
-                tracing::warn!(chain_id = %self.progress.chain_id(), reported, known, "refused chain data: the node's tip went backwards; ignored");
-            } else {
-                self.tip = reported;
-            }
-            metrics::gauge!("weaver_chain_tip_height", "chain_id" => self.progress.chain_id().to_string()).set(self.tip as f64);
-            if let Some(cell) = &self.tip_cell {
-                cell.store(self.tip, std::sync::atomic::Ordering::Release);
-            }
+            self.refresh_tip().await?;
         }
         if next > self.tip {
             self.progress.caught_up(self.domains.watermark());
@@ -192,27 +179,7 @@ impl<S: ChainSource + 'static> Follower<S> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            if bundle.chain_id != self.domains.chain_id()
-                || bundle.height != height_of(next, indexed)
-            {
-                let chain_id = self.domains.chain_id().to_string();
-                if bundle.chain_id != chain_id {
-                    metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => chain_id.clone(), "kind" => "chain_id").increment(1);
-                    tracing::error!(chain_id = %chain_id, height = bundle.height, got = %bundle.chain_id, "refused chain data: the block belongs to another chain");
-                    return Err(SourceError::WrongChain {
-                        expected: chain_id,
-                        got: bundle.chain_id.clone(),
-                        at: format!("block {}", bundle.height),
-                    }
-                    .into());
-                }
-                metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => chain_id.clone(), "kind" => "height_mismatch").increment(1);
-                return Err(SourceError::Malformed {
-                    path: format!("block {}", height_of(next, indexed)),
-                    reason: format!("the source returned block {}", bundle.height),
-                }
-                .into());
-            }
+            self.check_fetched(&bundle, height_of(next, indexed))?;
             let answers = self.answer_lookups(&bundle, answered_ahead).await?;
             self.domains.apply_prepared(&bundle, &answers, prepared)?;
             indexed += 1;
@@ -236,6 +203,49 @@ impl<S: ChainSource + 'static> Follower<S> {
 }
 
 impl<S: ChainSource + 'static> Follower<S> {
+    /// Asks the node for its tip and publishes it; a tip below what is known (a lagging or
+    /// rolled-back node) is refused and the known one kept.
+    async fn refresh_tip(&mut self) -> Result<(), SourceError> {
+        let reported = self.source.latest_height().await?;
+        let known = self.tip.max(self.domains.highest_watermark());
+        if reported < known {
+            // A lagging or rolled-back node behind a load balancer: not an error, and
+            // nothing to index. Keep the tip we know and ask again next poll.
+            metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.progress.chain_id().to_string(), "kind" => "tip_backwards").increment(1);
+            tracing::warn!(chain_id = %self.progress.chain_id(), reported, known, "refused chain data: the node's tip went backwards; ignored");
+        } else {
+            self.tip = reported;
+        }
+        metrics::gauge!("weaver_chain_tip_height", "chain_id" => self.progress.chain_id().to_string()).set(self.tip as f64);
+        if let Some(cell) = &self.tip_cell {
+            cell.store(self.tip, std::sync::atomic::Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// A fetched block must be of this chain (else [`SourceError::WrongChain`]) and of the
+    /// height asked for (`expected`); a refusal is counted.
+    fn check_fetched(&self, bundle: &BlockBundle, expected: u64) -> Result<(), SourceError> {
+        if bundle.chain_id != self.domains.chain_id() || bundle.height != expected {
+            let chain_id = self.domains.chain_id().to_string();
+            if bundle.chain_id != chain_id {
+                metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => chain_id.clone(), "kind" => "chain_id").increment(1);
+                tracing::error!(chain_id = %chain_id, height = bundle.height, got = %bundle.chain_id, "refused chain data: the block belongs to another chain");
+                return Err(SourceError::WrongChain {
+                    expected: chain_id,
+                    got: bundle.chain_id.clone(),
+                    at: format!("block {}", bundle.height),
+                });
+            }
+            metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => chain_id.clone(), "kind" => "height_mismatch").increment(1);
+            return Err(SourceError::Malformed {
+                path: format!("block {expected}"),
+                reason: format!("the source returned block {}", bundle.height),
+            });
+        }
+        Ok(())
+    }
+
     /// The answers to the chain-state reads the domains want for `bundle`: those asked ahead
     /// (`answers`), and the rest asked now. A transport failure fails the step (the block is
     /// retried after a backoff); a chain-side rejection is an answer the domain interprets.

@@ -120,13 +120,15 @@ pub fn decode_relay_event(
     context: RelayContext,
 ) -> Result<Option<RelayKind>, RelayDecodeError> {
     let a = Attrs { event };
-    let l2_bridge = || {
-        event
-            .attr("bridge_id")
-            .and_then(|b| b.parse().ok())
-            .or(context.l2_bridge_id)
-    };
-    let kind = match event.kind.as_str() {
+    if let Some(kind) = packet_event(&a)? {
+        return Ok(Some(kind));
+    }
+    bridge_event(&a, context)
+}
+
+/// An ICS-04 packet event; `Ok(None)` for any other event.
+fn packet_event(a: &Attrs<'_>) -> Result<Option<RelayKind>, RelayDecodeError> {
+    let kind = match a.event.kind.as_str() {
         "send_packet" => RelayKind::SendPacket(a.packet(true)?),
         "recv_packet" => RelayKind::RecvPacket(a.packet(true)?),
         "write_acknowledgement" => {
@@ -140,6 +142,25 @@ pub fn decode_relay_event(
         }
         "acknowledge_packet" => RelayKind::AcknowledgePacket(a.packet(false)?),
         "timeout_packet" => RelayKind::TimeoutPacket(a.packet(false)?),
+        _ => return Ok(None),
+    };
+    Ok(Some(kind))
+}
+
+/// An OPinit bridge event (deposit, withdrawal, output proposal); `Ok(None)` for any other
+/// event.
+fn bridge_event(
+    a: &Attrs<'_>,
+    context: RelayContext,
+) -> Result<Option<RelayKind>, RelayDecodeError> {
+    let event = a.event;
+    let l2_bridge = || {
+        event
+            .attr("bridge_id")
+            .and_then(|b| b.parse().ok())
+            .or(context.l2_bridge_id)
+    };
+    let kind = match event.kind.as_str() {
         "initiate_token_deposit" => RelayKind::InitiateTokenDeposit(DepositInitiated {
             key: BridgeKey {
                 bridge_id: a.number("bridge_id")?,

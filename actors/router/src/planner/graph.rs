@@ -78,6 +78,27 @@ pub fn denom_of_path(path: &str) -> String {
     }
 }
 
+/// The active transfer-port channels, both directions: (chain, channel) → (counterparty
+/// chain, counterparty channel, relay delay).
+fn transfer_channels(registry: &Registry) -> Channels {
+    let mut channels: Channels = HashMap::new();
+    for c in registry
+        .ibc_channels
+        .iter()
+        .filter(|c| c.active && c.port_a == "transfer" && c.port_b == "transfer")
+    {
+        channels.insert(
+            (c.chain_a.clone(), c.channel_a.clone()),
+            (c.chain_b.clone(), c.channel_b.clone(), c.relay_delay_ms),
+        );
+        channels.insert(
+            (c.chain_b.clone(), c.channel_b.clone()),
+            (c.chain_a.clone(), c.channel_a.clone(), c.relay_delay_ms),
+        );
+    }
+    channels
+}
+
 impl RouteGraph {
     pub fn build(registry: &Registry) -> RouteGraph {
         let mut g = RouteGraph {
@@ -89,23 +110,7 @@ impl RouteGraph {
                 .map(|c| (c.chain_id.clone(), c.clone()))
                 .collect(),
         };
-        // (chain, channel) → (counterparty chain, counterparty channel, relay delay), transfer
-        // port, active.
-        let mut channels: Channels = HashMap::new();
-        for c in registry
-            .ibc_channels
-            .iter()
-            .filter(|c| c.active && c.port_a == "transfer" && c.port_b == "transfer")
-        {
-            channels.insert(
-                (c.chain_a.clone(), c.channel_a.clone()),
-                (c.chain_b.clone(), c.channel_b.clone(), c.relay_delay_ms),
-            );
-            channels.insert(
-                (c.chain_b.clone(), c.channel_b.clone()),
-                (c.chain_a.clone(), c.channel_a.clone(), c.relay_delay_ms),
-            );
-        }
+        let channels = transfer_channels(registry);
         for asset in &registry.assets {
             let path = if asset.denom.starts_with("ibc/") && !asset.trace.is_empty() {
                 asset.trace.clone()
@@ -114,11 +119,20 @@ impl RouteGraph {
             };
             g.add_traced(&asset.chain_id, &path, &channels);
         }
+        g.add_op_bridges(registry);
+        g.add_wrappers(registry);
+        g.add_bridges(registry);
+        g.add_swaps(registry);
+        g
+    }
+
+    /// An OPinit deposit edge L1 → L2 and a withdrawal edge back, per bridged L1 denom.
+    fn add_op_bridges(&mut self, registry: &Registry) {
         for bridge in &registry.op_bridges {
             for l1 in &bridge.denoms {
-                let from = g.node(&bridge.l1_chain_id, l1);
-                let to = g.node(&bridge.l2_chain_id, &l2_denom(bridge.bridge_id, l1));
-                g.graph.add_edge(
+                let from = self.node(&bridge.l1_chain_id, l1);
+                let to = self.node(&bridge.l2_chain_id, &l2_denom(bridge.bridge_id, l1));
+                self.graph.add_edge(
                     from,
                     to,
                     Edge::OpDeposit {
@@ -131,7 +145,7 @@ impl RouteGraph {
                         ),
                     },
                 );
-                g.graph.add_edge(
+                self.graph.add_edge(
                     to,
                     from,
                     Edge::OpWithdraw {
@@ -141,6 +155,11 @@ impl RouteGraph {
                 );
             }
         }
+    }
+
+    /// A wrap edge bank denom → ERC-20 wrapper and an unwrap edge back, per wrapper asset;
+    /// `scale` is the decimals the wrapper adds.
+    fn add_wrappers(&mut self, registry: &Registry) {
         let decimals: HashMap<(&str, &str), u32> = registry
             .assets
             .iter()
@@ -154,9 +173,9 @@ impl RouteGraph {
                 - *decimals
                     .get(&(asset.chain_id.as_str(), bank.as_str()))
                     .unwrap_or(&asset.decimals) as i32;
-            let from = g.node(&asset.chain_id, bank);
-            let to = g.node(&asset.chain_id, &asset.denom);
-            g.graph.add_edge(
+            let from = self.node(&asset.chain_id, bank);
+            let to = self.node(&asset.chain_id, &asset.denom);
+            self.graph.add_edge(
                 from,
                 to,
                 Edge::Wrap {
@@ -164,7 +183,7 @@ impl RouteGraph {
                     scale,
                 },
             );
-            g.graph.add_edge(
+            self.graph.add_edge(
                 to,
                 from,
                 Edge::Wrap {
@@ -173,10 +192,14 @@ impl RouteGraph {
                 },
             );
         }
+    }
+
+    /// One edge per other (one-way) bridge.
+    fn add_bridges(&mut self, registry: &Registry) {
         for bridge in &registry.bridges {
-            let from = g.node(&bridge.from_chain_id, &bridge.from_denom);
-            let to = g.node(&bridge.to_chain_id, &bridge.to_denom);
-            g.graph.add_edge(
+            let from = self.node(&bridge.from_chain_id, &bridge.from_denom);
+            let to = self.node(&bridge.to_chain_id, &bridge.to_denom);
+            self.graph.add_edge(
                 from,
                 to,
                 Edge::Bridge {
@@ -186,6 +209,10 @@ impl RouteGraph {
                 },
             );
         }
+    }
+
+    /// A swap edge each way per pool whose reserves parse.
+    fn add_swaps(&mut self, registry: &Registry) {
         for venue in &registry.swap_venues {
             for pool in &venue.pools {
                 let (Some(ra), Some(rb)) = (
@@ -194,8 +221,8 @@ impl RouteGraph {
                 ) else {
                     continue;
                 };
-                let a = g.node(&venue.chain_id, &pool.denom_a);
-                let b = g.node(&venue.chain_id, &pool.denom_b);
+                let a = self.node(&venue.chain_id, &pool.denom_a);
+                let b = self.node(&venue.chain_id, &pool.denom_b);
                 let swap = |reserve_in: &BigUint, reserve_out: &BigUint| Edge::Swap {
                     venue: venue.name.clone(),
                     logo_uri: venue.logo_uri.clone(),
@@ -204,11 +231,10 @@ impl RouteGraph {
                     reserve_out: reserve_out.clone(),
                     fee_bps: pool.fee_bps,
                 };
-                g.graph.add_edge(a, b, swap(&ra, &rb));
-                g.graph.add_edge(b, a, swap(&rb, &ra));
+                self.graph.add_edge(a, b, swap(&ra, &rb));
+                self.graph.add_edge(b, a, swap(&rb, &ra));
             }
         }
-        g
     }
 
     fn node(&mut self, chain_id: &str, denom: &str) -> NodeIndex {

@@ -2,6 +2,8 @@
 //! OPinit bridges, ERC-20 wrappers, other bridges and swap venues. `weaver registry import`
 //! produces this from an initia-registry style directory.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -252,7 +254,22 @@ impl Registry {
 
     /// Checks references between sections; keys are reported as `router.<section>[i].<field>`.
     pub fn validate(&self) -> Result<(), RegistryError> {
-        let mut ids = std::collections::HashSet::new();
+        let ids = self.validate_chains()?;
+        self.validate_assets(&ids)?;
+        let known = |id: &str| ids.contains(id);
+        if let Some((key, id)) = self
+            .chain_references()
+            .into_iter()
+            .find(|(_, id)| !known(id))
+        {
+            return Err(invalid(key, format!("unknown chain {id}")));
+        }
+        self.validate_pools()
+    }
+
+    /// Chain ids are set and unique, bech32 prefixes valid: the set of chain ids.
+    fn validate_chains(&self) -> Result<HashSet<&str>, RegistryError> {
+        let mut ids = HashSet::new();
         for (i, chain) in self.chains.iter().enumerate() {
             if chain.chain_id.is_empty() || !ids.insert(chain.chain_id.as_str()) {
                 return Err(invalid(
@@ -267,10 +284,14 @@ impl Registry {
                 ));
             }
         }
-        let known = |id: &str| ids.contains(id);
-        let mut assets = std::collections::HashSet::new();
+        Ok(ids)
+    }
+
+    /// Assets are on known chains, unique per chain, and an IBC denom's trace hashes to it.
+    fn validate_assets(&self, ids: &HashSet<&str>) -> Result<(), RegistryError> {
+        let mut assets = HashSet::new();
         for (i, asset) in self.assets.iter().enumerate() {
-            if !known(&asset.chain_id) {
+            if !ids.contains(asset.chain_id.as_str()) {
                 return Err(invalid(
                     format!("router.assets[{i}].chain_id"),
                     format!("unknown chain {}", asset.chain_id),
@@ -297,6 +318,11 @@ impl Registry {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Every chain id the channels, bridges and venues name, with its key, in section order.
+    fn chain_references(&self) -> Vec<(String, &str)> {
         let mut references: Vec<(String, &str)> = Vec::new();
         for (i, c) in self.ibc_channels.iter().enumerate() {
             references.push((format!("router.ibc_channels[{i}].chain_a"), &c.chain_a));
@@ -322,9 +348,11 @@ impl Registry {
         for (i, v) in self.swap_venues.iter().enumerate() {
             references.push((format!("router.swap_venues[{i}].chain_id"), &v.chain_id));
         }
-        if let Some((key, id)) = references.into_iter().find(|(_, id)| !known(id)) {
-            return Err(invalid(key, format!("unknown chain {id}")));
-        }
+        references
+    }
+
+    /// Pool reserves are positive 256-bit integers and fees below 100 %.
+    fn validate_pools(&self) -> Result<(), RegistryError> {
         for (i, venue) in self.swap_venues.iter().enumerate() {
             for (j, pool) in venue.pools.iter().enumerate() {
                 for (field, reserve) in [

@@ -163,6 +163,38 @@ pub fn search(
     dest: NodeIndex,
     options: SearchOptions,
 ) -> Result<Plan, SearchError> {
+    let (found, previous) = cheapest(graph, source, dest, &options);
+    let Some((state, cost)) = found else {
+        return Err(SearchError::NoRoute(explain(graph, source, dest, &options)));
+    };
+    if cost.txs > 1 && !options.allow_multi_tx {
+        return Err(SearchError::MultiTx(cost.txs));
+    }
+    let Some(steps) = NonEmpty::from_vec(steps_to(&previous, state)) else {
+        // Only the source is reached without a step, and it is never the destination.
+        return Err(SearchError::NoRoute(explain(graph, source, dest, &options)));
+    };
+    let requires_op_hook = steps.iter().any(|s| s.in_op_hook);
+    Ok(Plan {
+        requires_op_hook,
+        steps,
+        txs_required: cost.txs,
+        duration_seconds: whole_seconds(cost.millis),
+    })
+}
+
+/// Per reached state, the state it was reached from by the cheapest way: that state, the
+/// edge taken, its tx index and whether it runs in an op hook.
+type Previous = HashMap<State, (State, EdgeIndex, u32, bool)>;
+
+/// The Dijkstra run: the cheapest state at `dest` that ends a route (with its cost), if
+/// any, and how every state reached was reached.
+fn cheapest(
+    graph: &RouteGraph,
+    source: NodeIndex,
+    dest: NodeIndex,
+    options: &SearchOptions,
+) -> (Option<(State, Cost)>, Previous) {
     let start = State {
         node: source,
         arrival: Arrival::Start,
@@ -171,7 +203,7 @@ pub fn search(
     };
     let mut best: HashMap<State, Cost> = HashMap::default();
     best.insert(start, Cost::default());
-    let mut previous: HashMap<State, (State, EdgeIndex, u32, bool)> = HashMap::default();
+    let mut previous: Previous = HashMap::default();
     let mut heap = BinaryHeap::from([Reverse((Cost::default(), start))]);
     let mut found = None;
     while let Some(Reverse((cost, state))) = heap.pop() {
@@ -195,7 +227,7 @@ pub fn search(
                 state.arrival,
                 state.hooked,
                 edge.weight(),
-                &options,
+                options,
             ) else {
                 continue;
             };
@@ -218,12 +250,11 @@ pub fn search(
             }
         }
     }
-    let Some((mut state, cost)) = found else {
-        return Err(SearchError::NoRoute(explain(graph, source, dest, &options)));
-    };
-    if cost.txs > 1 && !options.allow_multi_tx {
-        return Err(SearchError::MultiTx(cost.txs));
-    }
+    (found, previous)
+}
+
+/// The steps from the start to `state`, in route order.
+fn steps_to(previous: &Previous, mut state: State) -> Vec<Step> {
     let mut steps = Vec::new();
     while let Some((before, edge, tx_index, in_op_hook)) = previous.get(&state).copied() {
         steps.push(Step {
@@ -236,17 +267,7 @@ pub fn search(
         state = before;
     }
     steps.reverse();
-    let Some(steps) = NonEmpty::from_vec(steps) else {
-        // Only the source is reached without a step, and it is never the destination.
-        return Err(SearchError::NoRoute(explain(graph, source, dest, &options)));
-    };
-    let requires_op_hook = steps.iter().any(|s| s.in_op_hook);
-    Ok(Plan {
-        requires_op_hook,
-        steps,
-        txs_required: cost.txs,
-        duration_seconds: whole_seconds(cost.millis),
-    })
+    steps
 }
 
 /// Re-checks a given sequence of edges (echoed operations) as a route from `source`: each

@@ -232,91 +232,11 @@ impl Tracked {
         for (t, hops) in self.transfers.iter_mut().enumerate() {
             let last = hops.len() - 1;
             for (h, hop) in hops.iter_mut().enumerate() {
-                let received = match (hop, &event.event) {
-                    (Hop::Ibc(hop), kind) => {
-                        let ours = |destination: bool| {
-                            key == WatchKey::Packet {
-                                chain: if destination {
-                                    hop.to_chain.clone()
-                                } else {
-                                    hop.from_chain.clone()
-                                },
-                                destination,
-                                port: if destination {
-                                    hop.dst_port.clone()
-                                } else {
-                                    hop.src_port.clone()
-                                },
-                                channel: if destination {
-                                    hop.dst_channel.clone()
-                                } else {
-                                    hop.src_channel.clone()
-                                },
-                                sequence: hop.sequence,
-                            }
-                        };
-                        match kind {
-                            RelayKind::RecvPacket(_) if ours(true) && hop.receive.is_none() => {
-                                hop.receive = Some(leg(event));
-                                changed = true;
-                                forward_memo(&hop.carried.memo).is_some()
-                            }
-                            RelayKind::WriteAcknowledgement { ack, .. }
-                                if ours(true) && hop.ack.is_none() =>
-                            {
-                                hop.ack = Some(if ack.success {
-                                    Ok(())
-                                } else {
-                                    Err(ack.error.clone().unwrap_or_else(|| ack.raw.clone()))
-                                });
-                                changed = true;
-                                false
-                            }
-                            RelayKind::AcknowledgePacket(_)
-                                if ours(false) && hop.acknowledge.is_none() =>
-                            {
-                                hop.acknowledge = Some(leg(event));
-                                changed = true;
-                                false
-                            }
-                            RelayKind::TimeoutPacket(_) if ours(false) && hop.timeout.is_none() => {
-                                hop.timeout = Some(leg(event));
-                                changed = true;
-                                false
-                            }
-                            _ => false,
-                        }
-                    }
-                    (Hop::OpInit(hop), kind) => {
-                        let ours = key
-                            == WatchKey::Bridge {
-                                chain: hop.to_chain.clone(),
-                                deposit: hop.deposit,
-                                bridge_id: hop.bridge_id,
-                                sequence: hop.sequence,
-                            };
-                        match kind {
-                            RelayKind::FinalizeTokenDeposit(d) if ours && hop.receive.is_none() => {
-                                hop.receive = Some(leg(event));
-                                if !d.success {
-                                    hop.failed = Some(
-                                        d.reason.clone().unwrap_or_else(|| "deposit failed".into()),
-                                    );
-                                }
-                                changed = true;
-                                d.success
-                            }
-                            RelayKind::FinalizeTokenWithdrawal(_)
-                                if ours && hop.receive.is_none() =>
-                            {
-                                hop.receive = Some(leg(event));
-                                changed = true;
-                                false
-                            }
-                            _ => false,
-                        }
-                    }
+                let (hop_changed, received) = match hop {
+                    Hop::Ibc(hop) => apply_to_ibc_hop(hop, &key, event),
+                    Hop::OpInit(hop) => apply_to_op_hop(hop, &key, event),
                 };
+                changed |= hop_changed;
                 if received && h == last {
                     continuations.push(Continuation {
                         transfer: t,
@@ -382,5 +302,80 @@ impl Tracked {
             }
             None => false,
         }
+    }
+}
+
+/// Applies `event` (found under `key`) to an IBC hop: whether the hop changed, and whether
+/// it was received with a forward memo (its receipt may continue in its tx).
+fn apply_to_ibc_hop(hop: &mut IbcHop, key: &WatchKey, event: &RelayEvent) -> (bool, bool) {
+    let ours = |destination: bool| {
+        *key == WatchKey::Packet {
+            chain: if destination {
+                hop.to_chain.clone()
+            } else {
+                hop.from_chain.clone()
+            },
+            destination,
+            port: if destination {
+                hop.dst_port.clone()
+            } else {
+                hop.src_port.clone()
+            },
+            channel: if destination {
+                hop.dst_channel.clone()
+            } else {
+                hop.src_channel.clone()
+            },
+            sequence: hop.sequence,
+        }
+    };
+    match &event.event {
+        RelayKind::RecvPacket(_) if ours(true) && hop.receive.is_none() => {
+            hop.receive = Some(leg(event));
+            (true, forward_memo(&hop.carried.memo).is_some())
+        }
+        RelayKind::WriteAcknowledgement { ack, .. } if ours(true) && hop.ack.is_none() => {
+            hop.ack = Some(if ack.success {
+                Ok(())
+            } else {
+                Err(ack.error.clone().unwrap_or_else(|| ack.raw.clone()))
+            });
+            (true, false)
+        }
+        RelayKind::AcknowledgePacket(_) if ours(false) && hop.acknowledge.is_none() => {
+            hop.acknowledge = Some(leg(event));
+            (true, false)
+        }
+        RelayKind::TimeoutPacket(_) if ours(false) && hop.timeout.is_none() => {
+            hop.timeout = Some(leg(event));
+            (true, false)
+        }
+        _ => (false, false),
+    }
+}
+
+/// Applies `event` (found under `key`) to an OPinit hop: whether the hop changed, and
+/// whether it was a successful deposit (whose hook may send on in its tx).
+fn apply_to_op_hop(hop: &mut OpHop, key: &WatchKey, event: &RelayEvent) -> (bool, bool) {
+    let ours = *key
+        == WatchKey::Bridge {
+            chain: hop.to_chain.clone(),
+            deposit: hop.deposit,
+            bridge_id: hop.bridge_id,
+            sequence: hop.sequence,
+        };
+    match &event.event {
+        RelayKind::FinalizeTokenDeposit(d) if ours && hop.receive.is_none() => {
+            hop.receive = Some(leg(event));
+            if !d.success {
+                hop.failed = Some(d.reason.clone().unwrap_or_else(|| "deposit failed".into()));
+            }
+            (true, d.success)
+        }
+        RelayKind::FinalizeTokenWithdrawal(_) if ours && hop.receive.is_none() => {
+            hop.receive = Some(leg(event));
+            (true, false)
+        }
+        _ => (false, false),
     }
 }

@@ -357,125 +357,15 @@ impl Tracked {
     }
 
     fn transfer_json(&self, hops: &[Hop], state: TxState, topology: &Topology) -> Value {
-        let leg = |leg: &Option<Leg>| match leg {
-            Some(l) => json!({
-                "chain_id": l.chain_id,
-                "tx_hash": l.tx_hash,
-                "explorer_link": topology.explorer_link(&l.chain_id, &l.tx_hash),
-                "on_chain_at": (l.time_ns > 0).then(|| rfc3339_seconds(l.time_ns))
-            }),
-            None => Value::Null,
-        };
-        let sequence: Vec<Value> = hops
-            .iter()
-            .map(|hop| match hop {
-                Hop::Ibc(h) => {
-                    let hop_state = match hop.state() {
-                        HopState::Pending => "TRANSFER_PENDING",
-                        HopState::Received => "TRANSFER_RECEIVED",
-                        HopState::Success => "TRANSFER_SUCCESS",
-                        HopState::Failure => "TRANSFER_FAILURE",
-                    };
-                    let error = if h.timeout.is_some() {
-                        json!({"type": "PACKET_ERROR_TIMEOUT", "message": "packet timed out", "details": null})
-                    } else if let Some(Err(ack)) = &h.ack {
-                        json!({"type": "PACKET_ERROR_ACKNOWLEDGEMENT", "message": ack, "details": {"code": 0, "message": ack}})
-                    } else {
-                        Value::Null
-                    };
-                    // The tokens arrived: received, and not refused by an error ack.
-                    let arrived = h.receive.is_some() && !matches!(h.ack, Some(Err(_)));
-                    json!({"ibc_transfer": {
-                        "from_chain_id": h.from_chain,
-                        "to_chain_id": h.to_chain,
-                        "src_chain_id": h.from_chain,
-                        "dst_chain_id": h.to_chain,
-                        "state": hop_state,
-                        "denom_in": h.sent_denom(),
-                        "amount_in": h.carried.amount,
-                        "denom_out": h.received_denom(),
-                        "amount_out": arrived.then_some(&h.carried.amount),
-                        "packet_txs": {
-                            "send_tx": leg(&Some(h.send.clone())),
-                            "receive_tx": leg(&h.receive),
-                            "acknowledge_tx": leg(&h.acknowledge),
-                            "timeout_tx": leg(&h.timeout),
-                            "error": error
-                        }
-                    }})
-                }
-                Hop::OpInit(h) => {
-                    let hop_state = match hop.state() {
-                        HopState::Pending => "OPINIT_TRANSFER_SENT",
-                        // Skip's enum has no failure: the deposit was finalized on the
-                        // destination, unsuccessfully; `error` says why.
-                        _ => "OPINIT_TRANSFER_RECEIVED",
-                    };
-                    let arrived = h.receive.is_some() && h.failed.is_none();
-                    json!({"op_init_transfer": {
-                        "from_chain_id": h.from_chain,
-                        "to_chain_id": h.to_chain,
-                        "src_chain_id": h.from_chain,
-                        "dst_chain_id": h.to_chain,
-                        "state": hop_state,
-                        "denom_in": (!h.source_denom.is_empty()).then_some(&h.source_denom),
-                        "amount_in": h.amount,
-                        "denom_out": h.dest_denom,
-                        "amount_out": arrived.then_some(&h.amount),
-                        "txs": {"send_tx": leg(&Some(h.send.clone())), "receive_tx": leg(&h.receive)}
-                    }})
-                }
-            })
-            .collect();
+        let sequence: Vec<Value> = hops.iter().map(|hop| hop_json(hop, topology)).collect();
         let blocking = hops
             .iter()
             .position(|h| h.state() != HopState::Success)
             .filter(|_| !state.is_terminal())
             .map(|i| json!({"transfer_sequence_index": i}))
             .unwrap_or(Value::Null);
-        let release = match state {
-            TxState::CompletedSuccess => hops.last().map(|last| match last {
-                Hop::Ibc(h) => json!({"chain_id": h.to_chain, "denom": h.received_denom(), "amount": h.carried.amount, "released": true}),
-                Hop::OpInit(h) => json!({"chain_id": h.to_chain, "denom": h.dest_denom, "amount": h.amount, "released": true}),
-            }),
-            TxState::CompletedError | TxState::PendingError => hops.first().map(|first| {
-                let released = state == TxState::CompletedError;
-                match first {
-                    Hop::Ibc(h) => json!({"chain_id": h.from_chain, "denom": h.sent_denom(), "amount": h.carried.amount, "released": released}),
-                    Hop::OpInit(h) => json!({"chain_id": h.from_chain, "denom": (!h.source_denom.is_empty()).then_some(&h.source_denom), "amount": h.amount, "released": released}),
-                }
-            }),
-            _ => None,
-        }
-        .unwrap_or(Value::Null);
-        let error = hops
-            .iter()
-            .find(|h| h.state() == HopState::Failure)
-            .map(|h| {
-                let message = match h {
-                    Hop::Ibc(ibc) if ibc.timeout.is_some() => {
-                        format!(
-                            "packet to {} timed out; refunded on the source",
-                            h.to_chain()
-                        )
-                    }
-                    Hop::Ibc(ibc) => format!(
-                        "{} refused the packet: {}",
-                        h.to_chain(),
-                        match &ibc.ack {
-                            Some(Err(e)) => e.as_str(),
-                            _ => "error acknowledgement",
-                        }
-                    ),
-                    Hop::OpInit(op) => format!(
-                        "{} could not finalize the deposit: {}",
-                        h.to_chain(),
-                        op.failed.as_deref().unwrap_or("unknown")
-                    ),
-                };
-                json!({"type": "STATUS_ERROR_TRANSFER", "message": message, "details": null})
-            })
-            .unwrap_or(Value::Null);
+        let release = asset_release_json(hops, state);
+        let error = transfer_error_json(hops);
         json!({
             "state": state.name(),
             "transfer_sequence": sequence,
@@ -484,4 +374,134 @@ impl Tracked {
             "error": error
         })
     }
+}
+
+/// One tx of a hop as the status body shows it (`null` when not seen yet).
+fn leg_json(leg: &Option<Leg>, topology: &Topology) -> Value {
+    match leg {
+        Some(l) => json!({
+            "chain_id": l.chain_id,
+            "tx_hash": l.tx_hash,
+            "explorer_link": topology.explorer_link(&l.chain_id, &l.tx_hash),
+            "on_chain_at": (l.time_ns > 0).then(|| rfc3339_seconds(l.time_ns))
+        }),
+        None => Value::Null,
+    }
+}
+
+/// One entry of a transfer's `transfer_sequence`.
+fn hop_json(hop: &Hop, topology: &Topology) -> Value {
+    match hop {
+        Hop::Ibc(h) => ibc_hop_json(h, hop.state(), topology),
+        Hop::OpInit(h) => op_hop_json(h, hop.state(), topology),
+    }
+}
+
+fn ibc_hop_json(h: &IbcHop, state: HopState, topology: &Topology) -> Value {
+    let hop_state = match state {
+        HopState::Pending => "TRANSFER_PENDING",
+        HopState::Received => "TRANSFER_RECEIVED",
+        HopState::Success => "TRANSFER_SUCCESS",
+        HopState::Failure => "TRANSFER_FAILURE",
+    };
+    let error = if h.timeout.is_some() {
+        json!({"type": "PACKET_ERROR_TIMEOUT", "message": "packet timed out", "details": null})
+    } else if let Some(Err(ack)) = &h.ack {
+        json!({"type": "PACKET_ERROR_ACKNOWLEDGEMENT", "message": ack, "details": {"code": 0, "message": ack}})
+    } else {
+        Value::Null
+    };
+    // The tokens arrived: received, and not refused by an error ack.
+    let arrived = h.receive.is_some() && !matches!(h.ack, Some(Err(_)));
+    json!({"ibc_transfer": {
+        "from_chain_id": h.from_chain,
+        "to_chain_id": h.to_chain,
+        "src_chain_id": h.from_chain,
+        "dst_chain_id": h.to_chain,
+        "state": hop_state,
+        "denom_in": h.sent_denom(),
+        "amount_in": h.carried.amount,
+        "denom_out": h.received_denom(),
+        "amount_out": arrived.then_some(&h.carried.amount),
+        "packet_txs": {
+            "send_tx": leg_json(&Some(h.send.clone()), topology),
+            "receive_tx": leg_json(&h.receive, topology),
+            "acknowledge_tx": leg_json(&h.acknowledge, topology),
+            "timeout_tx": leg_json(&h.timeout, topology),
+            "error": error
+        }
+    }})
+}
+
+fn op_hop_json(h: &OpHop, state: HopState, topology: &Topology) -> Value {
+    let hop_state = match state {
+        HopState::Pending => "OPINIT_TRANSFER_SENT",
+        // Skip's enum has no failure: the deposit was finalized on the
+        // destination, unsuccessfully; `error` says why.
+        _ => "OPINIT_TRANSFER_RECEIVED",
+    };
+    let arrived = h.receive.is_some() && h.failed.is_none();
+    json!({"op_init_transfer": {
+        "from_chain_id": h.from_chain,
+        "to_chain_id": h.to_chain,
+        "src_chain_id": h.from_chain,
+        "dst_chain_id": h.to_chain,
+        "state": hop_state,
+        "denom_in": (!h.source_denom.is_empty()).then_some(&h.source_denom),
+        "amount_in": h.amount,
+        "denom_out": h.dest_denom,
+        "amount_out": arrived.then_some(&h.amount),
+        "txs": {"send_tx": leg_json(&Some(h.send.clone()), topology), "receive_tx": leg_json(&h.receive, topology)}
+    }})
+}
+
+/// A transfer's `transfer_asset_release`: where the tokens ended up (the last hop's
+/// destination on success, the first hop's source on failure), `null` while pending.
+fn asset_release_json(hops: &[Hop], state: TxState) -> Value {
+    match state {
+        TxState::CompletedSuccess => hops.last().map(|last| match last {
+            Hop::Ibc(h) => json!({"chain_id": h.to_chain, "denom": h.received_denom(), "amount": h.carried.amount, "released": true}),
+            Hop::OpInit(h) => json!({"chain_id": h.to_chain, "denom": h.dest_denom, "amount": h.amount, "released": true}),
+        }),
+        TxState::CompletedError | TxState::PendingError => hops.first().map(|first| {
+            let released = state == TxState::CompletedError;
+            match first {
+                Hop::Ibc(h) => json!({"chain_id": h.from_chain, "denom": h.sent_denom(), "amount": h.carried.amount, "released": released}),
+                Hop::OpInit(h) => json!({"chain_id": h.from_chain, "denom": (!h.source_denom.is_empty()).then_some(&h.source_denom), "amount": h.amount, "released": released}),
+            }
+        }),
+        _ => None,
+    }
+    .unwrap_or(Value::Null)
+}
+
+/// A transfer's `error`: why its first failed hop failed, `null` when none has.
+fn transfer_error_json(hops: &[Hop]) -> Value {
+    hops.iter()
+        .find(|h| h.state() == HopState::Failure)
+        .map(|h| {
+            let message = match h {
+                Hop::Ibc(ibc) if ibc.timeout.is_some() => {
+                    format!(
+                        "packet to {} timed out; refunded on the source",
+                        h.to_chain()
+                    )
+                }
+                Hop::Ibc(ibc) => format!(
+                    "{} refused the packet: {}",
+                    h.to_chain(),
+                    match &ibc.ack {
+                        Some(Err(e)) => e.as_str(),
+                        _ => "error acknowledgement",
+                    }
+                ),
+                Hop::OpInit(op) => format!(
+                    "{} could not finalize the deposit: {}",
+                    h.to_chain(),
+                    op.failed.as_deref().unwrap_or("unknown")
+                ),
+            };
+            json!({"type": "STATUS_ERROR_TRANSFER", "message": message, "details": null})
+        })
+        .unwrap_or(Value::Null)
 }

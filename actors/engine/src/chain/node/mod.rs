@@ -339,40 +339,8 @@ impl NodeClient {
             self.rpc::<BlockResults>(&results_path, Some(height)),
         )
         .await?;
-        self.check_chain(&block.block.header.chain_id, || {
-            format!("block {height} from {}", self.base(&Api::Rpc))
-        })?;
-        if block.block.header.height != height as i64 || results.height != height as i64 {
-            return Err(self.malformed(
-                &block_path,
-                "height_mismatch",
-                format!(
-                    "asked for height {height}, got a block of height {} and results of height {}",
-                    block.block.header.height, results.height
-                ),
-            ));
-        }
-        let raws: Vec<Vec<u8>> = block
-            .block
-            .data
-            .txs
-            .iter()
-            .map(|t| B64.decode(t))
-            .collect::<Result<_, _>>()
-            .map_err(|e| {
-                self.malformed(&block_path, "encoding", format!("tx is not base64: {e}"))
-            })?;
-        if raws.len() != results.txs_results.len() {
-            return Err(self.malformed(
-                &results_path,
-                "tx_results_mismatch",
-                format!(
-                    "{} txs in the block but {} results",
-                    raws.len(),
-                    results.txs_results.len()
-                ),
-            ));
-        }
+        self.check_block_of(height, &block, &results, &block_path)?;
+        let raws = self.raw_txs(&block, &results, &block_path, &results_path)?;
         let hash = hex::decode(&block.block_id.hash)
             .map_err(|e| self.malformed(&block_path, "encoding", format!("block hash: {e}")))?;
         let jsons = if raws.is_empty() {
@@ -387,34 +355,7 @@ impl NodeClient {
         let mut finalize_events = results.finalize_block_events;
         finalize_events.extend(results.begin_block_events);
         finalize_events.extend(results.end_block_events);
-        let txs = raws
-            .into_iter()
-            .zip(results.txs_results)
-            .zip(jsons)
-            .map(|((raw, result), json)| -> Result<TxBundle, SourceError> {
-                let data = if result.data.is_empty() {
-                    vec![]
-                } else {
-                    B64.decode(&result.data).map_err(|e| {
-                        self.malformed(&results_path, "encoding", format!("tx data: {e}"))
-                    })?
-                };
-                Ok(TxBundle {
-                    raw,
-                    json,
-                    result: TxResult {
-                        code: result.code,
-                        codespace: result.codespace,
-                        data,
-                        log: result.log,
-                        info: result.info,
-                        gas_wanted: result.gas_wanted,
-                        gas_used: result.gas_used,
-                        events: result.events,
-                    },
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let txs = self.tx_bundles(raws, results.txs_results, jsons, &results_path)?;
         Ok(BlockBundle {
             chain_id: block.block.header.chain_id,
             height,
@@ -433,6 +374,99 @@ impl NodeClient {
         })
     }
 
+    /// The block is of the configured chain, and it and its results of the height asked for.
+    fn check_block_of(
+        &self,
+        height: u64,
+        block: &BlockResponse,
+        results: &BlockResults,
+        block_path: &str,
+    ) -> Result<(), SourceError> {
+        self.check_chain(&block.block.header.chain_id, || {
+            format!("block {height} from {}", self.base(&Api::Rpc))
+        })?;
+        if block.block.header.height != height as i64 || results.height != height as i64 {
+            return Err(self.malformed(
+                block_path,
+                "height_mismatch",
+                format!(
+                    "asked for height {height}, got a block of height {} and results of height {}",
+                    block.block.header.height, results.height
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The block's raw txs, decoded from base64; there must be one result per tx.
+    fn raw_txs(
+        &self,
+        block: &BlockResponse,
+        results: &BlockResults,
+        block_path: &str,
+        results_path: &str,
+    ) -> Result<Vec<Vec<u8>>, SourceError> {
+        let raws: Vec<Vec<u8>> = block
+            .block
+            .data
+            .txs
+            .iter()
+            .map(|t| B64.decode(t))
+            .collect::<Result<_, _>>()
+            .map_err(|e| {
+                self.malformed(block_path, "encoding", format!("tx is not base64: {e}"))
+            })?;
+        if raws.len() != results.txs_results.len() {
+            return Err(self.malformed(
+                results_path,
+                "tx_results_mismatch",
+                format!(
+                    "{} txs in the block but {} results",
+                    raws.len(),
+                    results.txs_results.len()
+                ),
+            ));
+        }
+        Ok(raws)
+    }
+
+    /// Each tx's raw bytes, REST form and result (its data decoded from base64), in order.
+    fn tx_bundles(
+        &self,
+        raws: Vec<Vec<u8>>,
+        results: Vec<ExecTxResult>,
+        jsons: Vec<TxJson>,
+        results_path: &str,
+    ) -> Result<Vec<TxBundle>, SourceError> {
+        raws.into_iter()
+            .zip(results)
+            .zip(jsons)
+            .map(|((raw, result), json)| -> Result<TxBundle, SourceError> {
+                let data = if result.data.is_empty() {
+                    vec![]
+                } else {
+                    B64.decode(&result.data).map_err(|e| {
+                        self.malformed(results_path, "encoding", format!("tx data: {e}"))
+                    })?
+                };
+                Ok(TxBundle {
+                    raw,
+                    json,
+                    result: TxResult {
+                        code: result.code,
+                        codespace: result.codespace,
+                        data,
+                        log: result.log,
+                        info: result.info,
+                        gas_wanted: result.gas_wanted,
+                        gas_used: result.gas_used,
+                        events: result.events,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    }
+
     /// The REST (decoded) form of each raw tx, matched to it by its joined signatures.
     async fn rest_txs(
         &self,
@@ -440,7 +474,30 @@ impl NodeClient {
         block_hash: &[u8],
         raws: &[Vec<u8>],
     ) -> Result<Vec<TxJson>, SourceError> {
-        let mut fetched = Vec::with_capacity(raws.len());
+        let fetched = self.rest_block_txs(height, block_hash, raws.len()).await?;
+        if fetched.len() != raws.len() {
+            return Err(self.malformed(
+                "/cosmos/tx/v1beta1/txs/block",
+                "rest_mismatch",
+                format!(
+                    "REST returned {} txs for the {} raw txs of height {height}",
+                    fetched.len(),
+                    raws.len()
+                ),
+            ));
+        }
+        self.match_rest_txs(height, fetched, raws)
+    }
+
+    /// The REST txs of the block at `height`, page by page until `expected` are fetched (or
+    /// the node has no more); each page must be of the block `block_hash` when it says.
+    async fn rest_block_txs(
+        &self,
+        height: u64,
+        block_hash: &[u8],
+        expected: usize,
+    ) -> Result<Vec<Box<serde_json::value::RawValue>>, SourceError> {
+        let mut fetched = Vec::with_capacity(expected);
         let mut key: Option<String> = None;
         loop {
             let path = match &key {
@@ -454,25 +511,7 @@ impl NodeClient {
                 ),
             };
             let page: RestBlockTxs = self.rest(&path).await?;
-            // Gateways that include the block id let us check the page is of this block.
-            if let Some(hash) = page
-                .block_id
-                .as_ref()
-                .and_then(|b| B64.decode(&b.hash).ok())
-                .filter(|hash| !hash.is_empty())
-            {
-                if hash != block_hash {
-                    return Err(self.malformed(
-                        "/cosmos/tx/v1beta1/txs/block",
-                        "rest_mismatch",
-                        format!(
-                            "REST answered for block {} instead of block {} at height {height}",
-                            hex::encode_upper(&hash),
-                            hex::encode_upper(block_hash)
-                        ),
-                    ));
-                }
-            }
+            self.check_rest_page_block(height, block_hash, &page)?;
             let got = page.txs.len();
             fetched.extend(page.txs);
             let total: usize = page
@@ -486,23 +525,50 @@ impl NodeClient {
                 .filter(|k| !k.is_empty());
             // Some nodes drop next_key early: fall back to offsets while short of the total.
             if got == 0
-                || (key.is_none() && fetched.len() >= total.max(raws.len()))
-                || fetched.len() >= raws.len()
+                || (key.is_none() && fetched.len() >= total.max(expected))
+                || fetched.len() >= expected
             {
                 break;
             }
         }
-        if fetched.len() != raws.len() {
-            return Err(self.malformed(
-                "/cosmos/tx/v1beta1/txs/block",
-                "rest_mismatch",
-                format!(
-                    "REST returned {} txs for the {} raw txs of height {height}",
-                    fetched.len(),
-                    raws.len()
-                ),
-            ));
+        Ok(fetched)
+    }
+
+    /// Gateways that include the block id let us check the page is of this block.
+    fn check_rest_page_block(
+        &self,
+        height: u64,
+        block_hash: &[u8],
+        page: &RestBlockTxs,
+    ) -> Result<(), SourceError> {
+        if let Some(hash) = page
+            .block_id
+            .as_ref()
+            .and_then(|b| B64.decode(&b.hash).ok())
+            .filter(|hash| !hash.is_empty())
+        {
+            if hash != block_hash {
+                return Err(self.malformed(
+                    "/cosmos/tx/v1beta1/txs/block",
+                    "rest_mismatch",
+                    format!(
+                        "REST answered for block {} instead of block {} at height {height}",
+                        hex::encode_upper(&hash),
+                        hex::encode_upper(block_hash)
+                    ),
+                ));
+            }
         }
+        Ok(())
+    }
+
+    /// Puts the REST txs (as many as `raws`) in the raw txs' order.
+    fn match_rest_txs(
+        &self,
+        height: u64,
+        fetched: Vec<Box<serde_json::value::RawValue>>,
+        raws: &[Vec<u8>],
+    ) -> Result<Vec<TxJson>, SourceError> {
         // REST keeps block order: match by position when the signatures agree (or the raw tx
         // is undecodable); fall back to matching by signatures when the order differs.
         let joined = |tx: &serde_json::value::RawValue| {

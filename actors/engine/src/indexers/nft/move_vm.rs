@@ -150,44 +150,7 @@ pub(super) fn apply(
                 created,
             )?;
         }
-        MINT => {
-            let collection = object(&data, "collection")?;
-            let nft_text = text(&data, "nft")?;
-            let nft = object(&data, "nft")?;
-            let creator = match state.collection(&collection)?.map(|c| c.creator.clone()) {
-                Some(creator) => creator,
-                None => {
-                    let collection_text = text(&data, "collection")?;
-                    let Some((name, creator)) = held_collection(answers, collection_text) else {
-                        return Err(malformed(
-                            "mint into a collection this index does not hold, and the chain did not say what it is",
-                        ));
-                    };
-                    state.create_collection(
-                        &collection,
-                        &name,
-                        &creator,
-                        (state.height, state.time_ns),
-                    )?;
-                    creator
-                }
-            };
-            // The resource is read after the block: a token burned in the same block has
-            // none, and its id comes from the event (`index` on old stdlibs).
-            let (token_id, uri) = match minted_token(answers, nft_text) {
-                Some(found) => found,
-                None => {
-                    let id = data["token_id"]
-                        .as_str()
-                        .or(data["index"].as_str())
-                        .ok_or_else(|| malformed("mint event has no token id"))?;
-                    (id.to_string(), String::new())
-                }
-            };
-            check_token_id(&token_id)?;
-            state.mint(&collection, &token_id, &nft, &creator, &uri)?;
-            state.touch(&collection, &token_id, tx.index, tx.hash());
-        }
+        MINT => mint(state, tx, &data, answers)?,
         TRANSFER => {
             let object_addr = object(&data, "object")?;
             if let Some((collection, token_id)) = state.object_token(&object_addr)? {
@@ -216,6 +179,48 @@ pub(super) fn apply(
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// A `MintEvent`: the token goes to its collection's creator (a collection created before
+/// the index began is first recorded from what the chain holds for it).
+fn mint(
+    state: &mut BlockState,
+    tx: &TxContext<'_>,
+    data: &Value,
+    answers: &Answers,
+) -> Result<(), EventError> {
+    let collection = object(data, "collection")?;
+    let nft_text = text(data, "nft")?;
+    let nft = object(data, "nft")?;
+    let creator = match state.collection(&collection)?.map(|c| c.creator.clone()) {
+        Some(creator) => creator,
+        None => {
+            let collection_text = text(data, "collection")?;
+            let Some((name, creator)) = held_collection(answers, collection_text) else {
+                return Err(malformed(
+                    "mint into a collection this index does not hold, and the chain did not say what it is",
+                ));
+            };
+            state.create_collection(&collection, &name, &creator, (state.height, state.time_ns))?;
+            creator
+        }
+    };
+    // The resource is read after the block: a token burned in the same block has
+    // none, and its id comes from the event (`index` on old stdlibs).
+    let (token_id, uri) = match minted_token(answers, nft_text) {
+        Some(found) => found,
+        None => {
+            let id = data["token_id"]
+                .as_str()
+                .or(data["index"].as_str())
+                .ok_or_else(|| malformed("mint event has no token id"))?;
+            (id.to_string(), String::new())
+        }
+    };
+    check_token_id(&token_id)?;
+    state.mint(&collection, &token_id, &nft, &creator, &uri)?;
+    state.touch(&collection, &token_id, tx.index, tx.hash());
     Ok(())
 }
 

@@ -261,6 +261,34 @@ impl<'a> BlockState<'a> {
         batch: &mut crate::store::Batch,
     ) -> Result<Vec<(u64, String, String)>, StoreError> {
         self.apply_origins(batch)?;
+        let (counts, collection_counts) = self.write_tokens(batch);
+        self.move_collection_counts(collection_counts)?;
+        self.write_counts(counts, batch)?;
+        self.write_token_txs(batch)?;
+        for (contract, origin) in &self.contracts {
+            batch.insert(with_addr(CONTRACT, contract), json(origin));
+        }
+        for contract in &self.not_collections {
+            batch.insert(with_addr(NOT_COLLECTION, contract), []);
+        }
+        let renamed = self.write_collections(batch);
+        // Only when a collection took a number: a block that writes nothing leaves the
+        // domain's change count (and the answers kept on it) alone.
+        if self.last_number != self.first_number {
+            batch.insert(
+                core_keys::meta(META_COLLECTIONS),
+                self.last_number.to_be_bytes(),
+            );
+        }
+        Ok(renamed)
+    }
+
+    /// Writes the changed tokens (record, index entries, object entry); returns the counter
+    /// deltas per counted prefix and the live-token deltas per collection.
+    fn write_tokens(
+        &mut self,
+        batch: &mut crate::store::Batch,
+    ) -> (HashMap<Vec<u8>, i64>, HashMap<Vec<u8>, i64>) {
         let mut counts: HashMap<Vec<u8>, i64> = HashMap::new();
         let mut collection_counts: HashMap<Vec<u8>, i64> = HashMap::new();
         let tokens = std::mem::take(&mut self.tokens);
@@ -302,6 +330,15 @@ impl<'a> BlockState<'a> {
                 *collection_counts.entry(collection).or_default() += delta;
             }
         }
+        (counts, collection_counts)
+    }
+
+    /// Moves each collection's token count by its delta; a collection a mint or burn
+    /// changed takes the block's height and time even when its count did not move.
+    fn move_collection_counts(
+        &mut self,
+        mut collection_counts: HashMap<Vec<u8>, i64>,
+    ) -> Result<(), StoreError> {
         for collection in std::mem::take(&mut self.minted_or_burned) {
             collection_counts.entry(collection).or_default();
         }
@@ -313,7 +350,11 @@ impl<'a> BlockState<'a> {
                 record.time_ns = time_ns;
             }
         }
-        self.write_counts(counts, batch)?;
+        Ok(())
+    }
+
+    /// Writes each touched token's tx entries and adds them to its tx counter.
+    fn write_token_txs(&mut self, batch: &mut crate::store::Batch) -> Result<(), StoreError> {
         let mut edges: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
         for ((collection, token_id, index), hash) in std::mem::take(&mut self.touched) {
             let mut key = keys::token_txs(&collection, &token_id);
@@ -327,12 +368,12 @@ impl<'a> BlockState<'a> {
             let total = read_u64_at(self.tree, &counter)?.unwrap_or(0) + added;
             batch.insert(counter, total.to_be_bytes());
         }
-        for (contract, origin) in &self.contracts {
-            batch.insert(with_addr(CONTRACT, contract), json(origin));
-        }
-        for contract in &self.not_collections {
-            batch.insert(with_addr(NOT_COLLECTION, contract), []);
-        }
+        Ok(())
+    }
+
+    /// Writes the changed collections, and the creation and name index entries of the new
+    /// ones; returns those whose names changed (creation number, name, origin name).
+    fn write_collections(&self, batch: &mut crate::store::Batch) -> Vec<(u64, String, String)> {
         let mut renamed = Vec::new();
         for (addr, slot) in &self.collections {
             let Some(record) = &slot.after else { continue };
@@ -361,15 +402,7 @@ impl<'a> BlockState<'a> {
                 ));
             }
         }
-        // Only when a collection took a number: a block that writes nothing leaves the
-        // domain's change count (and the answers kept on it) alone.
-        if self.last_number != self.first_number {
-            batch.insert(
-                core_keys::meta(META_COLLECTIONS),
-                self.last_number.to_be_bytes(),
-            );
-        }
-        Ok(renamed)
+        renamed
     }
 
     /// Stores the block's origin names and applies them to the collections so named.

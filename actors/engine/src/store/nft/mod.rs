@@ -219,13 +219,6 @@ impl NftStore {
                 record.render_owned_by(collection, owner).into_bytes(),
             ))
         };
-        let order_of = request.order;
-        let list = |prefix: Vec<u8>, owner: Option<&[u8]>, fixed: Fixed| List {
-            prefix,
-            owner: owner.map(<[u8]>::to_vec),
-            fixed,
-            order: order_of,
-        };
         match (&filter.owner, &filter.collection, &filter.token_id) {
             // One token at most: a direct read.
             (owner, Some(collection), Some(token_id)) => {
@@ -238,58 +231,91 @@ impl NftStore {
                 let mut prefix = with_addr(OWNER, owner);
                 push_token(&mut prefix, token_id);
                 let total = self.tree().scan_prefix(&prefix).count() as u64;
-                let list = list(prefix, Some(owner), Fixed::Token(token_id.clone()));
+                let fixed = Fixed::Token(token_id.clone());
+                let list = List::new(prefix, Some(owner), fixed, request.order);
                 self.page_of::<Addr>(&list, request, total, &mut render)
             }
             (None, Some(collection), None) => {
-                let total = self.domain.counter(&count(&with_addr(TOKEN, collection)))?;
-                let fixed = Fixed::Collection(collection.clone());
-                match order {
-                    TokenOrder::TokenId => {
-                        let list = list(with_addr(TOKEN, collection), None, fixed);
-                        self.page_of::<TokenId>(&list, request, total, &mut render)
-                    }
-                    TokenOrder::Height => {
-                        let list = list(with_addr(COLLECTION_BY_HEIGHT, collection), None, fixed);
-                        self.page_of::<HeightToken>(&list, request, total, &mut render)
-                    }
-                }
+                self.collection_tokens(collection, order, request, &mut render)
             }
             (Some(owner), Some(collection), None) => {
-                let total = self.domain.counter(&count(&with_addrs(
-                    OWNER_COLLECTION,
-                    owner,
-                    collection,
-                )))?;
-                let fixed = Fixed::Collection(collection.clone());
-                match order {
-                    TokenOrder::TokenId => {
-                        let prefix = with_addrs(OWNER_COLLECTION, owner, collection);
-                        let list = list(prefix, Some(owner), fixed);
-                        self.page_of::<TokenId>(&list, request, total, &mut render)
-                    }
-                    TokenOrder::Height => {
-                        let prefix = with_addrs(OWNER_COLLECTION_BY_HEIGHT, owner, collection);
-                        let list = list(prefix, Some(owner), fixed);
-                        self.page_of::<HeightToken>(&list, request, total, &mut render)
-                    }
-                }
+                self.owner_collection_tokens(owner, collection, order, request, &mut render)
             }
-            (Some(owner), None, None) => {
-                let total = self.domain.counter(&count(&with_addr(OWNER, owner)))?;
-                match order {
-                    TokenOrder::TokenId => {
-                        let list = list(with_addr(OWNER, owner), Some(owner), Fixed::None);
-                        self.page_of::<TokenCollection>(&list, request, total, &mut render)
-                    }
-                    TokenOrder::Height => {
-                        let list =
-                            list(with_addr(OWNER_BY_HEIGHT, owner), Some(owner), Fixed::None);
-                        self.page_of::<HeightTokenCollection>(&list, request, total, &mut render)
-                    }
-                }
-            }
+            (Some(owner), None, None) => self.owner_tokens(owner, order, request, &mut render),
             (None, None, _) => Err(corrupt(b"", "a token list needs an owner or a collection")),
+        }
+    }
+
+    /// One page of a collection's tokens.
+    fn collection_tokens(
+        &self,
+        collection: &[u8],
+        order: TokenOrder,
+        request: &PageRequest<TokenCursor>,
+        render: &mut impl FnMut(&TokenRecord) -> Result<Bytes, StoreError>,
+    ) -> Result<Page<TokenCursor>, StoreError> {
+        let total = self.domain.counter(&count(&with_addr(TOKEN, collection)))?;
+        let fixed = Fixed::Collection(collection.to_vec());
+        match order {
+            TokenOrder::TokenId => {
+                let list = List::new(with_addr(TOKEN, collection), None, fixed, request.order);
+                self.page_of::<TokenId>(&list, request, total, render)
+            }
+            TokenOrder::Height => {
+                let prefix = with_addr(COLLECTION_BY_HEIGHT, collection);
+                let list = List::new(prefix, None, fixed, request.order);
+                self.page_of::<HeightToken>(&list, request, total, render)
+            }
+        }
+    }
+
+    /// One page of the tokens `owner` holds in a collection.
+    fn owner_collection_tokens(
+        &self,
+        owner: &[u8],
+        collection: &[u8],
+        order: TokenOrder,
+        request: &PageRequest<TokenCursor>,
+        render: &mut impl FnMut(&TokenRecord) -> Result<Bytes, StoreError>,
+    ) -> Result<Page<TokenCursor>, StoreError> {
+        let total =
+            self.domain
+                .counter(&count(&with_addrs(OWNER_COLLECTION, owner, collection)))?;
+        let fixed = Fixed::Collection(collection.to_vec());
+        match order {
+            TokenOrder::TokenId => {
+                let prefix = with_addrs(OWNER_COLLECTION, owner, collection);
+                let list = List::new(prefix, Some(owner), fixed, request.order);
+                self.page_of::<TokenId>(&list, request, total, render)
+            }
+            TokenOrder::Height => {
+                let prefix = with_addrs(OWNER_COLLECTION_BY_HEIGHT, owner, collection);
+                let list = List::new(prefix, Some(owner), fixed, request.order);
+                self.page_of::<HeightToken>(&list, request, total, render)
+            }
+        }
+    }
+
+    /// One page of the tokens `owner` holds, across collections.
+    fn owner_tokens(
+        &self,
+        owner: &[u8],
+        order: TokenOrder,
+        request: &PageRequest<TokenCursor>,
+        render: &mut impl FnMut(&TokenRecord) -> Result<Bytes, StoreError>,
+    ) -> Result<Page<TokenCursor>, StoreError> {
+        let total = self.domain.counter(&count(&with_addr(OWNER, owner)))?;
+        match order {
+            TokenOrder::TokenId => {
+                let prefix = with_addr(OWNER, owner);
+                let list = List::new(prefix, Some(owner), Fixed::None, request.order);
+                self.page_of::<TokenCollection>(&list, request, total, render)
+            }
+            TokenOrder::Height => {
+                let prefix = with_addr(OWNER_BY_HEIGHT, owner);
+                let list = List::new(prefix, Some(owner), Fixed::None, request.order);
+                self.page_of::<HeightTokenCollection>(&list, request, total, render)
+            }
         }
     }
 
@@ -407,6 +433,17 @@ struct List {
     owner: Option<Vec<u8>>,
     fixed: Fixed,
     order: Order,
+}
+
+impl List {
+    fn new(prefix: Vec<u8>, owner: Option<&[u8]>, fixed: Fixed, order: Order) -> List {
+        List {
+            prefix,
+            owner: owner.map(<[u8]>::to_vec),
+            fixed,
+            order,
+        }
+    }
 }
 
 /// A key family of a token list.
