@@ -245,7 +245,12 @@ pub fn app(
             let response = service.call(req);
             async move {
                 match response.await {
-                    Ok(response) => Ok(record_answer(listener, method, started, json_error(response))),
+                    Ok(response) => Ok(record_answer(
+                        listener,
+                        method,
+                        started,
+                        json_error(response),
+                    )),
                     Err(error) => {
                         record_failure(listener, method, started, &error);
                         Err(error)
