@@ -173,6 +173,32 @@ fn import_assets(
     counterparties: &Value,
     names: &HashMap<String, String>,
 ) -> Vec<RegAsset> {
+    let listed = listed_assets(assets_json, counterparties);
+    let decimals_of = decimals_by_asset(&listed);
+    let mut assets: Vec<RegAsset> = Vec::new();
+    let mut helpers: Vec<RegAsset> = Vec::new();
+    for (chain_id, asset) in &listed {
+        let traces = Traces::read(chain_id, asset, names);
+        let wraps = traces.wrapped_denom();
+        if let Some(bank) = &wraps {
+            let known = listed
+                .iter()
+                .any(|(c, a)| c == chain_id && text(&a["base"]) == *bank)
+                || helpers
+                    .iter()
+                    .any(|h| h.chain_id == *chain_id && h.denom == *bank);
+            if !known {
+                helpers.push(bank_helper(chain_id, asset, bank, &traces, &decimals_of));
+            }
+        }
+        assets.push(listed_asset(chain_id, asset, traces, wraps));
+    }
+    assets.extend(helpers);
+    assets
+}
+
+/// Each asset of `assets.json`, then each of the counterparties', with its chain id.
+fn listed_assets(assets_json: &Value, counterparties: &Value) -> Vec<(String, Value)> {
     let mut listed: Vec<(String, Value)> = Vec::new();
     for (_, entry) in assets_json["chains"].as_object().into_iter().flatten() {
         for asset in array(&entry["assets"]) {
@@ -184,7 +210,13 @@ fn import_assets(
             listed.push((text(&entry["chain_id"]), asset.clone()));
         }
     }
-    let decimals_of: HashMap<(String, String), u32> = listed
+    listed
+}
+
+/// The decimals of every listed asset by (chain id, denom): a helper bank denom takes those
+/// of its origin.
+fn decimals_by_asset(listed: &[(String, Value)]) -> HashMap<(String, String), u32> {
+    listed
         .iter()
         .map(|(chain, a)| {
             (
@@ -192,11 +224,20 @@ fn import_assets(
                 a["decimals"].as_u64().unwrap_or(0) as u32,
             )
         })
-        .collect();
-    let mut assets: Vec<RegAsset> = Vec::new();
-    let mut helpers: Vec<RegAsset> = Vec::new();
-    for (chain_id, asset) in &listed {
-        let denom = text(&asset["base"]);
+        .collect()
+}
+
+/// What an asset's traces say: the IBC paths it travelled, where it comes from, and the
+/// final `wrapped` trace when it wraps a bank denom of its own chain.
+struct Traces<'a> {
+    ibc_paths: Vec<String>,
+    origin_chain_id: String,
+    origin_denom: String,
+    wrapped: Option<&'a Value>,
+}
+
+impl<'a> Traces<'a> {
+    fn read(chain_id: &str, asset: &'a Value, names: &HashMap<String, String>) -> Self {
         let traces = array(&asset["traces"]);
         let ibc_paths: Vec<String> = traces
             .iter()
@@ -204,13 +245,6 @@ fn import_assets(
             .map(|t| text(&t["chain"]["path"]))
             .filter(|p| !p.is_empty())
             .collect();
-        let trace_for = |bank: &str| {
-            ibc_paths
-                .iter()
-                .find(|p| ibc_denom(p) == bank)
-                .cloned()
-                .unwrap_or_default()
-        };
         let (origin_chain_id, origin_denom) = match traces.first() {
             Some(first) => {
                 let counterparty = &first["counterparty"];
@@ -226,75 +260,97 @@ fn import_assets(
         // bank denom (an earlier one describes a hop before the asset left that chain).
         let wrapped = traces.last().filter(|t| {
             t["type"] == "wrapped"
-                && (t["counterparty"]["chain_id"].as_str() == Some(chain_id.as_str())
-                    || names.get(&text(&t["counterparty"]["chain_name"])) == Some(chain_id))
+                && (t["counterparty"]["chain_id"].as_str() == Some(chain_id)
+                    || names
+                        .get(&text(&t["counterparty"]["chain_name"]))
+                        .map(String::as_str)
+                        == Some(chain_id))
         });
-        let wraps = wrapped
-            .map(|t| text(&t["counterparty"]["base_denom"]))
-            .filter(|d| !d.is_empty());
-        let symbol = text(&asset["symbol"]);
-        if let Some(bank) = &wraps {
-            if !listed
-                .iter()
-                .any(|(c, a)| c == chain_id && text(&a["base"]) == *bank)
-                && !helpers
-                    .iter()
-                    .any(|h| h.chain_id == *chain_id && h.denom == *bank)
-            {
-                let bank_decimals = decimals_of
-                    .get(&(origin_chain_id.clone(), origin_denom.clone()))
-                    .copied()
-                    .unwrap_or(6);
-                helpers.push(RegAsset {
-                    chain_id: chain_id.clone(),
-                    denom: bank.clone(),
-                    symbol: symbol.clone(),
-                    name: format!("{} (bank denom)", text(&asset["name"])),
-                    decimals: bank_decimals,
-                    trace: if bank.starts_with("ibc/") {
-                        trace_for(bank)
-                    } else {
-                        String::new()
-                    },
-                    origin_chain_id: origin_chain_id.clone(),
-                    origin_denom: origin_denom.clone(),
-                    coingecko_id: asset["coingecko_id"].as_str().map(str::to_string),
-                    token_contract: None,
-                    wraps: None,
-                    wrapper_contract: None,
-                    hidden: true,
-                    logo_uri: None,
-                });
-            }
-        }
-        assets.push(RegAsset {
-            chain_id: chain_id.clone(),
-            trace: if denom.starts_with("ibc/") {
-                trace_for(&denom)
-            } else {
-                String::new()
-            },
-            denom,
-            symbol,
-            name: text(&asset["name"]),
-            decimals: asset["decimals"].as_u64().unwrap_or(0) as u32,
+        Traces {
+            ibc_paths,
             origin_chain_id,
             origin_denom,
-            coingecko_id: asset["coingecko_id"].as_str().map(str::to_string),
-            token_contract: asset["address"]
-                .as_str()
-                .filter(|_| asset["type_asset"] == "erc20")
-                .map(str::to_string),
-            wrapper_contract: wrapped
-                .map(|t| text(&t["chain"]["contract"]))
-                .filter(|c| !c.is_empty()),
-            wraps,
-            hidden: false,
-            logo_uri: None,
-        });
+            wrapped,
+        }
     }
-    assets.extend(helpers);
-    assets
+
+    /// The bank denom the asset wraps, if it is a wrapper.
+    fn wrapped_denom(&self) -> Option<String> {
+        self.wrapped
+            .map(|t| text(&t["counterparty"]["base_denom"]))
+            .filter(|d| !d.is_empty())
+    }
+
+    /// The trace of `denom`: for an `ibc/` denom the IBC path that hashes to it (empty when
+    /// none does), else empty.
+    fn trace_of(&self, denom: &str) -> String {
+        if !denom.starts_with("ibc/") {
+            return String::new();
+        }
+        self.ibc_paths
+            .iter()
+            .find(|p| ibc_denom(p) == denom)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// The hidden asset of the bank denom `bank` a listed wrapper wraps, with its origin's
+/// decimals (6 when the origin is not listed).
+fn bank_helper(
+    chain_id: &str,
+    asset: &Value,
+    bank: &str,
+    traces: &Traces,
+    decimals_of: &HashMap<(String, String), u32>,
+) -> RegAsset {
+    let bank_decimals = decimals_of
+        .get(&(traces.origin_chain_id.clone(), traces.origin_denom.clone()))
+        .copied()
+        .unwrap_or(6);
+    RegAsset {
+        chain_id: chain_id.to_string(),
+        denom: bank.to_string(),
+        symbol: text(&asset["symbol"]),
+        name: format!("{} (bank denom)", text(&asset["name"])),
+        decimals: bank_decimals,
+        trace: traces.trace_of(bank),
+        origin_chain_id: traces.origin_chain_id.clone(),
+        origin_denom: traces.origin_denom.clone(),
+        coingecko_id: asset["coingecko_id"].as_str().map(str::to_string),
+        token_contract: None,
+        wraps: None,
+        wrapper_contract: None,
+        hidden: true,
+        logo_uri: None,
+    }
+}
+
+/// The registry entry of a listed asset.
+fn listed_asset(chain_id: &str, asset: &Value, traces: Traces, wraps: Option<String>) -> RegAsset {
+    let denom = text(&asset["base"]);
+    RegAsset {
+        chain_id: chain_id.to_string(),
+        trace: traces.trace_of(&denom),
+        denom,
+        symbol: text(&asset["symbol"]),
+        name: text(&asset["name"]),
+        decimals: asset["decimals"].as_u64().unwrap_or(0) as u32,
+        origin_chain_id: traces.origin_chain_id,
+        origin_denom: traces.origin_denom,
+        coingecko_id: asset["coingecko_id"].as_str().map(str::to_string),
+        token_contract: asset["address"]
+            .as_str()
+            .filter(|_| asset["type_asset"] == "erc20")
+            .map(str::to_string),
+        wrapper_contract: traces
+            .wrapped
+            .map(|t| text(&t["chain"]["contract"]))
+            .filter(|c| !c.is_empty()),
+        wraps,
+        hidden: false,
+        logo_uri: None,
+    }
 }
 
 /// The open-or-closed IBC channels of `ibc.json` between chains the registry knows.

@@ -61,57 +61,96 @@ where
         .shutdown_timeout(5)
         .max_concurrent_connections(max_connections)
         .listen(format!("weaver-{name}-{bound}"), listener, move || {
-            let limits = limits.clone();
-            let shutdown = shutdown.clone();
-            let app = factory()
-                .into_factory()
-                .map_err(|e: actix_web::Error| e.error_response());
-            let service = actix_http::HttpService::build()
-                .graceful_shutdown_signal(move || {
-                    let shutdown = shutdown.clone();
-                    async move { shutdown.notified().await }
-                })
-                .client_request_timeout(header_timeout)
-                // HttpServer's default (actix-http's own is none).
-                .client_disconnect_timeout(Duration::from_secs(1))
-                // A client that closes its side is gone: the connection is shut down at once
-                // and a response still streaming (an SSE status stream) dropped with it, which
-                // frees its stream slot (actix's default keeps streaming into a socket the
-                // client closed until a write fails: 15-30 s for an idle SSE stream).
-                .h1_allow_half_closed(false)
-                .local_addr(bound)
-                .on_connect_ext({
-                    let limits = limits.clone();
-                    move |io: &JsonErrorIo<TcpStream>, data| {
-                        limits.on_connect(io.get_ref(), io.peer(), data)
-                    }
-                })
-                // The app config only feeds URL generation and `ConnectionInfo`'s fallback
-                // host, neither of which weaver uses.
-                .h1(actix_service::map_config(app, |()| {
-                    actix_web::dev::AppConfig::default()
-                }));
-            actix_service::fn_service(move |mut io: TcpStream| {
-                let limits = limits.clone();
-                async move {
-                    // Every write goes out at once, as nginx (`tcp_nodelay on`) sends it: with
-                    // Nagle's algorithm the last short segment of an answer waited for the
-                    // client's (delayed) ACK of the ones before (actix-http 3.20 leaves the
-                    // option unset unless asked).
-                    let _ = io.set_nodelay(true);
-                    // The client: the TCP peer, or the one a PROXY header names.
-                    let peer = limits
-                        .connection_peer(&mut io)
-                        .await
-                        .map_err(actix_http::error::DispatchError::Io)?;
-                    Ok::<_, actix_http::error::DispatchError>((JsonErrorIo::new(io, peer), peer))
-                }
-            })
-            .and_then(service)
+            let http = http1_service(factory(), &limits, shutdown.clone(), header_timeout, bound);
+            accept_connection(limits.clone()).and_then(http)
         })
         .map_err(cannot)?
         .run();
     Ok((server, bound))
+}
+
+/// One worker's HTTP/1 service of `app` on connections wrapped in [`JsonErrorIo`], with
+/// `HttpServer`'s settings and the listener's head timeout and connection tickets.
+fn http1_service<T, B>(
+    app: actix_web::App<T>,
+    limits: &Arc<http::ListenerLimits>,
+    shutdown: actix_server::GracefulShutdownSignal,
+    header_timeout: Duration,
+    bound: SocketAddr,
+) -> impl actix_service::ServiceFactory<
+    (JsonErrorIo<TcpStream>, Option<SocketAddr>),
+    Config = (),
+    Response = (),
+    Error = actix_http::error::DispatchError,
+    InitError = (),
+>
+where
+    T: actix_web::dev::ServiceFactory<
+            actix_web::dev::ServiceRequest,
+            Config = (),
+            Response = actix_web::dev::ServiceResponse<B>,
+            Error = actix_web::Error,
+            InitError = (),
+        > + 'static,
+    B: actix_web::body::MessageBody + 'static,
+{
+    let app = app
+        .into_factory()
+        .map_err(|e: actix_web::Error| e.error_response());
+    actix_http::HttpService::build()
+        .graceful_shutdown_signal(move || {
+            let shutdown = shutdown.clone();
+            async move { shutdown.notified().await }
+        })
+        .client_request_timeout(header_timeout)
+        // HttpServer's default (actix-http's own is none).
+        .client_disconnect_timeout(Duration::from_secs(1))
+        // A client that closes its side is gone: the connection is shut down at once
+        // and a response still streaming (an SSE status stream) dropped with it, which
+        // frees its stream slot (actix's default keeps streaming into a socket the
+        // client closed until a write fails: 15-30 s for an idle SSE stream).
+        .h1_allow_half_closed(false)
+        .local_addr(bound)
+        .on_connect_ext({
+            let limits = limits.clone();
+            move |io: &JsonErrorIo<TcpStream>, data| {
+                limits.on_connect(io.get_ref(), io.peer(), data)
+            }
+        })
+        // The app config only feeds URL generation and `ConnectionInfo`'s fallback
+        // host, neither of which weaver uses.
+        .h1(actix_service::map_config(app, |()| {
+            actix_web::dev::AppConfig::default()
+        }))
+}
+
+/// Each accepted connection, before HTTP: sent without delay, its client found (the TCP
+/// peer, or the one a PROXY header names) and kept in its [`JsonErrorIo`].
+fn accept_connection(
+    limits: Arc<http::ListenerLimits>,
+) -> impl actix_service::ServiceFactory<
+    TcpStream,
+    Config = (),
+    Response = (JsonErrorIo<TcpStream>, Option<SocketAddr>),
+    Error = actix_http::error::DispatchError,
+    InitError = (),
+> {
+    actix_service::fn_service(move |mut io: TcpStream| {
+        let limits = limits.clone();
+        async move {
+            // Every write goes out at once, as nginx (`tcp_nodelay on`) sends it: with
+            // Nagle's algorithm the last short segment of an answer waited for the
+            // client's (delayed) ACK of the ones before (actix-http 3.20 leaves the
+            // option unset unless asked).
+            let _ = io.set_nodelay(true);
+            // The client: the TCP peer, or the one a PROXY header names.
+            let peer = limits
+                .connection_peer(&mut io)
+                .await
+                .map_err(actix_http::error::DispatchError::Io)?;
+            Ok::<_, actix_http::error::DispatchError>((JsonErrorIo::new(io, peer), peer))
+        }
+    })
 }
 
 /// A listening socket on `addr`, as actix-web binds one (address reuse, a backlog of 1,024).

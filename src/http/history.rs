@@ -346,18 +346,8 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
         .ok_or_else(|| ApiError::unavailable("the server is stopping", 1))?;
     let (_, keys) = looked?;
     let look_again = watching.set_keys(keys);
-    struct State {
-        slot: StreamSlot,
-        watching: Watching,
-        followed: Followed,
-        query: HistoryQuery,
-        deadline: tokio::time::Instant,
-        /// Look again at the next keepalive even if nothing woke it: the last look failed,
-        /// or it watched a key only then.
-        look_again: bool,
-    }
     let deadline = tokio::time::Instant::now() + api.streams.max_duration;
-    let state = State {
+    let state = StreamState {
         slot,
         watching,
         followed,
@@ -365,50 +355,70 @@ pub(super) async fn stream(api: web::Data<TrackingApi>, req: HttpRequest) -> Api
         deadline,
         look_again,
     };
-    let events = futures_util::stream::unfold(state, |mut s| async move {
-        loop {
-            if tokio::time::Instant::now() >= s.deadline {
-                return None;
-            }
-            let woken = tokio::time::timeout(
-                KEEPALIVE.min(s.deadline - tokio::time::Instant::now()),
-                s.watching.changed(),
-            )
-            .await;
-            if woken.is_err() && !s.look_again {
-                // Quiet: nothing it watches moved, so there is nothing to look at.
-                return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s));
-            }
-            // The look reads the store: off the listener's worker. One that fails is tried
-            // again at the next change or keepalive.
-            let (followed, looked) = look_off_worker(s.followed, &s.slot.api, &s.query).await?;
-            s.followed = followed;
-            let news = match looked {
-                Ok((news, keys)) => {
-                    // A key watched only now may have had its event already: look once more
-                    // at the next keepalive.
-                    s.look_again = s.watching.set_keys(keys);
-                    news
-                }
-                Err(_) => {
-                    s.look_again = true;
-                    String::new()
-                }
-            };
-            if !news.is_empty() {
-                return Some((Ok::<_, actix_web::Error>(Bytes::from(news)), s));
-            }
-            if woken.is_err() {
-                return Some((Ok(Bytes::from_static(b": keepalive\n\n")), s));
-            }
-        }
-    });
+    let events = futures_util::stream::unfold(state, StreamState::next_chunk);
     // The stream's first bytes go out at once: a client knows it is subscribed.
     let opening = futures_util::stream::once(async {
         Ok::<_, actix_web::Error>(Bytes::from_static(b": subscribed\n\n"))
     });
     use futures_util::StreamExt;
     Ok(event_stream(opening.chain(events)))
+}
+
+/// An open transfer stream, between two of its chunks.
+struct StreamState {
+    slot: StreamSlot,
+    watching: Watching,
+    followed: Followed,
+    query: HistoryQuery,
+    deadline: tokio::time::Instant,
+    /// Look again at the next keepalive even if nothing woke it: the last look failed,
+    /// or it watched a key only then.
+    look_again: bool,
+}
+
+impl StreamState {
+    /// The stream's next chunk (news, or a keepalive comment when quiet), once something it
+    /// watches moves or the keepalive is due; `None` past the deadline or when the server
+    /// is stopping.
+    async fn next_chunk(mut self) -> Option<(Result<Bytes, actix_web::Error>, Self)> {
+        loop {
+            if tokio::time::Instant::now() >= self.deadline {
+                return None;
+            }
+            let woken = tokio::time::timeout(
+                KEEPALIVE.min(self.deadline - tokio::time::Instant::now()),
+                self.watching.changed(),
+            )
+            .await;
+            if woken.is_err() && !self.look_again {
+                // Quiet: nothing it watches moved, so there is nothing to look at.
+                return Some((Ok(Bytes::from_static(b": keepalive\n\n")), self));
+            }
+            // The look reads the store: off the listener's worker. One that fails is tried
+            // again at the next change or keepalive.
+            let (followed, looked) =
+                look_off_worker(self.followed, &self.slot.api, &self.query).await?;
+            self.followed = followed;
+            let news = match looked {
+                Ok((news, keys)) => {
+                    // A key watched only now may have had its event already: look once more
+                    // at the next keepalive.
+                    self.look_again = self.watching.set_keys(keys);
+                    news
+                }
+                Err(_) => {
+                    self.look_again = true;
+                    String::new()
+                }
+            };
+            if !news.is_empty() {
+                return Some((Ok::<_, actix_web::Error>(Bytes::from(news)), self));
+            }
+            if woken.is_err() {
+                return Some((Ok(Bytes::from_static(b": keepalive\n\n")), self));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

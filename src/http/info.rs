@@ -299,6 +299,16 @@ fn checked_request(body: &[u8], registry: &Registry) -> Result<Vec<Asked>, ApiEr
     let Value::Object(map) = value else {
         return Err(ApiError::bad_request("the body must be a JSON object"));
     };
+    let chains = asked_chains(&map)?;
+    let mut asked = Vec::with_capacity(chains.len());
+    for (chain_id, entry) in chains {
+        asked.push(asked_chain(chain_id, entry, registry)?);
+    }
+    Ok(asked)
+}
+
+/// The body's `chains`: an object naming at least one chain and at most [`MAX_CHAINS`].
+fn asked_chains(map: &Map<String, Value>) -> Result<&Map<String, Value>, ApiError> {
     let chains: &Map<String, Value> = match map.get("chains") {
         Some(Value::Object(chains)) => chains,
         None | Some(Value::Null) => return Err(ApiError::bad_request("chains is required")),
@@ -317,78 +327,92 @@ fn checked_request(body: &[u8], registry: &Registry) -> Result<Vec<Asked>, ApiEr
             chains.len()
         )));
     }
-    let mut asked = Vec::with_capacity(chains.len());
-    for (chain_id, entry) in chains {
-        let field = |name: &str| format!("chains.{chain_id}.{name}");
-        let Value::Object(entry) = entry else {
-            return Err(ApiError::bad_request(format!(
-                "chains.{chain_id} must be an object: {{address, denoms}}"
-            )));
-        };
-        let address = match entry.get("address") {
-            Some(Value::String(a)) if !a.is_empty() => a.as_str(),
-            None | Some(Value::Null) | Some(Value::String(_)) => {
+    Ok(chains)
+}
+
+/// A field of one chain's entry, as an error names it.
+fn field(chain_id: &str, name: &str) -> String {
+    format!("chains.{chain_id}.{name}")
+}
+
+/// One chain of the body, checked in order: its entry, `address`, `denoms`, then the
+/// address on the registry's chain (a chain the registry does not know is not an error).
+fn asked_chain(chain_id: &str, entry: &Value, registry: &Registry) -> Result<Asked, ApiError> {
+    let Value::Object(entry) = entry else {
+        return Err(ApiError::bad_request(format!(
+            "chains.{chain_id} must be an object: {{address, denoms}}"
+        )));
+    };
+    let address = asked_address(chain_id, entry)?;
+    let denoms = asked_denoms(chain_id, entry)?;
+    let chain = match registry.chains.iter().find(|c| c.chain_id == chain_id) {
+        Some(chain) => Some((
+            chain.clone(),
+            bech32_address(chain, address, &field(chain_id, "address"))?,
+        )),
+        None => None,
+    };
+    Ok(Asked {
+        chain_id: chain_id.to_string(),
+        chain,
+        denoms,
+    })
+}
+
+/// The entry's `address`: a non-empty string.
+fn asked_address<'a>(chain_id: &str, entry: &'a Map<String, Value>) -> Result<&'a str, ApiError> {
+    match entry.get("address") {
+        Some(Value::String(a)) if !a.is_empty() => Ok(a.as_str()),
+        None | Some(Value::Null) | Some(Value::String(_)) => Err(ApiError::bad_request(format!(
+            "{} is required",
+            field(chain_id, "address")
+        ))),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "{} must be a string",
+            field(chain_id, "address")
+        ))),
+    }
+}
+
+/// The entry's `denoms`: at most [`MAX_DENOMS`] non-empty strings, repeats dropped; `None`
+/// when absent or empty (every registry asset held).
+fn asked_denoms(
+    chain_id: &str,
+    entry: &Map<String, Value>,
+) -> Result<Option<Vec<String>>, ApiError> {
+    match entry.get("denoms") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(list)) => {
+            if list.len() > MAX_DENOMS {
                 return Err(ApiError::bad_request(format!(
-                    "{} is required",
-                    field("address")
-                )))
+                    "{} names {} denoms; at most {MAX_DENOMS} per chain",
+                    field(chain_id, "denoms"),
+                    list.len()
+                )));
             }
-            Some(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "{} must be a string",
-                    field("address")
-                )))
-            }
-        };
-        let denoms = match entry.get("denoms") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(list)) => {
-                if list.len() > MAX_DENOMS {
-                    return Err(ApiError::bad_request(format!(
-                        "{} names {} denoms; at most {MAX_DENOMS} per chain",
-                        field("denoms"),
-                        list.len()
-                    )));
-                }
-                let mut denoms = Vec::with_capacity(list.len());
-                for (i, denom) in list.iter().enumerate() {
-                    match denom {
-                        Value::String(d) if !d.is_empty() => {
-                            if !denoms.contains(d) {
-                                denoms.push(d.clone());
-                            }
-                        }
-                        _ => {
-                            return Err(ApiError::bad_request(format!(
-                                "{}[{i}] must be a non-empty string",
-                                field("denoms")
-                            )))
+            let mut denoms = Vec::with_capacity(list.len());
+            for (i, denom) in list.iter().enumerate() {
+                match denom {
+                    Value::String(d) if !d.is_empty() => {
+                        if !denoms.contains(d) {
+                            denoms.push(d.clone());
                         }
                     }
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "{}[{i}] must be a non-empty string",
+                            field(chain_id, "denoms")
+                        )))
+                    }
                 }
-                (!denoms.is_empty()).then_some(denoms)
             }
-            Some(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "{} must be an array of denoms",
-                    field("denoms")
-                )))
-            }
-        };
-        let chain = match registry.chains.iter().find(|c| c.chain_id == *chain_id) {
-            Some(chain) => Some((
-                chain.clone(),
-                bech32_address(chain, address, &field("address"))?,
-            )),
-            None => None,
-        };
-        asked.push(Asked {
-            chain_id: chain_id.clone(),
-            chain,
-            denoms,
-        });
+            Ok((!denoms.is_empty()).then_some(denoms))
+        }
+        Some(_) => Err(ApiError::bad_request(format!(
+            "{} must be an array of denoms",
+            field(chain_id, "denoms")
+        ))),
     }
-    Ok(asked)
 }
 
 /// The bech32 address of `text` on `chain`: bech32 with its prefix (20 or 32 bytes), or a
@@ -443,14 +467,26 @@ fn chain_entry(
     held: Option<&Holdings>,
     registry: &Registry,
 ) -> BalanceResponseChainEntry {
-    let decimals = |denom: &str| {
-        registry
-            .assets
-            .iter()
-            .find(|a| a.chain_id == asked.chain_id && a.denom == denom)
-            .map(|a| a.decimals)
+    let answer = ChainAnswer { asked, registry };
+    if let Some(why) = failure(asked, held) {
+        return answer.failed_entry(why);
+    }
+    let Some(Ok(coins)) = held else {
+        unreachable!("a chain without holdings failed above")
     };
-    let failure = match (&asked.chain, held) {
+    let denoms = match &asked.denoms {
+        Some(named) => answer.named(named, coins),
+        None => answer.held_assets(coins),
+    };
+    BalanceResponseChainEntry {
+        denoms,
+        error: None,
+    }
+}
+
+/// Why a chain of the request has no holdings to answer with, if it has none.
+fn failure(asked: &Asked, held: Option<&Holdings>) -> Option<String> {
+    match (&asked.chain, held) {
         (None, _) => Some(format!(
             "unknown chain {}: not in the router's registry",
             asked.chain_id
@@ -458,70 +494,102 @@ fn chain_entry(
         (Some(_), Some(Err(why))) => Some(why.clone()),
         (Some(_), None) => Some("the chain was not asked".to_string()),
         (Some(_), Some(Ok(_))) => None,
-    };
-    let mut denoms = BTreeMap::new();
-    if let Some(why) = failure {
-        let Some(named) = &asked.denoms else {
+    }
+}
+
+/// The answer for one chain of the request, built from the registry's assets of the chain.
+struct ChainAnswer<'a> {
+    asked: &'a Asked,
+    registry: &'a Registry,
+}
+
+impl ChainAnswer<'_> {
+    /// The registry's decimals of `denom` on the chain; `None`: not one of its assets.
+    fn decimals(&self, denom: &str) -> Option<u32> {
+        self.registry
+            .assets
+            .iter()
+            .find(|a| a.chain_id == self.asked.chain_id && a.denom == denom)
+            .map(|a| a.decimals)
+    }
+
+    /// A chain that could not be read: `why` on each named denom, or on the chain when none
+    /// were named.
+    fn failed_entry(&self, why: String) -> BalanceResponseChainEntry {
+        let mut denoms = BTreeMap::new();
+        let Some(named) = &self.asked.denoms else {
             return BalanceResponseChainEntry {
                 denoms,
                 error: Some(BalanceError { message: why }),
             };
         };
         for denom in named {
-            denoms.insert(denom.clone(), failed(decimals(denom), &why));
+            denoms.insert(denom.clone(), failed(self.decimals(denom), &why));
         }
-        return BalanceResponseChainEntry {
+        BalanceResponseChainEntry {
             denoms,
             error: None,
-        };
+        }
     }
-    let Some(Ok(coins)) = held else {
-        unreachable!("a chain without holdings failed above")
-    };
-    let entry = |amount: &str, decimals: u32| BalanceResponseDenomEntry {
+
+    /// Each named denom's balance (0 when not held); a denom the registry does not list has
+    /// no decimals and an error saying so.
+    fn named(
+        &self,
+        named: &[String],
+        coins: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, BalanceResponseDenomEntry> {
+        let mut denoms = BTreeMap::new();
+        for denom in named {
+            let amount = coins.get(denom).map(String::as_str).unwrap_or("0");
+            let answer = match self.decimals(denom) {
+                Some(places) => held_entry(amount, places),
+                None => BalanceResponseDenomEntry {
+                    amount: amount.to_string(),
+                    decimals: None,
+                    formatted_amount: formatted_amount(amount, 0),
+                    error: Some(BalanceError {
+                        message: format!(
+                            "denom {denom} is not an asset of {} in the router's registry",
+                            self.asked.chain_id
+                        ),
+                    }),
+                },
+            };
+            denoms.insert(denom.clone(), answer);
+        }
+        denoms
+    }
+
+    /// The balance of each registry asset of the chain the account holds (a non-zero amount).
+    fn held_assets(
+        &self,
+        coins: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, BalanceResponseDenomEntry> {
+        let mut denoms = BTreeMap::new();
+        for asset in self
+            .registry
+            .assets
+            .iter()
+            .filter(|a| a.chain_id == self.asked.chain_id)
+        {
+            if let Some(amount) = coins
+                .get(&asset.denom)
+                .filter(|a| !a.trim_start_matches('0').is_empty())
+            {
+                denoms.insert(asset.denom.clone(), held_entry(amount, asset.decimals));
+            }
+        }
+        denoms
+    }
+}
+
+/// The balance of a held registry asset.
+fn held_entry(amount: &str, decimals: u32) -> BalanceResponseDenomEntry {
+    BalanceResponseDenomEntry {
         amount: amount.to_string(),
         decimals: Some(decimals),
         formatted_amount: formatted_amount(amount, decimals),
-        error: None,
-    };
-    match &asked.denoms {
-        Some(named) => {
-            for denom in named {
-                let amount = coins.get(denom).map(String::as_str).unwrap_or("0");
-                let answer = match decimals(denom) {
-                    Some(places) => entry(amount, places),
-                    None => BalanceResponseDenomEntry {
-                        amount: amount.to_string(),
-                        decimals: None,
-                        formatted_amount: formatted_amount(amount, 0),
-                        error: Some(BalanceError {
-                            message: format!(
-                                "denom {denom} is not an asset of {} in the router's registry",
-                                asked.chain_id
-                            ),
-                        }),
-                    },
-                };
-                denoms.insert(denom.clone(), answer);
-            }
-        }
-        None => {
-            for asset in registry
-                .assets
-                .iter()
-                .filter(|a| a.chain_id == asked.chain_id)
-            {
-                if let Some(amount) = coins
-                    .get(&asset.denom)
-                    .filter(|a| !a.trim_start_matches('0').is_empty())
-                {
-                    denoms.insert(asset.denom.clone(), entry(amount, asset.decimals));
-                }
-            }
-        }
-    }
-    BalanceResponseChainEntry {
-        denoms,
         error: None,
     }
 }

@@ -419,26 +419,73 @@ where
         let started = tokio::time::Instant::now();
         let limits = self.limits.clone();
         let service = self.service.clone();
-        let name = limits.name;
-        let config = &limits.config;
+        let admitted = match limits.admit(&mut req) {
+            Ok(admitted) => admitted,
+            Err(error) => return Box::pin(ready(Ok(refuse(req, error)))),
+        };
+        Box::pin(async move {
+            if admitted.declared != Some(0) {
+                if let Err(error) = limits
+                    .read_body_in_time(&mut req, admitted.limit, started)
+                    .await
+                {
+                    return Ok(refuse(req, error));
+                }
+            }
+            limits
+                .serve_in_time(&*service, req, admitted.client_key)
+                .await
+        })
+    }
+}
 
+/// What the checks before the body let through: the client's key (the fair pools read it)
+/// and the body's limit and declared length.
+struct Admitted {
+    client_key: IpAddr,
+    limit: usize,
+    declared: Option<u64>,
+}
+
+impl ListenerLimits {
+    /// The checks that need no body, in order: the connection cap, the client (kept in the
+    /// request when a proxy named it), the rate limit, the declared body length.
+    fn admit(&self, req: &mut ServiceRequest) -> Result<Admitted, ApiError> {
+        self.check_connections(req)?;
+        let client = self.client(req);
+        self.check_rate(&client)?;
+        let limit = self.body_limit(req);
+        let declared = self.checked_length(req, limit)?;
+        Ok(Admitted {
+            client_key: client.key,
+            limit,
+            declared,
+        })
+    }
+
+    /// Refuses a request on a connection over the per-IP cap.
+    fn check_connections(&self, req: &ServiceRequest) -> Result<(), ApiError> {
         if req
             .conn_data::<ConnTicket>()
             .is_some_and(|ticket| ticket.over)
         {
-            rejected(name, "connections_per_ip");
-            let error = ApiError::too_many_requests(
+            rejected(self.name, "connections_per_ip");
+            return Err(ApiError::too_many_requests(
                 format!(
                     "too many open connections from this address (at most {})",
-                    config.max_connections_per_ip
+                    self.config.max_connections_per_ip
                 ),
                 1,
             )
-            .closing();
-            return Box::pin(ready(Ok(refuse(req, error))));
+            .closing());
         }
+        Ok(())
+    }
+
+    /// The request's client: its TCP peer, or the one a trusted proxy names.
+    fn client(&self, req: &mut ServiceRequest) -> Client {
         let client = match req.peer_addr() {
-            Some(peer) => limits.proxies.client(peer.ip(), req.headers()),
+            Some(peer) => self.proxies.client(peer.ip(), req.headers()),
             None => Client::direct(IpAddr::from([0, 0, 0, 0])),
         };
         // Kept only when a proxy named it: otherwise the TCP peer is the client, which
@@ -446,81 +493,114 @@ where
         if client.proxied {
             req.extensions_mut().insert(client);
         }
-        if let Some(rate) = &limits.rate {
+        client
+    }
+
+    /// Takes a token of the client's bucket (a vouched loopback client is exempt when so
+    /// configured).
+    fn check_rate(&self, client: &Client) -> Result<(), ApiError> {
+        let config = &self.config;
+        if let Some(rate) = &self.rate {
             if !(config.rate_limit_exempt_loopback && client.ip.is_loopback() && client.vouched) {
                 if let Err(wait) = rate.check(client.key, Instant::now()) {
-                    rejected(name, "rate_limit");
-                    let error = ApiError::too_many_requests(
+                    rejected(self.name, "rate_limit");
+                    return Err(ApiError::too_many_requests(
                         format!(
                             "rate limit exceeded ({} requests/s per address)",
                             config.rate_limit_per_ip
                         ),
                         wait.as_secs_f64().ceil() as u64,
-                    );
-                    return Box::pin(ready(Ok(refuse(req, error))));
+                    ));
                 }
             }
         }
-        let limit = if *req.method() == Method::POST
+        Ok(())
+    }
+
+    /// The body limit of the request's method.
+    fn body_limit(&self, req: &ServiceRequest) -> usize {
+        if *req.method() == Method::POST
             || *req.method() == Method::PUT
             || *req.method() == Method::PATCH
         {
-            config.max_post_body_bytes
+            self.config.max_post_body_bytes
         } else {
-            config.max_body_bytes
-        };
-        let declared = match declared_length(&req) {
-            Ok(declared) => declared,
-            Err(error) => return Box::pin(ready(Ok(refuse(req, error)))),
-        };
-        if declared.is_some_and(|n| n > limit as u64 && n > DRAIN_MAX) {
-            rejected(name, "body_too_large");
-            return Box::pin(ready(Ok(refuse(req, too_large(limit)))));
+            self.config.max_body_bytes
         }
-        let body_deadline = started + Duration::from_millis(config.body_timeout_ms);
-        let request_timeout = Duration::from_millis(config.request_timeout_ms);
-        let body_timeout_ms = config.body_timeout_ms;
+    }
 
-        Box::pin(async move {
-            if declared != Some(0) {
-                let payload = req.take_payload();
-                match tokio::time::timeout_at(body_deadline, read_body(payload, limit)).await {
-                    Ok(Ok(body)) => req.set_payload(Payload::from(body)),
-                    Ok(Err(error)) => {
-                        if error.status == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE {
-                            rejected(name, "body_too_large");
-                        }
-                        return Ok(refuse(req, error));
-                    }
-                    Err(_) => {
-                        rejected(name, "body_timeout");
-                        let error = ApiError::new(
-                            actix_web::http::StatusCode::REQUEST_TIMEOUT,
-                            format!("the body did not arrive within {body_timeout_ms} ms"),
-                        )
-                        .closing();
-                        return Ok(refuse(req, error));
-                    }
-                }
+    /// The declared body length ([`declared_length`]), refused at once when over `limit`
+    /// by more than can be drained.
+    fn checked_length(&self, req: &ServiceRequest, limit: usize) -> Result<Option<u64>, ApiError> {
+        let declared = declared_length(req)?;
+        if declared.is_some_and(|n| n > limit as u64 && n > DRAIN_MAX) {
+            rejected(self.name, "body_too_large");
+            return Err(too_large(limit));
+        }
+        Ok(declared)
+    }
+
+    /// Reads the body into the request, bounded by `limit` and by the body timeout counted
+    /// from `started`.
+    async fn read_body_in_time(
+        &self,
+        req: &mut ServiceRequest,
+        limit: usize,
+        started: tokio::time::Instant,
+    ) -> Result<(), ApiError> {
+        let body_timeout_ms = self.config.body_timeout_ms;
+        let body_deadline = started + Duration::from_millis(body_timeout_ms);
+        let payload = req.take_payload();
+        match tokio::time::timeout_at(body_deadline, read_body(payload, limit)).await {
+            Ok(Ok(body)) => {
+                req.set_payload(Payload::from(body));
+                Ok(())
             }
-            // No clone of the request may outlive this point (routing needs it unshared), so
-            // a timeout is answered as an error: actix renders it with our JSON body.
-            let served = CLIENT.scope(client.key, service.call(req));
-            match tokio::time::timeout(request_timeout, served).await {
-                Ok(response) => response.map(ServiceResponse::map_into_left_body),
-                Err(_) => {
-                    rejected(name, "request_timeout");
-                    Err(ApiError::unavailable(
-                        format!(
-                            "the request was not served within {} ms",
-                            request_timeout.as_millis()
-                        ),
-                        1,
-                    )
-                    .into())
+            Ok(Err(error)) => {
+                if error.status == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    rejected(self.name, "body_too_large");
                 }
+                Err(error)
             }
-        })
+            Err(_) => {
+                rejected(self.name, "body_timeout");
+                Err(ApiError::new(
+                    actix_web::http::StatusCode::REQUEST_TIMEOUT,
+                    format!("the body did not arrive within {body_timeout_ms} ms"),
+                )
+                .closing())
+            }
+        }
+    }
+
+    /// Serves the request within the request budget, as `client_key`'s ([`CLIENT`]).
+    async fn serve_in_time<S, B>(
+        &self,
+        service: &S,
+        req: ServiceRequest,
+        client_key: IpAddr,
+    ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error>
+    where
+        S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    {
+        let request_timeout = Duration::from_millis(self.config.request_timeout_ms);
+        // No clone of the request may outlive this point (routing needs it unshared), so
+        // a timeout is answered as an error: actix renders it with our JSON body.
+        let served = CLIENT.scope(client_key, service.call(req));
+        match tokio::time::timeout(request_timeout, served).await {
+            Ok(response) => response.map(ServiceResponse::map_into_left_body),
+            Err(_) => {
+                rejected(self.name, "request_timeout");
+                Err(ApiError::unavailable(
+                    format!(
+                        "the request was not served within {} ms",
+                        request_timeout.as_millis()
+                    ),
+                    1,
+                )
+                .into())
+            }
+        }
     }
 }
 

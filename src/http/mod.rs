@@ -241,83 +241,113 @@ pub fn app(
         .wrap_fn(admin::guard)
         .wrap_fn(move |req, service| {
             let started = Instant::now();
-            // A fixed label set: arbitrary extension methods must not create new series.
-            let method = match *req.method() {
-                Method::GET => "GET",
-                Method::HEAD => "HEAD",
-                Method::POST => "POST",
-                Method::PUT => "PUT",
-                Method::DELETE => "DELETE",
-                Method::OPTIONS => "OPTIONS",
-                Method::PATCH => "PATCH",
-                _ => "other",
-            };
+            let method = method_label(req.method());
             let response = service.call(req);
             async move {
-                let response = match response.await {
-                    Ok(response) => json_error(response),
-                    Err(error) => {
-                        // Rendered by actix from the error itself (ours are JSON).
-                        let status = error.as_response_error().status_code();
-                        note_client_error(
-                            listener,
-                            method,
-                            "unmatched",
-                            None,
-                            status,
-                            Some(error.to_string()),
-                        );
-                        metrics::record_request(
-                            listener,
-                            "unmatched",
-                            method,
-                            status.as_u16(),
-                            started.elapsed(),
-                        );
-                        return Err(error);
-                    }
-                };
-                let status = response.status();
-                let route = response
-                    .request()
-                    .app_data::<RouteLabel>()
-                    .map_or("unmatched", |label| label.0);
-                if status.is_client_error() {
-                    let message = response.response().error().map(|e| e.to_string());
-                    let client = response
-                        .request()
-                        .extensions()
-                        .get::<client::Client>()
-                        .map(|client| client.ip)
-                        .or_else(|| {
-                            response
-                                .request()
-                                .peer_addr()
-                                .map(|a| a.ip().to_canonical())
-                        });
-                    note_client_error(
+                match response.await {
+                    Ok(response) => Ok(record_answer(
                         listener,
                         method,
-                        response.request().path(),
-                        client,
-                        status,
-                        message,
-                    );
+                        started,
+                        json_error(response),
+                    )),
+                    Err(error) => {
+                        record_failure(listener, method, started, &error);
+                        Err(error)
+                    }
                 }
-                metrics::record_request(
-                    listener,
-                    route,
-                    method,
-                    response.status().as_u16(),
-                    started.elapsed(),
-                );
-                Ok(response)
             }
         })
         .wrap_fn(|mut req, service| {
             normalize::trim(&mut req);
             service.call(req)
         })
+}
+
+/// The `method` label of the request metrics: a fixed label set, so that arbitrary
+/// extension methods do not create new series.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        _ => "other",
+    }
+}
+
+/// Counts a request that ended in an error rather than an answer (rendered by actix from
+/// the error itself; ours are JSON), as `unmatched`.
+fn record_failure(
+    listener: &'static str,
+    method: &'static str,
+    started: Instant,
+    error: &actix_web::Error,
+) {
+    let status = error.as_response_error().status_code();
+    note_client_error(
+        listener,
+        method,
+        "unmatched",
+        None,
+        status,
+        Some(error.to_string()),
+    );
+    metrics::record_request(
+        listener,
+        "unmatched",
+        method,
+        status.as_u16(),
+        started.elapsed(),
+    );
+}
+
+/// Counts an answered request under its route (and a client error with its client), then
+/// hands the answer on.
+fn record_answer<B>(
+    listener: &'static str,
+    method: &'static str,
+    started: Instant,
+    response: ServiceResponse<B>,
+) -> ServiceResponse<B> {
+    let status = response.status();
+    let route = response
+        .request()
+        .app_data::<RouteLabel>()
+        .map_or("unmatched", |label| label.0);
+    if status.is_client_error() {
+        let message = response.response().error().map(|e| e.to_string());
+        let client = response
+            .request()
+            .extensions()
+            .get::<client::Client>()
+            .map(|client| client.ip)
+            .or_else(|| {
+                response
+                    .request()
+                    .peer_addr()
+                    .map(|a| a.ip().to_canonical())
+            });
+        note_client_error(
+            listener,
+            method,
+            response.request().path(),
+            client,
+            status,
+            message,
+        );
+    }
+    metrics::record_request(
+        listener,
+        route,
+        method,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
 }
 
 #[cfg(test)]

@@ -338,6 +338,15 @@ const LAG_HIGHLIGHT: u64 = 10;
 
 pub fn render_html(snapshot: &Snapshot) -> String {
     let mut html = String::with_capacity(4096);
+    render_head(&mut html, snapshot);
+    render_chains(&mut html, snapshot);
+    render_listeners(&mut html, &snapshot.listeners);
+    render_trackers(&mut html, &snapshot.trackers);
+    html
+}
+
+/// The document's head and the page's title line: version, store format, uptime.
+fn render_head(html: &mut String, snapshot: &Snapshot) {
     let _ = write!(
         html,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -353,6 +362,11 @@ up {uptime} · generated {generated} · refreshes every {refresh} s</p>\n",
         uptime = duration_text(snapshot.uptime_secs),
         generated = escape(&snapshot.generated_at),
     );
+}
+
+/// The chains' table, a row group per chain and a row per domain, and the note on its
+/// columns.
+fn render_chains(html: &mut String, snapshot: &Snapshot) {
     html.push_str(
         "<h2>Chains</h2>\n<table id=\"chains\"><thead><tr><th>Chain</th><th>Domain</th>\
 <th>Height</th><th>Node height</th><th>Lag (blocks)</th><th>Blocks/s</th></tr></thead>\n",
@@ -365,52 +379,9 @@ up {uptime} · generated {generated} · refreshes every {refresh} s</p>\n",
         for (i, domain) in chain.domains.iter().enumerate() {
             html.push_str("<tr>");
             if i == 0 {
-                let state = chain.ingestion.state.as_str();
-                let _ = write!(
-                    html,
-                    "<th rowspan=\"{rows}\" scope=\"rowgroup\">{chain_id}<br>\
-<span class=\"note\">{vm} · {source}</span><br>\
-<span class=\"state {state}\">{state}</span>",
-                    rows = chain.domains.len(),
-                    chain_id = escape(&chain.chain_id),
-                    vm = escape(chain.vm),
-                    source = escape(chain.source),
-                );
-                if let Some(reason) = &chain.ingestion.reason {
-                    let _ = write!(html, "<br><span class=\"reason\">{}</span>", escape(reason));
-                }
-                html.push_str("</th>");
+                render_chain_cell(html, chain);
             }
-            let lag_class = match domain.lag {
-                Some(lag) if lag > LAG_HIGHLIGHT => " lagging",
-                _ => "",
-            };
-            let _ = write!(html, "<td>{name}", name = escape(&domain.domain));
-            if let Some(error) = &domain.error {
-                let _ = write!(html, "<br><span class=\"error\">{}</span>", escape(error));
-            }
-            if let Some(held) = domain
-                .ingestion
-                .as_ref()
-                .filter(|i| i.state != IngestionState::Running)
-            {
-                let state = held.state.as_str();
-                let _ = write!(html, "<br><span class=\"state {state}\">{state}</span>");
-                if let Some(reason) = &held.reason {
-                    let _ = write!(html, "<br><span class=\"reason\">{}</span>", escape(reason));
-                }
-            }
-            let _ = writeln!(
-                html,
-                "</td><td class=\"num\">{height}</td><td class=\"num\">{tip}</td>\
-<td class=\"num{lag_class}\">{lag}</td><td class=\"num\">{rate}</td></tr>",
-                height = or_dash(domain.height),
-                tip = or_dash(chain.node_height),
-                lag = or_dash(domain.lag),
-                rate = domain
-                    .blocks_per_second
-                    .map_or_else(|| "—".to_string(), |r| format!("{r:.1}")),
-            );
+            render_domain_cells(html, chain, domain);
         }
         html.push_str("</tbody>\n");
     }
@@ -422,12 +393,70 @@ chain's latest block as the follower last learned it. Blocks/s: how far the heig
 over the last {window} s (sampled every second).</p>",
         window = snapshot.rate_window_secs
     );
-    render_listeners(&mut html, &snapshot.listeners);
+}
+
+/// The chain's header cell, spanning its domains' rows: its id, VM, source and ingestion
+/// state.
+fn render_chain_cell(html: &mut String, chain: &ChainSnapshot) {
+    let state = chain.ingestion.state.as_str();
+    let _ = write!(
+        html,
+        "<th rowspan=\"{rows}\" scope=\"rowgroup\">{chain_id}<br>\
+<span class=\"note\">{vm} · {source}</span><br>\
+<span class=\"state {state}\">{state}</span>",
+        rows = chain.domains.len(),
+        chain_id = escape(&chain.chain_id),
+        vm = escape(chain.vm),
+        source = escape(chain.source),
+    );
+    if let Some(reason) = &chain.ingestion.reason {
+        let _ = write!(html, "<br><span class=\"reason\">{}</span>", escape(reason));
+    }
+    html.push_str("</th>");
+}
+
+/// A domain's cells, ending its row: its name (with its error and the state of a follower of
+/// its own that is not running), height, the node's height, lag and blocks/s.
+fn render_domain_cells(html: &mut String, chain: &ChainSnapshot, domain: &DomainSnapshot) {
+    let lag_class = match domain.lag {
+        Some(lag) if lag > LAG_HIGHLIGHT => " lagging",
+        _ => "",
+    };
+    let _ = write!(html, "<td>{name}", name = escape(&domain.domain));
+    if let Some(error) = &domain.error {
+        let _ = write!(html, "<br><span class=\"error\">{}</span>", escape(error));
+    }
+    if let Some(held) = domain
+        .ingestion
+        .as_ref()
+        .filter(|i| i.state != IngestionState::Running)
+    {
+        let state = held.state.as_str();
+        let _ = write!(html, "<br><span class=\"state {state}\">{state}</span>");
+        if let Some(reason) = &held.reason {
+            let _ = write!(html, "<br><span class=\"reason\">{}</span>", escape(reason));
+        }
+    }
+    let _ = writeln!(
+        html,
+        "</td><td class=\"num\">{height}</td><td class=\"num\">{tip}</td>\
+<td class=\"num{lag_class}\">{lag}</td><td class=\"num\">{rate}</td></tr>",
+        height = or_dash(domain.height),
+        tip = or_dash(chain.node_height),
+        lag = or_dash(domain.lag),
+        rate = domain
+            .blocks_per_second
+            .map_or_else(|| "—".to_string(), |r| format!("{r:.1}")),
+    );
+}
+
+/// The transfer trackers' table (a row per state and the total) and the page's foot.
+fn render_trackers(html: &mut String, trackers: &TrackersSnapshot) {
     html.push_str(
         "<h2>Transfer trackers</h2>\n<table id=\"trackers\"><thead><tr><th>State</th>\
 <th>Trackers</th></tr></thead><tbody>\n",
     );
-    for count in &snapshot.trackers.by_state {
+    for count in &trackers.by_state {
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td class=\"num\">{}</td></tr>",
@@ -440,9 +469,8 @@ over the last {window} s (sampled every second).</p>",
         "<tr class=\"total\"><th scope=\"row\">total</th><td class=\"num\">{}</td></tr>\n\
 </tbody></table>\n<p class=\"note\">Also as <a href=\"status.json\">JSON</a>; \
 Prometheus metrics on <a href=\"metrics\">/metrics</a>.</p>\n</body></html>\n",
-        snapshot.trackers.total
+        trackers.total
     );
-    html
 }
 
 /// The listeners' table: each API's URL and its Swagger UI.
