@@ -7,17 +7,14 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use weaver_router::planner::denom::{ibc_denom, l2_denom};
-use weaver_router::planner::request::RouteRequest;
+use weaver_router::planner::request::{AssetFields, RouteRequest};
 use weaver_router::planner::route;
 use weaver_router::planner::{synthetic, PlannerSnapshot};
 
 fn request(from: (&str, &str), to: (&str, &str), multi: bool) -> RouteRequest {
     RouteRequest {
         amount_in: Some("1000000".into()),
-        source_asset_chain_id: Some(from.0.into()),
-        source_asset_denom: Some(from.1.into()),
-        dest_asset_chain_id: Some(to.0.into()),
-        dest_asset_denom: Some(to.1.into()),
+        assets: AssetFields::between(from, to),
         allow_multi_tx: Some(multi),
         ..Default::default()
     }

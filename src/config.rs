@@ -14,9 +14,7 @@ use weaver_devnet::network::NetworkFault;
 use weaver_devnet::{Fault, Vm};
 use weaver_engine::chain::address;
 use weaver_engine::indexers::Domain;
-use weaver_router::planner::registry::{
-    IbcChannel, OpBridge, OtherBridge, RegAsset, RegChain, Registry, SwapVenue,
-};
+use weaver_router::planner::registry::Registry;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -721,7 +719,9 @@ pub struct RouterConfig {
     pub proxy_protocol: bool,
     #[serde(flatten)]
     pub registry: Registry,
+    // Read by serde only: its `Deserialize` refuses whatever key is left over.
     #[serde(flatten, skip_serializing)]
+    #[allow(dead_code)]
     unknown: UnknownRouterKeys,
 }
 
@@ -750,7 +750,10 @@ impl<'de> Deserialize<'de> for UnknownRouterKeys {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("the [router] table")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
                 match map.next_key::<String>()? {
                     Some(key) => Err(serde::de::Error::unknown_field(&key, ROUTER_KEYS)),
                     None => Ok(UnknownRouterKeys),
@@ -1769,6 +1772,7 @@ mod tests {
                 assert!(
                     config
                         .router
+                        .registry
                         .assets
                         .iter()
                         .any(|a| a.chain_id == chain.chain_id && &a.denom == denom),

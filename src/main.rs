@@ -346,8 +346,8 @@ fn main() -> ExitCode {
 /// `weaver run`: the daemon, until it is stopped.
 fn run(args: &ConfigArgs) -> ExitCode {
     with_config(args, |config| {
-        let result = actix::System::new()
-            .block_on(weaver::boot::run(config, Some(args.config_path())));
+        let result =
+            actix::System::new().block_on(weaver::boot::run(config, Some(args.config_path())));
         exit("weaver", result)
     })
 }

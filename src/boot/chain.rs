@@ -280,7 +280,7 @@ type OpenIndexer = fn(BlocksStore) -> Result<Box<dyn DomainIndexer>, IndexError>
 
 /// The ingestion states of a chain's followers, which the status page and `/status` read.
 #[derive(Clone)]
-pub struct ChainIngestion {
+pub(super) struct ChainIngestion {
     /// The chain's main follower.
     pub main: Ingestion,
     /// The followers of one domain each, by domain.

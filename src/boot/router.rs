@@ -42,7 +42,10 @@ pub(super) fn start_router(
     // One snapshot of everything derived from the registry: the handlers plan on it and
     // tracking reads its topology, so a reload replaces both at once.
     let own_explorers = Arc::new(own_explorers(config, indexers));
-    let registry = SnapshotHandle::new(with_explorers(config.router.registry.clone(), &own_explorers))?;
+    let registry = SnapshotHandle::new(with_explorers(
+        config.router.registry.clone(),
+        &own_explorers,
+    ))?;
     // Balances are read through the same sources tracking looks txs up with.
     let balances = web::Data::new(http::info::BalanceReader::new(chains.sources.clone()));
     {
@@ -112,14 +115,11 @@ fn start_tracking(
     chains: TrackedChains,
     (bus, tx_feed): (&RelayBus, &TxFeed),
 ) -> anyhow::Result<http::tracking::TrackingApi> {
-    use weaver_router::tracker::TransferHistory;
     use weaver_router::tracker::HistoryWatch;
+    use weaver_router::tracker::TransferHistory;
     use weaver_router::tracker::{HubDeps, TrackerHub, TrackerSettings, Tracking};
     let settings = &config.tracker;
-    let view = TrackerView::new(
-        registry,
-        weaver_router::tracker::TrackerStore::open(store)?,
-    );
+    let view = TrackerView::new(registry, weaver_router::tracker::TrackerStore::open(store)?);
     let deps = HubDeps {
         tracking: Tracking::over(
             view.clone(),
@@ -196,7 +196,10 @@ fn spawn_registry_reload(
             while hangups.recv().await.is_some() {
                 let outcome = match Config::load(&path) {
                     Ok(config) => registry
-                        .replace(with_explorers(config.router.registry.clone(), &own_explorers))
+                        .replace(with_explorers(
+                            config.router.registry.clone(),
+                            &own_explorers,
+                        ))
                         .map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 };

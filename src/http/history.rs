@@ -14,8 +14,8 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use weaver_engine::chain::timefmt::rfc3339_seconds;
-use weaver_router::tracker::{HistoryCursor, HistoryItem, HistoryQuery};
 use weaver_router::tracker::Watching;
+use weaver_router::tracker::{HistoryCursor, HistoryItem, HistoryQuery};
 use weaver_router::tracker::{Topology, TrackKey, Tracked, TxState, WatchKey};
 
 use super::error::{ApiError, ApiResult};

@@ -3,7 +3,7 @@
 //! keeps every metric name in the sources described here.
 
 /// Every `weaver_*` metric and its help text.
-pub const METRIC_HELP: &[(&str, &str)] = &[
+pub(super) const METRIC_HELP: &[(&str, &str)] = &[
     ("weaver_actor_restarts_total", "Actor restarts by its supervisor, by actor, chain, follower and reason (error, panic, died)."),
     ("weaver_blocks_indexed_total", "Blocks indexed, by chain."),
     ("weaver_chain_queries_total", "Chain-state reads the domains asked of the node (NFT metadata, balances, receipts, traces), by kind and outcome."),
@@ -52,7 +52,7 @@ pub const METRIC_HELP: &[(&str, &str)] = &[
 
 /// Gives the installed recorder every metric's help text (the exporter prints it as
 /// `# HELP`, whatever the metric's kind).
-pub fn describe_all() {
+pub(super) fn describe_all() {
     for (name, help) in METRIC_HELP {
         metrics::describe_counter!(*name, *help);
     }

@@ -276,12 +276,11 @@ pub(super) async fn msgs_direct_handler(
     snapshot: web::Data<SnapshotHandle>,
     body: web::Bytes,
 ) -> ApiResult {
-    let request: MsgsDirectRequest =
-        parse_body(
-            &body,
-            &with_asset_fields(&MSGS_STRINGS),
-            &["allow_multi_tx", "is_op_withdraw"],
-        )?;
+    let request: MsgsDirectRequest = parse_body(
+        &body,
+        &with_asset_fields(&MSGS_STRINGS),
+        &["allow_multi_tx", "is_op_withdraw"],
+    )?;
     let snapshot = snapshot.load();
     let planner = &snapshot.planner;
     let route = route::answer(planner, &request.route)?;
@@ -306,12 +305,10 @@ pub(super) async fn msgs_direct_handler(
     let msgs_request = MsgsRequest {
         amount_in: Some(route.amount_in.to_string()),
         amount_out: Some(route.amount_out.to_string()),
-        assets: AssetFields {
-            source_asset_chain_id: Some(route.source_asset_chain_id.clone()),
-            source_asset_denom: Some(route.source_asset_denom.clone()),
-            dest_asset_chain_id: Some(route.dest_asset_chain_id.clone()),
-            dest_asset_denom: Some(route.dest_asset_denom.clone()),
-        },
+        assets: AssetFields::between(
+            (&route.source_asset_chain_id, &route.source_asset_denom),
+            (&route.dest_asset_chain_id, &route.dest_asset_denom),
+        ),
         address_list: Some(address_list),
         operations: Some(operations),
         slippage_tolerance_percent: request.slippage_tolerance_percent,

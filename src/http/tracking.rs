@@ -14,9 +14,9 @@ use serde::Deserialize;
 use serde_json::json;
 use weaver_engine::system::{Recover, Supervised};
 use weaver_router::planner::{RegistrySnapshot, SnapshotHandle};
+use weaver_router::tracker::StatusWaker;
 use weaver_router::tracker::TransferHistory;
 use weaver_router::tracker::{HistoryWatch, Watching};
-use weaver_router::tracker::StatusWaker;
 use weaver_router::tracker::{
     Register, TrackError, TrackKey, TrackerHub, TrackerView, TxState, WatchKey,
 };

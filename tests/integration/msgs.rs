@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use weaver_router::planner::denom::{ibc_denom, l2_denom};
 use weaver_router::planner::msgs_answer as txs;
 use weaver_router::planner::registry::Registry;
-use weaver_router::planner::request::{MsgsRequest, RouteRequest, SignedOpHook};
+use weaver_router::planner::request::{AssetFields, MsgsRequest, RouteRequest, SignedOpHook};
 use weaver_router::planner::route;
 use weaver_router::planner::PlannerSnapshot;
 
@@ -14,13 +14,7 @@ pub const NOW_NS: u128 = 1_767_225_600_000_000_000;
 
 pub fn snapshot_of(config: &str) -> PlannerSnapshot {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(config);
-    PlannerSnapshot::build(
-        weaver::config::Config::load(&path)
-            .unwrap()
-            .router
-            .registry(),
-    )
-    .unwrap()
+    PlannerSnapshot::build(weaver::config::Config::load(&path).unwrap().router.registry).unwrap()
 }
 
 /// Four PFM chains in a row: a → b → c → d.
@@ -54,10 +48,7 @@ pub fn cases() -> Vec<(
     let request =
         |from: (&str, &str), to: (&str, &str), amount: &str, withdraw: bool| RouteRequest {
             amount_in: Some(amount.into()),
-            source_asset_chain_id: Some(from.0.into()),
-            source_asset_denom: Some(from.1.into()),
-            dest_asset_chain_id: Some(to.0.into()),
-            dest_asset_denom: Some(to.1.into()),
+            assets: AssetFields::between(from, to),
             allow_multi_tx: Some(false),
             is_op_withdraw: Some(withdraw),
             ..Default::default()
@@ -176,10 +167,7 @@ pub fn msgs_request(
     MsgsRequest {
         amount_in: route.amount_in.clone(),
         amount_out: answer["amount_out"].as_str().map(str::to_string),
-        source_asset_chain_id: route.source_asset_chain_id.clone(),
-        source_asset_denom: route.source_asset_denom.clone(),
-        dest_asset_chain_id: route.dest_asset_chain_id.clone(),
-        dest_asset_denom: route.dest_asset_denom.clone(),
+        assets: route.assets.clone(),
         address_list: Some(addresses),
         operations: answer["operations"].as_array().cloned(),
         slippage_tolerance_percent: Some("1".into()),
@@ -272,7 +260,7 @@ fn every_validation_rule_names_the_field() {
         "exactly one operation key",
     );
     check(
-        &|r| r.dest_asset_denom = Some("uinit".into()),
+        &|r| r.assets.dest_asset_denom = Some("uinit".into()),
         "unknown asset uinit on chain echelon-1",
     );
     check(&|r| r.timeout_seconds = Some("0".into()), "timeout_seconds");
@@ -289,8 +277,8 @@ fn every_validation_rule_names_the_field() {
     // Operations that do not reach the destination.
     let (_, _, deposit, _) = &all[2];
     let mut short = msgs_request(mainnet, deposit, None);
-    short.dest_asset_chain_id = Some("echelon-1".into());
-    short.dest_asset_denom = Some(l2_denom(16, "uinit"));
+    short.assets.dest_asset_chain_id = Some("echelon-1".into());
+    short.assets.dest_asset_denom = Some(l2_denom(16, "uinit"));
     assert!(
         error_of(mainnet, &short).contains("the operations end at"),
         "{}",
@@ -340,8 +328,8 @@ fn msgs_over_http() {
     let request = msgs_request(mainnet, single, None);
     let body = json!({
         "amount_in": request.amount_in, "amount_out": request.amount_out,
-        "source_asset_chain_id": request.source_asset_chain_id, "source_asset_denom": request.source_asset_denom,
-        "dest_asset_chain_id": request.dest_asset_chain_id, "dest_asset_denom": request.dest_asset_denom,
+        "source_asset_chain_id": request.assets.source_asset_chain_id, "source_asset_denom": request.assets.source_asset_denom,
+        "dest_asset_chain_id": request.assets.dest_asset_chain_id, "dest_asset_denom": request.assets.dest_asset_denom,
         "address_list": request.address_list, "operations": request.operations,
         "slippage_tolerance_percent": "1", "chain_ids_to_affiliates": {}
     });

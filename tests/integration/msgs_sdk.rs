@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 use weaver_router::planner::msgs_answer as txs;
 use weaver_router::planner::op_hook as route;
-use weaver_router::planner::request::OpHookRequest;
+use weaver_router::planner::request::{AssetFields, OpHookRequest};
 
 use crate::msgs::{addr, cases, msgs_request, snapshot_of, NOW_NS};
 
@@ -76,13 +76,16 @@ fn generated() -> Vec<Value> {
         &mainnet,
         &OpHookRequest {
             source_address: Some(user.clone()),
-            source_asset_chain_id: Some("interwoven-1".into()),
-            source_asset_denom: Some("uinit".into()),
             dest_address: Some(user),
-            dest_asset_chain_id: Some("interwoven-1".into()),
-            dest_asset_denom: Some(weaver_router::planner::denom::ibc_denom(&format!(
-                "transfer/channel-27/{civitia_init}"
-            ))),
+            assets: AssetFields::between(
+                ("interwoven-1", "uinit"),
+                (
+                    "interwoven-1",
+                    &weaver_router::planner::denom::ibc_denom(&format!(
+                        "transfer/channel-27/{civitia_init}"
+                    )),
+                ),
+            ),
             amount_in: Some("1000000".into()),
             timeout_seconds: None,
         },

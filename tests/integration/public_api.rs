@@ -31,7 +31,13 @@ const CRATES: [(&str, &str, &[&str]); 5] = [
     (
         "weaver-router",
         "actors/router/src",
-        &["actors/router/tests", "actors/devnet", "src", "tests", "benches"],
+        &[
+            "actors/router/tests",
+            "actors/devnet",
+            "src",
+            "tests",
+            "benches",
+        ],
     ),
     (
         "weaver-devnet",
@@ -84,7 +90,10 @@ fn production_lines(path: &Path) -> Vec<(usize, String, bool)> {
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim();
         let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
-        if trimmed == "#[cfg(test)]" && (next.starts_with("mod ") || next.starts_with("pub mod ")) && next.ends_with('{') {
+        if trimmed == "#[cfg(test)]"
+            && (next.starts_with("mod ") || next.starts_with("pub mod "))
+            && next.ends_with('{')
+        {
             break;
         }
         out.push((i + 1, line.to_string(), gated));

@@ -395,7 +395,7 @@ fn router_errors_are_json_4xx() {
 /// including a swap on the L1 venue and an op-hook route.
 #[test]
 fn the_default_config_routes_over_its_devnet() {
-    use weaver_router::planner::request::RouteRequest;
+    use weaver_router::planner::request::{AssetFields, RouteRequest};
     use weaver_router::planner::route;
     use weaver_router::planner::PlannerSnapshot;
     let config = weaver::config::Config::load(std::path::Path::new(concat!(
@@ -407,10 +407,7 @@ fn the_default_config_routes_over_its_devnet() {
     let usdc_l1 = weaver_router::planner::denom::ibc_denom("transfer/channel-0/uusdc");
     let request = |from: (&str, &str), to: (&str, &str), amount: &str| RouteRequest {
         amount_in: Some(amount.into()),
-        source_asset_chain_id: Some(from.0.into()),
-        source_asset_denom: Some(from.1.into()),
-        dest_asset_chain_id: Some(to.0.into()),
-        dest_asset_denom: Some(to.1.into()),
+        assets: AssetFields::between(from, to),
         ..Default::default()
     };
     // Noble USDC -> minimove over the L1 (PFM): one tx, two hops.

@@ -238,8 +238,8 @@ fn msgs_refuses_an_op_hook_over_the_memo_cap() {
     let body = |hook: String| {
         json!({
             "amount_in": request.amount_in, "amount_out": request.amount_out,
-            "source_asset_chain_id": request.source_asset_chain_id, "source_asset_denom": request.source_asset_denom,
-            "dest_asset_chain_id": request.dest_asset_chain_id, "dest_asset_denom": request.dest_asset_denom,
+            "source_asset_chain_id": request.assets.source_asset_chain_id, "source_asset_denom": request.assets.source_asset_denom,
+            "dest_asset_chain_id": request.assets.dest_asset_chain_id, "dest_asset_denom": request.assets.dest_asset_denom,
             "address_list": request.address_list, "operations": request.operations,
             "slippage_tolerance_percent": "1",
             "signed_op_hook": {"signer": signer, "hook": hook}
@@ -266,7 +266,7 @@ fn route_never_quotes_an_amount_msgs_refuses() {
     let snapshot = snapshot_of("config/weaver.toml");
     let (_, _, swap_then_transfer, _) = cases().remove(5);
     assert_eq!(
-        swap_then_transfer.source_asset_chain_id.as_deref(),
+        swap_then_transfer.assets.source_asset_chain_id.as_deref(),
         Some("weaver-l1-1")
     );
     let huge = RouteRequest {

@@ -20,7 +20,7 @@ pub struct Account {
 /// The accounts of one activity. Keys depend on the world seed and the activity's name, not
 /// on the chain, so one user holds the same key on every chain of the world (as with real
 /// wallets, and as cross-chain transfers need); no other activity's accounts shift them.
-pub fn derive(
+pub(crate) fn derive(
     world_seed: u64,
     activity: &str,
     first_account_number: u64,

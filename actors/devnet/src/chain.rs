@@ -23,7 +23,7 @@ use weaver_engine::system::Recover;
 
 /// What each background account of an EVM chain holds of the fee denom at genesis: far
 /// above anything its txs move.
-pub const GENESIS_FEE_BALANCE: u128 = 1_000_000_000_000_000_000_000_000;
+pub(crate) const GENESIS_FEE_BALANCE: u128 = 1_000_000_000_000_000_000_000_000;
 /// Heights between two kept snapshots of the bank replay (a read below the replayed height
 /// starts from the snapshot before it).
 const BANK_SNAPSHOT_EVERY: u64 = 1024;

@@ -35,16 +35,16 @@ impl Message {
     }
 }
 
-pub const MSG_SEND: &str = "/cosmos.bank.v1beta1.MsgSend";
+pub(crate) const MSG_SEND: &str = "/cosmos.bank.v1beta1.MsgSend";
 
 /// A token amount in base units, never zero.
-pub fn amount(rng: &mut ChaCha8Rng) -> u64 {
+pub(crate) fn amount(rng: &mut ChaCha8Rng) -> u64 {
     1 + rng.next_u64() % 1_000_000
 }
 
 /// A bank `MsgSend` of a random amount of `denom`; on EVM chains the denom's ERC-20 moves
 /// (its `call` and `Transfer` log) before the bank's events, as minievm's bank does it.
-pub fn bank_send(
+pub(crate) fn bank_send(
     chain: &ChainCtx,
     denom: &str,
     sender: &Account,
@@ -111,7 +111,7 @@ pub fn bank_send(
 }
 
 /// The `message` event that opens a message's events: its action, sender and module.
-pub fn action_event(type_url: &str, sender: &str, module: &str) -> Event {
+pub(crate) fn action_event(type_url: &str, sender: &str, module: &str) -> Event {
     Event::new(
         "message",
         &[("action", type_url), ("sender", sender), ("module", module)],

@@ -8,7 +8,7 @@ use rand_core::RngCore;
 
 use super::stream::StreamKey;
 
-pub const PERIOD: usize = 16;
+pub(crate) const PERIOD: usize = 16;
 
 /// Idle heights per period: the whole chain is quiet there, whatever its activities, so
 /// every devnet chain has empty blocks (as real rollups do) and adding an activity keeps them

@@ -21,7 +21,7 @@ use weaver_engine::chain::proto::*;
 use weaver_engine::chain::types::{Attribute, Event, TxBundle, TxResult};
 
 /// A module account address, as `authtypes.NewModuleAddress` derives it.
-pub fn module_address(name: &str) -> Vec<u8> {
+pub(crate) fn module_address(name: &str) -> Vec<u8> {
     Sha256::digest(name.as_bytes())[..20].to_vec()
 }
 
@@ -80,7 +80,7 @@ fn reduce(bytes: &k256::FieldBytes) -> k256::Scalar {
 }
 
 /// The fee paid by a raw tx, in base units of its single fee coin.
-pub fn fee_amount(raw: &[u8]) -> u128 {
+pub(crate) fn fee_amount(raw: &[u8]) -> u128 {
     TxRaw::decode(raw)
         .ok()
         .and_then(|tx| AuthInfo::decode(tx.auth_info_bytes.as_slice()).ok())
@@ -102,7 +102,7 @@ pub struct Failure {
 }
 
 /// Gas and memo of a tx, drawn from the activity's stream of its slot.
-pub struct Envelope {
+pub(crate) struct Envelope {
     pub memo: String,
     pub gas_limit: u64,
     /// Percent of the gas limit used.
@@ -110,7 +110,7 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    pub fn draw(slot: u64, rng: &mut ChaCha8Rng) -> Self {
+    pub(crate) fn draw(slot: u64, rng: &mut ChaCha8Rng) -> Self {
         let memo = if rng.next_u32().is_multiple_of(5) {
             format!("devnet memo {slot}")
         } else {
@@ -126,7 +126,7 @@ impl Envelope {
 }
 
 /// Everything a tx is made of before it is signed.
-pub struct TxDraft<'a> {
+pub(crate) struct TxDraft<'a> {
     pub chain: &'a ChainCtx,
     pub sender: &'a Account,
     pub sequence: u64,
@@ -138,7 +138,7 @@ pub struct TxDraft<'a> {
 }
 
 impl TxDraft<'_> {
-    pub fn sign(self) -> TxBundle {
+    pub(crate) fn sign(self) -> TxBundle {
         let TxDraft {
             chain,
             sender,

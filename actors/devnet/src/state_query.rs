@@ -24,13 +24,18 @@ fn reject(code: i32, message: String) -> QueryAnswer {
 }
 
 /// The lanes of the activities whose state a query may read (none: the chain lacks it).
-pub struct Lanes<'a> {
+pub(crate) struct Lanes<'a> {
     pub nfts: Option<&'a Lane>,
     pub tokens: Option<&'a Lane>,
 }
 
 /// The answer to `query` after block `height` of `chain`.
-pub fn answer(chain: &DevnetSpec, lanes: Lanes, query: &ChainQuery, height: u64) -> QueryAnswer {
+pub(crate) fn answer(
+    chain: &DevnetSpec,
+    lanes: Lanes,
+    query: &ChainQuery,
+    height: u64,
+) -> QueryAnswer {
     let script = lanes.nfts.map(|lane| Script::new(chain, lane));
     let state = script.as_ref().map(|script| State {
         script,

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 /// The owner name of chain-level streams (block times, idle heights, the validator). Activity
 /// names must differ from it.
-pub const CHAIN_OWNER: &str = "chain";
+pub(crate) const CHAIN_OWNER: &str = "chain";
 
 /// The streams of one owner on one chain of a world.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ impl StreamKey {
 }
 
 /// A generator seeded by SHA-256 over length-prefixed parts, so no two part lists collide.
-pub fn seeded(parts: &[&[u8]]) -> ChaCha8Rng {
+pub(crate) fn seeded(parts: &[&[u8]]) -> ChaCha8Rng {
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update((part.len() as u64).to_be_bytes());

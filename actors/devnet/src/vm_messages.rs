@@ -18,7 +18,7 @@ use weaver_engine::chain::types::Event;
 
 /// The failure a VM reports when the token transfer at `message_index` of a tx aborts or
 /// reverts.
-pub fn vm_failure(vm: Vm, message_index: usize) -> Failure {
+pub(crate) fn vm_failure(vm: Vm, message_index: usize) -> Failure {
     let reason = match vm {
         Vm::Move => "VM aborted: location=0x1::fungible_asset, code=65540",
         Vm::Evm => "reverted: execution reverted",
@@ -28,7 +28,7 @@ pub fn vm_failure(vm: Vm, message_index: usize) -> Failure {
 }
 
 /// A VM call at `message_index` that failed for `reason`, with the VM's codespace and code.
-pub fn vm_abort(vm: Vm, message_index: usize, reason: &str) -> Failure {
+pub(crate) fn vm_abort(vm: Vm, message_index: usize, reason: &str) -> Failure {
     let (codespace, code) = match vm {
         Vm::Move => ("move", 4),
         Vm::Evm => ("evm", 2),
@@ -42,7 +42,7 @@ pub fn vm_abort(vm: Vm, message_index: usize, reason: &str) -> Failure {
 }
 
 /// A Move address as `move_to_json` prints it: `0x` + lower-case hex, leading zeros trimmed.
-pub fn short_hex(bytes: &[u8]) -> String {
+pub(crate) fn short_hex(bytes: &[u8]) -> String {
     let text = hex::encode(bytes);
     let trimmed = text.trim_start_matches('0');
     format!("0x{}", if trimmed.is_empty() { "0" } else { trimmed })
@@ -51,7 +51,7 @@ pub fn short_hex(bytes: &[u8]) -> String {
 /// A token transfer through the chain's VM: a Move `0x1::coin::transfer`, an ERC-20
 /// `transfer` call (of the fee denom's contract: on minievm a bank coin is its ERC-20), or
 /// a CW20 `transfer` execute.
-pub fn vm_call(
+pub(crate) fn vm_call(
     chain: &ChainCtx,
     sender: &Account,
     recipient: &Account,

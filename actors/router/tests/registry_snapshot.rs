@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weaver_router::planner::{synthetic, RegistrySnapshot, SnapshotHandle};
-use weaver_router::tracker::store::TrackerStore;
+use weaver_router::tracker::TrackerStore;
 use weaver_router::tracker::TrackerView;
 
 /// `synthetic::registry(rollups)` with its first asset on a chain that does not exist.

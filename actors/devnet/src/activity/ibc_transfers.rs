@@ -17,9 +17,9 @@ use weaver_engine::chain::address;
 use weaver_engine::chain::proto::{Any, Coin, Height, MsgTransfer};
 use weaver_engine::chain::types::Event;
 
-pub const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
-pub const PORT: &str = "transfer";
-pub const CHANNEL: &str = "channel-9";
+pub(super) const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
+pub(super) const PORT: &str = "transfer";
+pub(super) const CHANNEL: &str = "channel-9";
 const COUNTERPARTY_CHANNEL: &str = "channel-9";
 const CONNECTION: &str = "connection-9";
 /// Packets time out a day after genesis plus one minute per slot: always after their block.

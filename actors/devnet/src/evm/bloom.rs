@@ -3,7 +3,7 @@
 
 use sha3::{Digest, Keccak256};
 
-pub struct Bloom([u8; 256]);
+pub(super) struct Bloom([u8; 256]);
 
 impl Default for Bloom {
     fn default() -> Self {
@@ -13,7 +13,7 @@ impl Default for Bloom {
 
 impl Bloom {
     /// Adds a log address or topic (raw bytes).
-    pub fn add(&mut self, item: &[u8]) {
+    pub(super) fn add(&mut self, item: &[u8]) {
         let hash = Keccak256::digest(item);
         for pair in hash[..6].chunks(2) {
             let bit = (usize::from(pair[0]) << 8 | usize::from(pair[1])) & 2047;
@@ -21,13 +21,13 @@ impl Bloom {
         }
     }
 
-    pub fn merge(&mut self, other: &Bloom) {
+    pub(super) fn merge(&mut self, other: &Bloom) {
         for (mine, theirs) in self.0.iter_mut().zip(other.0.iter()) {
             *mine |= theirs;
         }
     }
 
-    pub fn to_hex(&self) -> String {
+    pub(super) fn to_hex(&self) -> String {
         format!("0x{}", hex::encode(self.0))
     }
 }

@@ -10,11 +10,11 @@ use weaver_engine::chain::address;
 use weaver_engine::chain::keys::{self, KeyKind};
 use weaver_engine::chain::proto::*;
 
-pub const MSG_SEND: &str = "/cosmos.bank.v1beta1.MsgSend";
-pub const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
-pub const MSG_DEPOSIT: &str = "/opinit.ophost.v1.MsgInitiateTokenDeposit";
-pub const MSG_WITHDRAWAL: &str = "/opinit.opchild.v1.MsgInitiateTokenWithdrawal";
-pub const MSG_EXECUTE: &str = "/initia.move.v1.MsgExecute";
+pub(super) const MSG_SEND: &str = "/cosmos.bank.v1beta1.MsgSend";
+pub(super) const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
+pub(super) const MSG_DEPOSIT: &str = "/opinit.ophost.v1.MsgInitiateTokenDeposit";
+pub(super) const MSG_WITHDRAWAL: &str = "/opinit.opchild.v1.MsgInitiateTokenWithdrawal";
+pub(super) const MSG_EXECUTE: &str = "/initia.move.v1.MsgExecute";
 
 /// A refusal, as the node reports it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,7 +44,7 @@ impl TxError {
 
 /// A tx that passed CheckTx.
 #[derive(Debug, Clone)]
-pub struct Checked {
+pub(super) struct Checked {
     pub signer: Vec<u8>,
     pub signer_bech32: String,
     pub sequence: u64,
@@ -106,7 +106,7 @@ fn coin_text(coin: &Coin) -> String {
 
 /// Checks `tx_bytes` against the chain's state; `verify` also checks the signature (a
 /// simulation carries an empty one).
-pub fn check(
+pub(super) fn check(
     chain: &ChainState,
     tx_bytes: &[u8],
     verify: bool,

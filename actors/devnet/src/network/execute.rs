@@ -29,12 +29,12 @@ use weaver_router::planner::messages::dex::metadata_address;
 
 /// A checked tx waiting for its block.
 #[derive(Debug, Clone)]
-pub struct Pending {
+pub(super) struct Pending {
     pub checked: Checked,
     pub raw: Vec<u8>,
 }
 
-pub fn pending(checked: Checked, raw: &[u8]) -> Pending {
+pub(super) fn pending(checked: Checked, raw: &[u8]) -> Pending {
     Pending {
         checked,
         raw: raw.to_vec(),
@@ -43,7 +43,7 @@ pub fn pending(checked: Checked, raw: &[u8]) -> Pending {
 
 /// An OPinit deposit initiated on the L1.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deposit {
+pub(super) struct Deposit {
     pub bridge_id: u64,
     pub l1_sequence: u64,
     pub from: String,
@@ -57,7 +57,7 @@ pub struct Deposit {
 
 /// An OPinit withdrawal initiated on an L2.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Withdrawal {
+pub(super) struct Withdrawal {
     pub bridge_id: u64,
     pub l2_sequence: u64,
     pub from: String,
@@ -70,17 +70,17 @@ pub struct Withdrawal {
 
 /// Cross-chain work a message started.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
+pub(super) enum Effect {
     Packet(Box<SentPacket>),
     Deposit(Deposit),
     Withdrawal(Withdrawal),
 }
 
 /// A message failure: (codespace, code, reason).
-pub type Failure = (&'static str, u32, String);
+pub(super) type Failure = (&'static str, u32, String);
 
 /// What messages may change on their chain.
-pub struct Exec<'a> {
+pub(super) struct Exec<'a> {
     pub spec: &'a NetworkSpec,
     pub chain: &'a NetworkChain,
     pub ledger: &'a mut Ledger,
@@ -96,7 +96,7 @@ pub struct Exec<'a> {
 }
 
 impl Exec<'_> {
-    pub fn bech32(&self, bytes: &[u8]) -> String {
+    pub(super) fn bech32(&self, bytes: &[u8]) -> String {
         address::to_bech32(&self.chain.bech32_prefix, bytes)
     }
 
@@ -112,7 +112,7 @@ impl Exec<'_> {
     }
 
     /// Moves coins, with the bank's events.
-    pub fn send(
+    pub(super) fn send(
         &mut self,
         from: &[u8],
         to: &[u8],
@@ -142,7 +142,13 @@ impl Exec<'_> {
     /// Mints to `to` through `module`, with the bank's events. On EVM chains, as minievm:
     /// the denom's ERC-20 is created if new, minted to the module (`coinbase`, no
     /// `coin_received`), then sent on.
-    pub fn mint(&mut self, module: &str, to: &[u8], denom: &str, amount: u128) -> Vec<Event> {
+    pub(super) fn mint(
+        &mut self,
+        module: &str,
+        to: &[u8],
+        denom: &str,
+        amount: u128,
+    ) -> Vec<Event> {
         let module_account = module_address(module);
         let minter = self.bech32(&module_account);
         self.ledger.credit(to, denom, amount);
@@ -172,7 +178,7 @@ impl Exec<'_> {
     }
 
     /// Burns from `from` through `module`, with the bank's events.
-    pub fn burn(
+    pub(super) fn burn(
         &mut self,
         module: &str,
         from: &[u8],
@@ -208,7 +214,7 @@ impl Exec<'_> {
     /// Sends an ICS-20 packet from `sender`: escrows or burns, takes the next sequence,
     /// and records the packet to relay. The events are the app's and core's.
     #[allow(clippy::too_many_arguments)]
-    pub fn send_packet(
+    pub(super) fn send_packet(
         &mut self,
         sender: &[u8],
         sender_text: &str,
@@ -308,7 +314,7 @@ impl Exec<'_> {
     }
 
     /// Gives a packet's tokens back to its sender (timeout, error ack).
-    pub fn refund(&mut self, refund: &Refund) -> Vec<Event> {
+    pub(super) fn refund(&mut self, refund: &Refund) -> Vec<Event> {
         if refund.escrowed {
             let escrow = packet::escrow_address(&refund.port, &refund.channel);
             self.send(&escrow, &refund.address, &refund.denom, refund.amount)
@@ -685,7 +691,7 @@ fn swap_event(pair: &[u8], offer: (&str, u128), returned: (&str, u128), fee: u12
 
 /// Runs every message, all or nothing: on failure the ledger and the chain's counters are
 /// as before and no effect is kept.
-pub fn run_all(exec: &mut Exec, checked: &Checked) -> Result<Vec<Message>, Failure> {
+pub(super) fn run_all(exec: &mut Exec, checked: &Checked) -> Result<Vec<Message>, Failure> {
     let saved = (
         exec.ledger.clone(),
         exec.traces.clone(),
@@ -718,7 +724,7 @@ pub fn run_all(exec: &mut Exec, checked: &Checked) -> Result<Vec<Message>, Failu
 }
 
 /// The messages of a simulated tx, on a scratch ledger.
-pub fn dry_run(
+pub(super) fn dry_run(
     spec: &NetworkSpec,
     chain: &ChainState,
     scratch: &mut Ledger,
@@ -760,7 +766,11 @@ pub fn dry_run(
 
 /// DeliverTx of a broadcast tx in block `exec.height`: its `TxBundle` (the bytes as
 /// broadcast) and, through `exec.effects`, what it started.
-pub fn deliver(exec: &mut Exec, chain: &crate::erc20::ChainCtx, pending: &Pending) -> TxBundle {
+pub(super) fn deliver(
+    exec: &mut Exec,
+    chain: &crate::erc20::ChainCtx,
+    pending: &Pending,
+) -> TxBundle {
     let checked = &pending.checked;
     let (fee, paid) = take_fee(exec, checked);
     let account = exec.ledger.ensure_account(&checked.signer);

@@ -20,7 +20,7 @@ const FORWARD_TIMEOUT_NS: u64 = 10 * 60 * 1_000_000_000;
 
 /// Relayer and executor work.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Work {
+pub(super) enum Work {
     Recv(SentPacket),
     Ack(SentPacket, Ack),
     Timeout(SentPacket),
@@ -38,7 +38,7 @@ pub enum Work {
 
 impl Work {
     /// What the relayer or executor does, as a metric label.
-    pub fn kind(&self) -> &'static str {
+    pub(super) fn kind(&self) -> &'static str {
         match self {
             Work::Recv(_) => "recv_packet",
             Work::Ack(..) => "acknowledge_packet",
@@ -52,7 +52,7 @@ impl Work {
 
 /// Work for a chain, not before a time (finalization periods).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scheduled {
+pub(super) struct Scheduled {
     pub chain: String,
     pub work: Work,
     pub not_before_ns: i64,
@@ -64,7 +64,7 @@ pub struct Scheduled {
 /// inputs and when they came, never on when blocks were read: sealing to `t1` and then to
 /// `t2` gives what sealing to `t2` at once gives — which is what lets a journal of the
 /// inputs replay a devnet exactly (`Network::replay`).
-pub fn seal_all(spec: &NetworkSpec, state: &mut State, now: i64) {
+pub(super) fn seal_all(spec: &NetworkSpec, state: &mut State, now: i64) {
     loop {
         // The earliest block, of any chain, that carries txs and whose time has come.
         let mut next: Option<(i64, String, u64)> = None;
@@ -121,7 +121,7 @@ fn place(spec: &NetworkSpec, state: &mut State, scheduled: Scheduled, now: i64) 
         .push(scheduled.work);
 }
 
-pub fn inject(spec: &NetworkSpec, state: &mut State, fault: NetworkFault, now: i64) {
+pub(super) fn inject(spec: &NetworkSpec, state: &mut State, fault: NetworkFault, now: i64) {
     let faults = &mut state.faults;
     match fault {
         NetworkFault::TimeoutPackets { count } => faults.timeout_packets += count,

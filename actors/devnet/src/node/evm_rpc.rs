@@ -17,7 +17,7 @@ use weaver_engine::system::Recover;
 use super::{DevnetNode, CACHED_BLOCKS};
 
 /// State of the JSON-RPC listener.
-pub struct EvmNode {
+pub(super) struct EvmNode {
     node: web::Data<DevnetNode>,
     evm: DevnetEvm,
     /// Whether `debug_*` is served.
@@ -37,7 +37,7 @@ fn not_served(method: &str) -> RpcError {
 }
 
 impl EvmNode {
-    pub fn new(node: web::Data<DevnetNode>, evm: DevnetEvm, debug: bool) -> Self {
+    pub(super) fn new(node: web::Data<DevnetNode>, evm: DevnetEvm, debug: bool) -> Self {
         EvmNode {
             node,
             evm,
@@ -189,7 +189,7 @@ fn block_text(param: Option<&Value>) -> String {
 
 /// One POST: a call or a batch. Answering generates and signs blocks, so it runs on the
 /// blocking pool.
-pub async fn post(node: web::Data<EvmNode>, body: web::Bytes) -> HttpResponse {
+pub(super) async fn post(node: web::Data<EvmNode>, body: web::Bytes) -> HttpResponse {
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}}));
     };

@@ -74,7 +74,7 @@ async fn answer(node: web::Data<DevnetNode>, req: HttpRequest, query: ChainQuery
     }
 }
 
-pub async fn move_resource(
+pub(super) async fn move_resource(
     node: web::Data<DevnetNode>,
     address: web::Path<String>,
     req: HttpRequest,
@@ -89,7 +89,7 @@ pub async fn move_resource(
     answer(node, req, query).await
 }
 
-pub async fn evm_call(
+pub(super) async fn evm_call(
     node: web::Data<DevnetNode>,
     req: HttpRequest,
     body: web::Bytes,
@@ -110,7 +110,10 @@ pub async fn evm_call(
 }
 
 /// `GET /minievm/evm/v1/contracts/by_denom?denom=…`: the ERC-20 behind a denom.
-pub async fn contract_by_denom(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
+pub(super) async fn contract_by_denom(
+    node: web::Data<DevnetNode>,
+    req: HttpRequest,
+) -> HttpResponse {
     let denom = form_urlencoded::parse(req.query_string().as_bytes())
         .find(|(k, _)| k == "denom")
         .map(|(_, v)| v.into_owned())
@@ -118,7 +121,7 @@ pub async fn contract_by_denom(node: web::Data<DevnetNode>, req: HttpRequest) ->
     answer(node, req, ChainQuery::EvmContractByDenom { denom }).await
 }
 
-pub async fn wasm_contract(
+pub(super) async fn wasm_contract(
     node: web::Data<DevnetNode>,
     contract: web::Path<String>,
     req: HttpRequest,
@@ -139,7 +142,7 @@ fn decode_query_data(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-pub async fn wasm_smart(
+pub(super) async fn wasm_smart(
     node: web::Data<DevnetNode>,
     path: web::Path<(String, String)>,
     req: HttpRequest,

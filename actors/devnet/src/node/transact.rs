@@ -70,7 +70,7 @@ macro_rules! try_answer {
     };
 }
 
-pub async fn account(node: web::Data<DevnetNode>, path: web::Path<String>) -> HttpResponse {
+pub(super) async fn account(node: web::Data<DevnetNode>, path: web::Path<String>) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
     let bytes = try_answer!(account_bytes(&node, &path));
     match network.account(chain_id, &bytes) {
@@ -126,7 +126,7 @@ async fn balances_of(
     Ok(network.balances(chain_id, &bytes))
 }
 
-pub async fn balances(
+pub(super) async fn balances(
     node: web::Data<DevnetNode>,
     path: web::Path<String>,
     req: HttpRequest,
@@ -142,7 +142,7 @@ pub async fn balances(
     }))
 }
 
-pub async fn balance_by_denom(
+pub(super) async fn balance_by_denom(
     node: web::Data<DevnetNode>,
     path: web::Path<String>,
     req: HttpRequest,
@@ -186,7 +186,10 @@ fn fee_denoms(network: &Network, chain_id: &str) -> Vec<String> {
 }
 
 /// `GET /initia/tx/v1/gas_prices/{denom}`: the L1's minimum gas price of a fee denom.
-pub async fn gas_price(node: web::Data<DevnetNode>, path: web::Path<String>) -> HttpResponse {
+pub(super) async fn gas_price(
+    node: web::Data<DevnetNode>,
+    path: web::Path<String>,
+) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
     if !is_l1(network, chain_id) {
         return super::rest_unknown_path("/initia/tx/v1/gas_prices");
@@ -204,7 +207,7 @@ pub async fn gas_price(node: web::Data<DevnetNode>, path: web::Path<String>) -> 
 
 /// `GET /opinit/opchild/v1/params` of a rollup (an L1 answers 501, as a real one does, so
 /// SDKs fall back to the L1 gas price route).
-pub async fn opchild_params(node: web::Data<DevnetNode>) -> HttpResponse {
+pub(super) async fn opchild_params(node: web::Data<DevnetNode>) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
     let Some(bridge) = network.spec().bridge_of_l2(chain_id) else {
         return super::rest_unknown_path("/opinit/opchild/v1/params");
@@ -229,7 +232,7 @@ pub async fn opchild_params(node: web::Data<DevnetNode>) -> HttpResponse {
 }
 
 /// `GET /cosmos/base/node/v1beta1/config`: the node's minimum gas price (every chain).
-pub async fn node_config(node: web::Data<DevnetNode>) -> HttpResponse {
+pub(super) async fn node_config(node: web::Data<DevnetNode>) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
     let price = gas_price_text(network.spec().relay.gas_price_thousandths);
     let minimum_gas_price = fee_denoms(network, chain_id)
@@ -246,7 +249,7 @@ pub async fn node_config(node: web::Data<DevnetNode>) -> HttpResponse {
 }
 
 /// `GET /opinit/opchild/v1/bridge_info` of a rollup.
-pub async fn bridge_info(node: web::Data<DevnetNode>) -> HttpResponse {
+pub(super) async fn bridge_info(node: web::Data<DevnetNode>) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
     let Some(bridge) = network.spec().bridge_of_l2(chain_id) else {
         return super::rest_unknown_path("/opinit/opchild/v1/bridge_info");
@@ -269,7 +272,7 @@ pub async fn bridge_info(node: web::Data<DevnetNode>) -> HttpResponse {
 }
 
 #[derive(Deserialize)]
-pub struct TxBody {
+pub(super) struct TxBody {
     #[serde(default)]
     tx_bytes: Option<String>,
     #[serde(default)]
@@ -300,7 +303,7 @@ fn tx_bytes(body: &[u8]) -> Result<(Vec<u8>, Option<String>), Refused> {
     Ok((bytes, body.mode))
 }
 
-pub async fn simulate(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
+pub(super) async fn simulate(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
     let (bytes, _) = try_answer!(tx_bytes(&body));
     match network.simulate(chain_id, &bytes) {
@@ -312,7 +315,7 @@ pub async fn simulate(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResp
     }
 }
 
-pub async fn broadcast(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
+pub(super) async fn broadcast(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
     let (network, chain_id) = try_answer!(network_of(&node));
     let (bytes, mode) = try_answer!(tx_bytes(&body));
     match mode.as_deref() {
@@ -371,7 +374,10 @@ async fn included(node: &web::Data<DevnetNode>, hash: [u8; 32]) -> Option<Includ
         .flatten()
 }
 
-pub async fn tx_by_hash(node: web::Data<DevnetNode>, path: web::Path<String>) -> HttpResponse {
+pub(super) async fn tx_by_hash(
+    node: web::Data<DevnetNode>,
+    path: web::Path<String>,
+) -> HttpResponse {
     try_answer!(network_of(&node));
     let Some(hash) = parse_hash(&path) else {
         return rest_error(
@@ -395,7 +401,7 @@ pub async fn tx_by_hash(node: web::Data<DevnetNode>, path: web::Path<String>) ->
 }
 
 /// CometBFT `tx` (by `hash`, `0x`-prefixed or bare hex, or base64 as in POST bodies).
-pub async fn rpc_tx(node: &web::Data<DevnetNode>, params: &Value) -> Result<Value, String> {
+pub(super) async fn rpc_tx(node: &web::Data<DevnetNode>, params: &Value) -> Result<Value, String> {
     let text = params
         .get("hash")
         .and_then(|h| h.as_str())
@@ -423,7 +429,7 @@ pub async fn rpc_tx(node: &web::Data<DevnetNode>, params: &Value) -> Result<Valu
 }
 
 /// CometBFT `broadcast_tx_sync`/`broadcast_tx_async` (`tx` base64).
-pub fn rpc_broadcast(node: &DevnetNode, params: &Value) -> Result<Value, String> {
+pub(super) fn rpc_broadcast(node: &DevnetNode, params: &Value) -> Result<Value, String> {
     let network = node
         .network
         .as_ref()
@@ -457,7 +463,7 @@ fn loopback_only(req: &HttpRequest) -> Result<(), Refused> {
 }
 
 /// `POST /weaver/devnet/v1/faults`: inject a network fault.
-pub async fn inject_fault(
+pub(super) async fn inject_fault(
     node: web::Data<DevnetNode>,
     req: HttpRequest,
     body: web::Bytes,
@@ -485,21 +491,21 @@ pub async fn inject_fault(
     HttpResponse::Ok().json(network.faults())
 }
 
-pub async fn faults(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
+pub(super) async fn faults(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
     try_answer!(loopback_only(&req));
     let (network, _) = try_answer!(network_of(&node));
     HttpResponse::Ok().json(network.faults())
 }
 
 /// `GET /weaver/devnet/v1/node_faults`: the `--faults` schedule and what each fault did.
-pub async fn node_faults(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
+pub(super) async fn node_faults(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse {
     try_answer!(loopback_only(&req));
     HttpResponse::Ok().json(node.faults.states())
 }
 
 /// `DELETE /weaver/devnet/v1/node_faults/{kind}`: stop the `--faults` faults of a kind (a
 /// held one fires until then).
-pub async fn clear_node_fault(
+pub(super) async fn clear_node_fault(
     node: web::Data<DevnetNode>,
     req: HttpRequest,
     kind: web::Path<String>,

@@ -131,7 +131,7 @@ pub struct Ingestion {
 
 /// Free space the data directory must have before a stalled chain asks for the restart
 /// (or a quarter of a smaller file system).
-pub const MIN_FREE_BYTES: u64 = 64 << 20;
+pub(super) const MIN_FREE_BYTES: u64 = 64 << 20;
 
 /// Bytes written by each probe: more than one block's batch, so a probe that succeeds means
 /// the store's journal can take writes again too.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 const LOG_EVERY: Duration = Duration::from_secs(5);
 
-pub struct ProgressLog {
+pub(super) struct ProgressLog {
     chain_id: String,
     role: &'static str,
     window_start: Instant,
@@ -14,7 +14,7 @@ pub struct ProgressLog {
 }
 
 impl ProgressLog {
-    pub fn new(chain_id: String, role: &'static str) -> Self {
+    pub(super) fn new(chain_id: String, role: &'static str) -> Self {
         ProgressLog {
             chain_id,
             role,
@@ -24,11 +24,11 @@ impl ProgressLog {
         }
     }
 
-    pub fn chain_id(&self) -> &str {
+    pub(super) fn chain_id(&self) -> &str {
         &self.chain_id
     }
 
-    pub fn indexed(&mut self, height: u64, txs: u64, tip: u64) {
+    pub(super) fn indexed(&mut self, height: u64, txs: u64, tip: u64) {
         let chain = self.chain_id.clone();
         // The chain's own numbers come from its main follower; a domain's own follower is
         // measured by its domain's watermark (`weaver_domain_height`).
@@ -65,7 +65,7 @@ impl ProgressLog {
         self.window_blocks = 0;
     }
 
-    pub fn caught_up(&mut self, height: u64) {
+    pub(super) fn caught_up(&mut self, height: u64) {
         if !self.caught_up {
             self.caught_up = true;
             tracing::info!(chain_id = %self.chain_id, follower = self.role, height, "at the chain tip");

@@ -19,19 +19,19 @@ pub(crate) use quoted_key;
 use serde_json::Value;
 
 /// A JSON text being written into `out`.
-pub struct JsonWriter<'a> {
+pub(super) struct JsonWriter<'a> {
     out: &'a mut Vec<u8>,
     /// Whether the object or array being written needs a comma before its next member.
     comma: bool,
 }
 
 impl<'a> JsonWriter<'a> {
-    pub fn new(out: &'a mut Vec<u8>) -> Self {
+    pub(super) fn new(out: &'a mut Vec<u8>) -> Self {
         JsonWriter { out, comma: false }
     }
 
     /// Writes an object whose members `members` writes.
-    pub fn object(&mut self, members: impl FnOnce(&mut Self)) {
+    pub(super) fn object(&mut self, members: impl FnOnce(&mut Self)) {
         self.out.push(b'{');
         self.comma = false;
         members(self);
@@ -40,7 +40,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes an array with one element per item, each written by `element`.
-    pub fn array<T>(
+    pub(super) fn array<T>(
         &mut self,
         items: impl IntoIterator<Item = T>,
         mut element: impl FnMut(&mut Self, T),
@@ -58,7 +58,7 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes `"name":`; the member's value follows.
-    pub fn key(&mut self, name: &str) {
+    pub(super) fn key(&mut self, name: &str) {
         if self.comma {
             self.out.push(b',');
         }
@@ -68,7 +68,7 @@ impl<'a> JsonWriter<'a> {
 
     /// Writes a member name given already quoted with its colon (`quoted_key!("name")`):
     /// the record layouts' fixed names, written with one copy.
-    pub fn quoted_key(&mut self, quoted: &'static str) {
+    pub(super) fn quoted_key(&mut self, quoted: &'static str) {
         debug_assert!(quoted.starts_with('"') && quoted.ends_with("\":"));
         if self.comma {
             self.out.push(b',');
@@ -77,34 +77,34 @@ impl<'a> JsonWriter<'a> {
     }
 
     /// Writes a member with a string value (`quoted_key!("name")`, text).
-    pub fn str_member(&mut self, quoted: &'static str, text: &str) {
+    pub(super) fn str_member(&mut self, quoted: &'static str, text: &str) {
         self.quoted_key(quoted);
         self.str(text);
     }
 
     /// [`JsonWriter::str_member`], left out when `text` is empty (Go's `omitempty`).
-    pub fn str_member_unless_empty(&mut self, quoted: &'static str, text: &str) {
+    pub(super) fn str_member_unless_empty(&mut self, quoted: &'static str, text: &str) {
         if !text.is_empty() {
             self.str_member(quoted, text);
         }
     }
 
-    pub fn str(&mut self, text: &str) {
+    pub(super) fn str(&mut self, text: &str) {
         write_str(self.out, text);
         self.comma = true;
     }
 
-    pub fn u64(&mut self, n: u64) {
+    pub(super) fn u64(&mut self, n: u64) {
         self.value(&n.into());
     }
 
-    pub fn bool(&mut self, yes: bool) {
+    pub(super) fn bool(&mut self, yes: bool) {
         self.out
             .extend_from_slice(if yes { b"true" } else { b"false" });
         self.comma = true;
     }
 
-    pub fn value(&mut self, value: &Value) {
+    pub(super) fn value(&mut self, value: &Value) {
         match value {
             Value::String(text) => self.str(text),
             Value::Array(items) => self.array(items, Self::value),
@@ -131,7 +131,7 @@ impl JsonWriter<'_> {
     /// dropping them was ~10 % of the daemon's CPU while catching up (`benches/README.md`,
     /// "Store format 3"). Where the text is not JSON after all (it was checked when
     /// received), the rest of it is written as it is.
-    pub fn raw(&mut self, text: &str) {
+    pub(super) fn raw(&mut self, text: &str) {
         let bytes = text.as_bytes();
         let mut at = 0;
         while at < bytes.len() {
@@ -237,7 +237,7 @@ static UNICODE_ESCAPES: [[u8; 6]; 32] = {
 };
 
 /// Writes `text` as a JSON string, quotes included.
-pub fn write_str(out: &mut Vec<u8>, text: &str) {
+pub(super) fn write_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.push(b'"');
     let mut clean_from = 0;

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::{corrupt, keys, read_u64_at, DomainTree, HotBlock, HotTier, StoreError};
 
 /// The domain's name: its tree is `chain/<chain_id>/blocks`.
-pub const DOMAIN: &str = "blocks";
+pub(super) const DOMAIN: &str = "blocks";
 
 #[derive(Clone)]
 pub struct BlocksStore {

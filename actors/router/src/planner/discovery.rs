@@ -161,12 +161,7 @@ pub fn reach(
     [false, true].into_iter().find_map(|withdraw| {
         let request = RouteRequest {
             amount_in: Some(PROBE_AMOUNT.into()),
-            assets: AssetFields {
-                source_asset_chain_id: Some(from.chain_id.clone()),
-                source_asset_denom: Some(from.denom.clone()),
-                dest_asset_chain_id: Some(to.chain_id.clone()),
-                dest_asset_denom: Some(to.denom.clone()),
-            },
+            assets: AssetFields::between((&from.chain_id, &from.denom), (&to.chain_id, &to.denom)),
             allow_multi_tx: Some(allow_multi_tx),
             is_op_withdraw: Some(withdraw),
             ..RouteRequest::default()

@@ -154,6 +154,16 @@ fn timeout(text: &Option<String>, default: u64) -> Result<u64, RouteError> {
 }
 
 impl AssetFields {
+    /// The fields naming `source` and `dest`, each `(chain id, denom)`.
+    pub fn between(source: (&str, &str), dest: (&str, &str)) -> Self {
+        AssetFields {
+            source_asset_chain_id: Some(source.0.into()),
+            source_asset_denom: Some(source.1.into()),
+            dest_asset_chain_id: Some(dest.0.into()),
+            dest_asset_denom: Some(dest.1.into()),
+        }
+    }
+
     /// The fields' names, as a request carries them.
     pub const NAMES: [&'static str; 4] = [
         "source_asset_chain_id",
@@ -302,19 +312,10 @@ impl SignedOpHook {
 mod tests {
     use super::*;
 
-    fn assets(source_chain: &str, source: &str, dest_chain: &str, dest: &str) -> AssetFields {
-        AssetFields {
-            source_asset_chain_id: Some(source_chain.into()),
-            source_asset_denom: Some(source.into()),
-            dest_asset_chain_id: Some(dest_chain.into()),
-            dest_asset_denom: Some(dest.into()),
-        }
-    }
-
     fn route_request() -> RouteRequest {
         RouteRequest {
             amount_in: Some("10".into()),
-            assets: assets("a-1", "ua", "b-1", "ub"),
+            assets: AssetFields::between(("a-1", "ua"), ("b-1", "ub")),
             ..Default::default()
         }
     }
@@ -360,7 +361,7 @@ mod tests {
     fn msgs_requests_need_operations_and_addresses() {
         let mut request = MsgsRequest {
             amount_in: Some("10".into()),
-            assets: assets("a-1", "ua", "b-1", "ub"),
+            assets: AssetFields::between(("a-1", "ua"), ("b-1", "ub")),
             slippage_tolerance_percent: Some("1".into()),
             operations: Some(vec![]),
             address_list: Some(vec!["x".into()]),
@@ -391,8 +392,17 @@ mod tests {
         assert_eq!(written["source_asset_chain_id"], "a-1");
         assert!(written.get("assets").is_none());
         let written = serde_json::to_value(AssetFields::default()).unwrap();
-        let names: Vec<&str> = written.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(names, AssetFields::NAMES, "NAMES lists every field, in order");
+        let names: Vec<&str> = written
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            names,
+            AssetFields::NAMES,
+            "NAMES lists every field, in order"
+        );
         let hook: OpHookRequest = serde_json::from_value(
             serde_json::json!({"source_address": "x", "source_asset_chain_id": "a-1"}),
         )

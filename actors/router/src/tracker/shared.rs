@@ -73,7 +73,7 @@ impl Default for TrackerSettings {
 }
 
 /// A [`WatchKey`] in the watch index: a keyed hash of it (8 bytes instead of three strings).
-pub type WatchId = u64;
+pub(super) type WatchId = u64;
 
 /// A tracker as the watch index lists it: weak, so the index neither keeps a stopped tracker
 /// alive nor pays for a sender per key (8 bytes).

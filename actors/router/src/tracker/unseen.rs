@@ -84,7 +84,7 @@ struct ClientLookups {
 }
 
 #[derive(Default)]
-pub struct UnseenSet {
+pub(super) struct UnseenSet {
     entries: HashMap<Arc<TrackKey>, Entry>,
     /// Never looked up: served first.
     fresh: VecDeque<Arc<TrackKey>>,
@@ -107,15 +107,15 @@ pub struct UnseenSet {
 }
 
 impl UnseenSet {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub fn contains(&self, key: &TrackKey) -> bool {
+    pub(super) fn contains(&self, key: &TrackKey) -> bool {
         self.entries.contains_key(key)
     }
 
@@ -125,7 +125,8 @@ impl UnseenSet {
     }
 
     /// Lookups in flight.
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    pub(super) fn in_flight(&self) -> usize {
         self.in_flight
     }
 

@@ -29,7 +29,7 @@ use weaver_engine::store::StoreError;
 use weaver_engine::system::Recover;
 
 /// What is kept in memory of one tracked tx.
-pub struct Entry {
+pub(super) struct Entry {
     pub state: TxState,
     /// Terminal since (ns), for retention (never 0: kept in 8 bytes).
     terminal_ns: Option<NonZeroI64>,
@@ -73,7 +73,7 @@ impl Entry {
     }
 
     /// Terminal since (ns), for retention.
-    pub fn terminal_ns(&self) -> Option<i64> {
+    pub(super) fn terminal_ns(&self) -> Option<i64> {
         self.terminal_ns.map(NonZeroI64::get)
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use dashmap::DashMap;
 use tokio::sync::Notify;
 
-pub struct Wakers<K: Hash + Eq> {
+pub(super) struct Wakers<K: Hash + Eq> {
     map: DashMap<K, Vec<Weak<Notify>>>,
 }
 
@@ -24,7 +24,7 @@ impl<K: Hash + Eq> Default for Wakers<K> {
 
 impl<K: Hash + Eq> Wakers<K> {
     /// Wakes `notify` on each change of `key`.
-    pub fn add(&self, key: K, notify: &Arc<Notify>) {
+    pub(super) fn add(&self, key: K, notify: &Arc<Notify>) {
         self.map
             .entry(key)
             .or_default()
@@ -32,7 +32,7 @@ impl<K: Hash + Eq> Wakers<K> {
     }
 
     /// Stops waking `notify` for `key` (and drops the entries of streams gone).
-    pub fn remove(&self, key: &K, notify: &Arc<Notify>) {
+    pub(super) fn remove(&self, key: &K, notify: &Arc<Notify>) {
         if let Some(mut list) = self.map.get_mut(key) {
             list.retain(|w| w.upgrade().is_some_and(|n| !Arc::ptr_eq(&n, notify)));
         }
@@ -40,7 +40,7 @@ impl<K: Hash + Eq> Wakers<K> {
     }
 
     /// Wakes whoever watches `key` (a waker not waiting keeps the wake for its next wait).
-    pub fn wake(&self, key: &K) {
+    pub(super) fn wake(&self, key: &K) {
         if let Some(list) = self.map.get(key) {
             for notify in list.iter().filter_map(Weak::upgrade) {
                 notify.notify_one();
@@ -49,11 +49,12 @@ impl<K: Hash + Eq> Wakers<K> {
     }
 
     /// Keys watched.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
         self.map.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 }

@@ -74,7 +74,7 @@ impl Call<'_> {
 }
 
 /// The frames under the top-level call of `slot`'s tx (none but for swaps).
-pub fn inner(script: &Script, slot: u64, action: &Action) -> Vec<CallFrame> {
+pub(crate) fn inner(script: &Script, slot: u64, action: &Action) -> Vec<CallFrame> {
     let Action::Move {
         from,
         to,

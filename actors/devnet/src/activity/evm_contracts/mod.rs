@@ -27,10 +27,10 @@ use weaver_engine::chain::types::Event;
 pub struct EvmContracts;
 
 /// The activity's name: its streams, its accounts, and how the EVM view finds its lane.
-pub const NAME: &str = "evm_contracts";
+pub(crate) const NAME: &str = "evm_contracts";
 
-pub const TRANSFER_EVENT: &str = "Transfer(address,address,uint256)";
-pub const ROUTE: &str = "route(address,address,address,uint256)";
+pub(crate) const TRANSFER_EVENT: &str = "Transfer(address,address,uint256)";
+pub(crate) const ROUTE: &str = "route(address,address,address,uint256)";
 
 impl Activity for EvmContracts {
     fn name(&self) -> &'static str {
@@ -80,7 +80,7 @@ fn transfer_log(token: &[u8], from: &[u8], to: &[u8], amount: &BigUint) -> Strin
 
 /// The call data of `action` sent by `sender`: a holder moves its own tokens with
 /// `transfer`/`burn`, an approved spender with `transferFrom`/`burnFrom`.
-pub fn input(script: &Script, slot: u64, sender: &[u8], action: &Action) -> String {
+pub(crate) fn input(script: &Script, slot: u64, sender: &[u8], action: &Action) -> String {
     let body = match action {
         Action::Deploy => {
             let cycle = slot / CYCLE;
@@ -140,7 +140,7 @@ pub fn input(script: &Script, slot: u64, sender: &[u8], action: &Action) -> Stri
 }
 
 /// The contract a call goes to: the router for swaps, else the cycle's token.
-pub fn callee(script: &Script, slot: u64, action: &Action) -> Vec<u8> {
+pub(crate) fn callee(script: &Script, slot: u64, action: &Action) -> Vec<u8> {
     match action {
         Action::Move {
             router: Some(_), ..

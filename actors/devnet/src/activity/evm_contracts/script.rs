@@ -16,12 +16,12 @@ use crate::activity::Lane;
 use crate::DevnetSpec;
 
 /// Slots per token lifecycle.
-pub const CYCLE: u64 = 12;
+pub(crate) const CYCLE: u64 = 12;
 
 /// What a slot of a cycle does; `from` names the slot (offset in the cycle) whose receiver
 /// pays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     Deploy,
     Mint,
     /// Moves `eighths`/8 of the payer's balance (drawn 1..=7).
@@ -71,13 +71,13 @@ const STEPS: [Step; CYCLE as usize] = [
     Mint,
 ];
 
-pub fn step(slot: u64) -> Step {
+pub(crate) fn step(slot: u64) -> Step {
     STEPS[(slot % CYCLE) as usize]
 }
 
 /// What one slot does, with every address and amount its messages and events show.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     Deploy,
     Mint {
         to: Vec<u8>,
@@ -98,7 +98,7 @@ pub enum Action {
 
 /// How a swap went through the router.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RouterPath {
+pub(crate) enum RouterPath {
     Direct,
     /// A first attempt reverted inside; the tx succeeded.
     InnerRevert,
@@ -108,7 +108,7 @@ pub enum RouterPath {
 
 /// Balances of one token.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     pub balances: BTreeMap<Vec<u8>, BigUint>,
     pub supply: BigUint,
     /// Who received at each offset of the cycle so far (`None`: that slot paid nobody).
@@ -116,7 +116,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub fn balance(&self, account: &[u8]) -> BigUint {
+    pub(crate) fn balance(&self, account: &[u8]) -> BigUint {
         self.balances.get(account).cloned().unwrap_or_default()
     }
 
@@ -160,39 +160,39 @@ impl Ledger {
 }
 
 /// The script of one chain's ERC-20 lane.
-pub struct Script<'a> {
+pub(crate) struct Script<'a> {
     pub chain: &'a DevnetSpec,
     pub lane: &'a Lane,
 }
 
 impl<'a> Script<'a> {
-    pub fn new(chain: &'a DevnetSpec, lane: &'a Lane) -> Self {
+    pub(crate) fn new(chain: &'a DevnetSpec, lane: &'a Lane) -> Self {
         Script { chain, lane }
     }
 
-    pub fn token(&self, cycle: u64) -> Vec<u8> {
+    pub(crate) fn token(&self, cycle: u64) -> Vec<u8> {
         ids::address(self.chain, Kind::Erc20, cycle, 0)
     }
 
     /// The cycle whose token is at `address`, if it is one of this chain's tokens.
-    pub fn token_cycle(&self, address: &[u8]) -> Option<u64> {
+    pub(crate) fn token_cycle(&self, address: &[u8]) -> Option<u64> {
         match ids::parse(self.chain, Kind::Erc20, address)? {
             (cycle, 0) => Some(cycle),
             _ => None,
         }
     }
 
-    pub fn contract(&self, kind: Kind) -> Vec<u8> {
+    pub(crate) fn contract(&self, kind: Kind) -> Vec<u8> {
         ids::address(self.chain, kind, 0, 0)
     }
 
     /// How many of the lane's slots lie in blocks `1..=height`.
-    pub fn slots_through(&self, height: u64) -> u64 {
+    pub(crate) fn slots_through(&self, height: u64) -> u64 {
         self.lane.schedule.slots(height + 1).start
     }
 
     /// The deployer of `cycle`'s token: the sender of its first slot.
-    pub fn creator(&self, cycle: u64) -> Vec<u8> {
+    pub(crate) fn creator(&self, cycle: u64) -> Vec<u8> {
         self.lane.accounts[self.lane.sender(cycle * CYCLE).0]
             .address
             .clone()
@@ -295,7 +295,7 @@ impl<'a> Script<'a> {
     }
 
     /// What `slot` does.
-    pub fn action_at(&self, slot: u64) -> Action {
+    pub(crate) fn action_at(&self, slot: u64) -> Action {
         self.replay(slot / CYCLE, slot % CYCLE)
             .1
             .expect("a slot lies inside its cycle")
@@ -303,16 +303,16 @@ impl<'a> Script<'a> {
 
     /// The ledger of `cycle`'s token after the lane's first `slots` slots (`None`: not
     /// deployed yet).
-    pub fn ledger(&self, cycle: u64, slots: u64) -> Option<Ledger> {
+    pub(crate) fn ledger(&self, cycle: u64, slots: u64) -> Option<Ledger> {
         let done = slots.saturating_sub(cycle * CYCLE).min(CYCLE);
         (done > 0).then(|| self.replay(cycle, done).0)
     }
 
-    pub fn name(cycle: u64) -> String {
+    pub(crate) fn name(cycle: u64) -> String {
         format!("Weaver Devnet Token {cycle}")
     }
 
-    pub fn symbol(cycle: u64) -> String {
+    pub(crate) fn symbol(cycle: u64) -> String {
         format!("WDT{cycle}")
     }
 }

@@ -22,9 +22,9 @@ use weaver_engine::chain::proto::{Height, MsgRecvPacket, Packet};
 use weaver_engine::chain::types::Event;
 
 const MSG_RECV_PACKET: &str = "/ibc.core.channel.v1.MsgRecvPacket";
-pub const PORT: &str = "nft-transfer";
+pub(crate) const PORT: &str = "nft-transfer";
 /// The rollup's end of the channel.
-pub const CHANNEL: &str = "channel-1";
+pub(crate) const CHANNEL: &str = "channel-1";
 const COUNTERPARTY_CHANNEL: &str = "channel-3";
 const CONNECTION: &str = "connection-0";
 /// Packets time out a day after genesis plus one minute per slot: always after their block.
@@ -32,7 +32,7 @@ const TIMEOUT_BASE_NS: i64 = 24 * 3600 * 1_000_000_000;
 
 /// The class id a received class gets on the rollup: `ibc/` + SHA-256 of the trace on Move
 /// and EVM; the trace itself on Wasm.
-pub fn l2_class_id(vm: Vm, class_id: &str) -> String {
+pub(crate) fn l2_class_id(vm: Vm, class_id: &str) -> String {
     let trace = format!("{PORT}/{CHANNEL}/{class_id}");
     match vm {
         Vm::Wasm => trace,
@@ -41,7 +41,7 @@ pub fn l2_class_id(vm: Vm, class_id: &str) -> String {
 }
 
 /// The relayer's `MsgRecvPacket` at `slot` delivering `tokens` (their state once minted).
-pub fn receive(
+pub(crate) fn receive(
     script: &Script,
     slot: u64,
     relayer: &Account,

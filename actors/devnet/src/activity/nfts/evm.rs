@@ -18,29 +18,29 @@ use weaver_engine::chain::address::eip55;
 use weaver_engine::chain::proto::{MsgCall, MsgCreate};
 use weaver_engine::chain::types::Event;
 
-pub const MSG_CALL: &str = "/minievm.evm.v1.MsgCall";
-pub const MSG_CREATE: &str = "/minievm.evm.v1.MsgCreate";
+pub(crate) const MSG_CALL: &str = "/minievm.evm.v1.MsgCall";
+pub(crate) const MSG_CREATE: &str = "/minievm.evm.v1.MsgCreate";
 
 /// The 4-byte selector (or, whole, the event topic) of a signature, lower-case hex.
-pub fn keccak_hex(signature: &str) -> String {
+pub(crate) fn keccak_hex(signature: &str) -> String {
     hex::encode(Keccak256::digest(signature.as_bytes()))
 }
 
-pub fn selector(signature: &str) -> String {
+pub(crate) fn selector(signature: &str) -> String {
     keccak_hex(signature)[..8].to_string()
 }
 
 /// One 32-byte ABI word of an address or a number, lower-case hex without `0x`.
-pub fn word(bytes: &[u8]) -> String {
+pub(crate) fn word(bytes: &[u8]) -> String {
     format!("{:0>64}", hex::encode(bytes))
 }
 
-pub fn number_word(value: u64) -> String {
+pub(crate) fn number_word(value: u64) -> String {
     format!("{value:064x}")
 }
 
 /// ABI encoding of a single `string` return value (offset, length, padded bytes).
-pub fn abi_string(text: &str) -> String {
+pub(crate) fn abi_string(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut padded = hex::encode(bytes);
     padded.push_str(&"0".repeat((64 - padded.len() % 64) % 64));
@@ -51,12 +51,12 @@ pub fn abi_string(text: &str) -> String {
     )
 }
 
-pub fn decoy_address(chain: &DevnetSpec) -> Vec<u8> {
+pub(crate) fn decoy_address(chain: &DevnetSpec) -> Vec<u8> {
     ids::address(chain, Kind::EvmDecoy, 0, 0)
 }
 
 /// One `evm` event `log` attribute: EIP-55 address, `0x` + lower-case topics and data.
-pub fn log(contract: &[u8], topics: &[String], data: &str) -> String {
+pub(crate) fn log(contract: &[u8], topics: &[String], data: &str) -> String {
     let topics: Vec<Value> = topics.iter().map(|t| json!(format!("0x{t}"))).collect();
     json!({"address": eip55(contract), "topics": topics, "data": format!("0x{data}")}).to_string()
 }
@@ -83,7 +83,7 @@ fn contract(chain: &DevnetSpec, collection: &Collection, change: &Change) -> Vec
 }
 
 /// The EVM's events for `change`: creation events, or the call and its logs.
-pub fn events(chain: &DevnetSpec, collection: &Collection, change: &Change) -> Vec<Event> {
+pub(crate) fn events(chain: &DevnetSpec, collection: &Collection, change: &Change) -> Vec<Event> {
     let contract = contract(chain, collection, change);
     let address = eip55(&contract);
     let zero = [0u8; 20];
@@ -157,7 +157,7 @@ fn input(collection: &Collection, change: &Change) -> String {
     format!("0x{body}")
 }
 
-pub fn message(
+pub(crate) fn message(
     chain: &DevnetSpec,
     sender: &Account,
     collection: &Collection,
@@ -177,7 +177,7 @@ pub fn message(
 
 /// A minievm message sent by `from`: a `MsgCall` of `contract` with call data `input`, or
 /// (no contract) a `MsgCreate` with init code `input`; `events` follow its `message` event.
-pub fn evm_message(
+pub(crate) fn evm_message(
     from: &str,
     contract: Option<&[u8]>,
     input: String,

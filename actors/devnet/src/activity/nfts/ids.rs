@@ -12,7 +12,7 @@ const TAIL: usize = 8;
 
 /// What an address is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     MoveCollection,
     MoveNft,
     EvmCollection,
@@ -65,7 +65,7 @@ impl Kind {
 }
 
 /// The address of `token` of `cycle`'s `kind` on `chain` (token 0: the collection itself).
-pub fn address(chain: &DevnetSpec, kind: Kind, cycle: u64, token: u64) -> Vec<u8> {
+pub(crate) fn address(chain: &DevnetSpec, kind: Kind, cycle: u64, token: u64) -> Vec<u8> {
     let prefix_len = kind.len() - TAIL;
     let mut out = Sha256::new()
         .chain_update(b"weaver-devnet-nft")
@@ -84,7 +84,7 @@ pub fn address(chain: &DevnetSpec, kind: Kind, cycle: u64, token: u64) -> Vec<u8
 }
 
 /// The (cycle, token) an address of `kind` names, if it is one.
-pub fn parse(chain: &DevnetSpec, kind: Kind, bytes: &[u8]) -> Option<(u64, u64)> {
+pub(crate) fn parse(chain: &DevnetSpec, kind: Kind, bytes: &[u8]) -> Option<(u64, u64)> {
     if bytes.len() != kind.len() {
         return None;
     }
@@ -98,7 +98,7 @@ pub fn parse(chain: &DevnetSpec, kind: Kind, bytes: &[u8]) -> Option<(u64, u64)>
 
 /// Collection names rotate through shapes a name search must normalise: punctuation, mixed
 /// case, a non-ASCII letter. The cycle number keeps every name unique per creator.
-pub fn native_name(cycle: u64) -> String {
+pub(crate) fn native_name(cycle: u64) -> String {
     match cycle % 5 {
         0 => format!("Weaver Punks #{cycle}"),
         1 => format!("crypto-KITTIES: Gen.{cycle}"),
@@ -109,26 +109,26 @@ pub fn native_name(cycle: u64) -> String {
 }
 
 /// The human name of a bridged class on its source chain (the indexers' `origin_name`).
-pub fn origin_name(cycle: u64) -> String {
+pub(crate) fn origin_name(cycle: u64) -> String {
     format!("Initia Genesis Badges {cycle}")
 }
 
 /// A token's description (the Move `Nft` resource carries one).
-pub fn nft_description(token: u64) -> String {
+pub(crate) fn nft_description(token: u64) -> String {
     format!("Devnet NFT #{token}")
 }
 
-pub fn symbol(cycle: u64) -> String {
+pub(crate) fn symbol(cycle: u64) -> String {
     format!("WNFT{cycle}")
 }
 
 /// The uri a token is minted with; a re-mint (a later `slot`) gets a new one.
-pub fn mint_uri(cycle: u64, token: u64, slot: u64) -> String {
+pub(crate) fn mint_uri(cycle: u64, token: u64, slot: u64) -> String {
     format!("https://meta.weaver.devnet/c{cycle}/{token}.json?minted={slot}")
 }
 
 /// The uri a token is changed to at `slot`.
-pub fn changed_uri(chain: &DevnetSpec, token: u64, slot: u64) -> String {
+pub(crate) fn changed_uri(chain: &DevnetSpec, token: u64, slot: u64) -> String {
     let digest = Sha256::new()
         .chain_update(chain.chain_id.as_bytes())
         .chain_update(slot.to_be_bytes())

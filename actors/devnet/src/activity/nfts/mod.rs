@@ -25,11 +25,11 @@ use weaver_engine::chain::types::Event;
 pub struct Nfts;
 
 /// The activity's name: its streams, its accounts, and how state queries find its lane.
-pub const NAME: &str = "nfts";
+pub(crate) const NAME: &str = "nfts";
 
 /// What one message does to a collection, with everything its events show.
 #[derive(Debug, Clone)]
-pub enum Change {
+pub(crate) enum Change {
     Create,
     Mint {
         token: u64,

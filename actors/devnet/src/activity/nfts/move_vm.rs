@@ -21,7 +21,7 @@ const MSG_EXECUTE: &str = "/initia.move.v1.MsgExecute";
 
 /// The object address of `token` of the collection: a named object (seeded by the token
 /// id), so a re-minted id lives at the same address again.
-pub fn nft_address(chain: &DevnetSpec, collection: &Collection, token: u64) -> Vec<u8> {
+pub(crate) fn nft_address(chain: &DevnetSpec, collection: &Collection, token: u64) -> Vec<u8> {
     ids::address(chain, Kind::MoveNft, collection.cycle, token)
 }
 
@@ -52,7 +52,7 @@ fn transfer_event(object: &[u8], from: &[u8], to: &[u8]) -> Event {
 }
 
 /// The stdlib's events for `change`.
-pub fn events(chain: &DevnetSpec, collection: &Collection, change: &Change) -> Vec<Event> {
+pub(crate) fn events(chain: &DevnetSpec, collection: &Collection, change: &Change) -> Vec<Event> {
     let address = short_hex(&collection.address);
     let nft = |token: u64| short_hex(&nft_address(chain, collection, token));
     match change {
@@ -169,7 +169,7 @@ fn call(
     }
 }
 
-pub fn message(
+pub(crate) fn message(
     chain: &DevnetSpec,
     sender: &Account,
     collection: &Collection,
@@ -204,7 +204,7 @@ pub fn message(
 }
 
 /// The `0x1::nft::Nft` resource of a live token, as `by_struct_tag` returns it.
-pub fn nft_resource(address: &[u8], collection: &[u8], token: u64, uri: &str) -> Value {
+pub(crate) fn nft_resource(address: &[u8], collection: &[u8], token: u64, uri: &str) -> Value {
     let description = ids::nft_description(token);
     let resource = json!({
         "type": "0x1::nft::Nft",

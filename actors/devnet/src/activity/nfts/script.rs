@@ -16,16 +16,16 @@ use crate::{DevnetSpec, Vm};
 use super::ids::{self, Kind};
 
 /// Slots per collection lifecycle.
-pub const CYCLE: u64 = 16;
+pub(crate) const CYCLE: u64 = 16;
 
 /// Cycles 1, 4, 7, …: the collection is an ICS-721 class received from the L1.
-pub fn is_bridged(cycle: u64) -> bool {
+pub(crate) fn is_bridged(cycle: u64) -> bool {
     cycle % 3 == 1
 }
 
 /// What one slot does to its cycle's collection. Tokens are numbered from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     Create,
     /// A `recv_packet` minting tokens `first..first + count` to one receiver, creating the
     /// collection first when `create`.
@@ -108,7 +108,7 @@ const RECEIVES_PER_CYCLE: u64 = 3;
 
 /// A token's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     pub owner: Vec<u8>,
     pub uri: String,
     /// The slot of its (latest) mint.
@@ -117,7 +117,7 @@ pub struct Token {
 
 /// A cycle's collection.
 #[derive(Debug, Clone)]
-pub struct Collection {
+pub(crate) struct Collection {
     pub cycle: u64,
     /// Move object, EVM contract or Wasm contract address.
     pub address: Vec<u8>,
@@ -127,18 +127,18 @@ pub struct Collection {
 }
 
 /// The script of one chain's NFT lane.
-pub struct Script<'a> {
+pub(crate) struct Script<'a> {
     pub chain: &'a DevnetSpec,
     pub lane: &'a Lane,
 }
 
 impl<'a> Script<'a> {
-    pub fn new(chain: &'a DevnetSpec, lane: &'a Lane) -> Self {
+    pub(crate) fn new(chain: &'a DevnetSpec, lane: &'a Lane) -> Self {
         Script { chain, lane }
     }
 
     /// The step of `slot`, as it plays out on this chain's VM.
-    pub fn step(&self, slot: u64) -> Step {
+    pub(crate) fn step(&self, slot: u64) -> Step {
         let cycle = slot / CYCLE;
         let table = if is_bridged(cycle) { &BRIDGED } else { &NATIVE };
         match (table[(slot % CYCLE) as usize], self.chain.vm) {
@@ -149,7 +149,7 @@ impl<'a> Script<'a> {
     }
 
     /// How many of the lane's slots lie in blocks `1..=height`.
-    pub fn slots_through(&self, height: u64) -> u64 {
+    pub(crate) fn slots_through(&self, height: u64) -> u64 {
         self.lane.schedule.slots(height + 1).start
     }
 
@@ -157,7 +157,7 @@ impl<'a> Script<'a> {
         self.lane.accounts[self.lane.sender(slot).0].address.clone()
     }
 
-    pub fn collection(&self, cycle: u64) -> Collection {
+    pub(crate) fn collection(&self, cycle: u64) -> Collection {
         let bridged = is_bridged(cycle);
         let kind = match self.chain.vm {
             Vm::Move => Kind::MoveCollection,
@@ -185,12 +185,12 @@ impl<'a> Script<'a> {
     }
 
     /// The class id of a bridged cycle's collection on the L1: its collection address.
-    pub fn class_id(&self, cycle: u64) -> String {
+    pub(crate) fn class_id(&self, cycle: u64) -> String {
         crate::vm_messages::short_hex(&ids::address(self.chain, Kind::L1Collection, cycle, 0))
     }
 
     /// The packet sequence of the `recv_packet` at `slot` (a `Receive` step).
-    pub fn packet_sequence(&self, slot: u64) -> u64 {
+    pub(crate) fn packet_sequence(&self, slot: u64) -> u64 {
         let cycle = slot / CYCLE;
         let earlier_cycles = (cycle + 1) / 3;
         let earlier_in_cycle = (cycle * CYCLE..slot)
@@ -200,7 +200,7 @@ impl<'a> Script<'a> {
     }
 
     /// A lane account, drawn for `slot`, other than `not` — a mint's or transfer's recipient.
-    pub fn party(&self, slot: u64, not: &[u8]) -> Vec<u8> {
+    pub(crate) fn party(&self, slot: u64, not: &[u8]) -> Vec<u8> {
         let accounts = &self.lane.accounts;
         let start = (self.lane.stream.word("nft-party", slot) % accounts.len() as u64) as usize;
         (0..accounts.len())
@@ -211,7 +211,7 @@ impl<'a> Script<'a> {
     }
 
     /// Where the transfer-like step at `slot` sends a token now owned by `owner`.
-    pub fn destination(&self, slot: u64, owner: &[u8]) -> Vec<u8> {
+    pub(crate) fn destination(&self, slot: u64, owner: &[u8]) -> Vec<u8> {
         match self.step(slot) {
             Send(_) => ids::address(self.chain, Kind::WasmMarket, 0, 0),
             _ => self.party(slot, owner),
@@ -219,13 +219,13 @@ impl<'a> Script<'a> {
     }
 
     /// The receiver of a mint (or received packet) at `slot` of `collection`.
-    pub fn minted_to(&self, slot: u64, collection: &Collection) -> Vec<u8> {
+    pub(crate) fn minted_to(&self, slot: u64, collection: &Collection) -> Vec<u8> {
         self.party(slot, &collection.creator)
     }
 
     /// `token` of `cycle` after the cycle's first `done` steps (`None`: not minted or
     /// burned).
-    pub fn token(&self, cycle: u64, token: u64, done: u64) -> Option<Token> {
+    pub(crate) fn token(&self, cycle: u64, token: u64, done: u64) -> Option<Token> {
         let collection = self.collection(cycle);
         let mut state: Option<Token> = None;
         for slot in cycle * CYCLE..cycle * CYCLE + done.min(CYCLE) {
@@ -260,7 +260,7 @@ impl<'a> Script<'a> {
     }
 
     /// Steps of `cycle` done once `slots` of the lane's slots are.
-    pub fn done_in(cycle: u64, slots: u64) -> u64 {
+    pub(crate) fn done_in(cycle: u64, slots: u64) -> u64 {
         slots.saturating_sub(cycle * CYCLE).min(CYCLE)
     }
 }

@@ -20,11 +20,11 @@ use weaver_engine::chain::types::Event;
 const MSG_INSTANTIATE: &str = "/cosmwasm.wasm.v1.MsgInstantiateContract";
 const MSG_EXECUTE: &str = "/cosmwasm.wasm.v1.MsgExecuteContract";
 /// The code id of cw721-base on the devnet chains.
-pub const CW721_CODE_ID: u64 = 1;
+pub(crate) const CW721_CODE_ID: u64 = 1;
 
 /// cw721's events for `change` done by `actor` (the message sender, or the nft-transfer
 /// module for received classes).
-pub fn events(
+pub(crate) fn events(
     chain: &DevnetSpec,
     collection: &Collection,
     change: &Change,
@@ -170,7 +170,7 @@ fn execute_msg(chain: &DevnetSpec, change: &Change) -> Value {
     }
 }
 
-pub fn message(
+pub(crate) fn message(
     chain: &DevnetSpec,
     sender: &Account,
     collection: &Collection,

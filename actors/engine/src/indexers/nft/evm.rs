@@ -102,13 +102,13 @@ fn token_uri_query(collection: &[u8], token_word: &[u8; 32]) -> ChainQuery {
 }
 
 /// The decimal text of a big-endian 256-bit word.
-pub fn decimal(word: &[u8; 32]) -> String {
+pub(super) fn decimal(word: &[u8; 32]) -> String {
     ethnum::U256::from_be_bytes(*word).to_string()
 }
 
 /// Decodes an ABI-encoded `string` return value (or a `bytes32`, which some early ERC-721s
 /// return from `name()`).
-pub fn abi_string(response: &str) -> Option<String> {
+pub(super) fn abi_string(response: &str) -> Option<String> {
     let bytes = hex::decode(response.strip_prefix("0x").unwrap_or(response)).ok()?;
     if bytes.len() == 32 {
         let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);

@@ -26,7 +26,7 @@ const MINT: &str = "0x1::collection::MintEvent";
 const BURN: &str = "0x1::collection::BurnEvent";
 const TRANSFER: &str = "0x1::object::TransferEvent";
 const MUTATION: &str = "0x1::nft::MutationEvent";
-pub const NFT_STRUCT: &str = "0x1::nft::Nft";
+pub(super) const NFT_STRUCT: &str = "0x1::nft::Nft";
 const COLLECTION_STRUCT: &str = "0x1::collection::Collection";
 
 fn data(event: &Event) -> Result<Value, EventError> {

@@ -12,11 +12,11 @@ use super::{malformed, EventError};
 use crate::chain::types::Event;
 use crate::chain::Vm;
 
-pub const NFT_PORT: &str = "nft-transfer";
+pub(super) const NFT_PORT: &str = "nft-transfer";
 
 /// The name the rollup gives a class received on (port, channel): Wasm keeps the prefixed
 /// path, Move and EVM hash it as `ibc/<HEX>`.
-pub fn class_name(vm: Vm, port: &str, channel: &str, class_id: &str) -> String {
+pub(super) fn class_name(vm: Vm, port: &str, channel: &str, class_id: &str) -> String {
     let path = format!("{port}/{channel}/{class_id}");
     match vm {
         Vm::Wasm => path,

@@ -16,7 +16,7 @@ struct Slot<T> {
     after: Option<T>,
 }
 
-pub struct BlockState<'a> {
+pub(super) struct BlockState<'a> {
     tree: &'a Tree,
     pub height: u64,
     pub time_ns: i64,
@@ -49,7 +49,7 @@ fn json(value: &impl serde::Serialize) -> Vec<u8> {
 }
 
 impl<'a> BlockState<'a> {
-    pub fn new(tree: &'a Tree, height: u64, time_ns: i64) -> Result<Self, StoreError> {
+    pub(super) fn new(tree: &'a Tree, height: u64, time_ns: i64) -> Result<Self, StoreError> {
         let last_number = read_u64_at(tree, &core_keys::meta(META_COLLECTIONS))?.unwrap_or(0);
         Ok(BlockState {
             tree,
@@ -82,23 +82,26 @@ impl<'a> BlockState<'a> {
         Ok(self.collections.get_mut(addr).expect("just inserted"))
     }
 
-    pub fn collection(&mut self, addr: &[u8]) -> Result<Option<&CollectionRecord>, StoreError> {
+    pub(super) fn collection(
+        &mut self,
+        addr: &[u8],
+    ) -> Result<Option<&CollectionRecord>, StoreError> {
         Ok(self.collection_slot(addr)?.after.as_ref())
     }
 
     /// A contract whose metadata query said it is not a collection.
-    pub fn is_not_collection(&self, addr: &[u8]) -> Result<bool, StoreError> {
+    pub(super) fn is_not_collection(&self, addr: &[u8]) -> Result<bool, StoreError> {
         Ok(self.not_collections.contains(addr)
             || self.tree.contains_key(with_addr(NOT_COLLECTION, addr))?)
     }
 
-    pub fn mark_not_collection(&mut self, addr: &[u8]) {
+    pub(super) fn mark_not_collection(&mut self, addr: &[u8]) {
         self.not_collections.insert(addr.to_vec());
     }
 
     /// Creates a collection (no-op if it exists); its origin name is filled in when an IBC
     /// NFT transfer named its class.
-    pub fn create_collection(
+    pub(super) fn create_collection(
         &mut self,
         addr: &[u8],
         name: &str,
@@ -146,7 +149,7 @@ impl<'a> BlockState<'a> {
     }
 
     /// Mints (or re-mints) a token owned by `owner`.
-    pub fn mint(
+    pub(super) fn mint(
         &mut self,
         collection: &[u8],
         token_id: &str,
@@ -176,7 +179,7 @@ impl<'a> BlockState<'a> {
     }
 
     /// Changes a live token; `false` when there is no such token.
-    pub fn update(
+    pub(super) fn update(
         &mut self,
         collection: &[u8],
         token_id: &str,
@@ -195,7 +198,7 @@ impl<'a> BlockState<'a> {
         }
     }
 
-    pub fn burn(&mut self, collection: &[u8], token_id: &str) -> Result<bool, StoreError> {
+    pub(super) fn burn(&mut self, collection: &[u8], token_id: &str) -> Result<bool, StoreError> {
         let slot = self.token_slot(&(collection.to_vec(), token_id.to_string()))?;
         let burned = slot.after.take();
         if let Some(record) = &burned {
@@ -208,7 +211,7 @@ impl<'a> BlockState<'a> {
     }
 
     /// The live token a Move object is.
-    pub fn object_token(&mut self, object: &[u8]) -> Result<Option<TokenKey>, StoreError> {
+    pub(super) fn object_token(&mut self, object: &[u8]) -> Result<Option<TokenKey>, StoreError> {
         if let Some(known) = self.objects.get(object) {
             return Ok(known.clone());
         }
@@ -227,19 +230,28 @@ impl<'a> BlockState<'a> {
     }
 
     /// Records that the tx at `tx_index` touched a token.
-    pub fn touch(&mut self, collection: &[u8], token_id: &str, tx_index: u32, hash: [u8; 32]) {
+    pub(super) fn touch(
+        &mut self,
+        collection: &[u8],
+        token_id: &str,
+        tx_index: u32,
+        hash: [u8; 32],
+    ) {
         self.touched
             .insert((collection.to_vec(), token_id.to_string(), tx_index), hash);
     }
 
-    pub fn contract_origin(&self, contract: &[u8]) -> Result<Option<ContractOrigin>, StoreError> {
+    pub(super) fn contract_origin(
+        &self,
+        contract: &[u8],
+    ) -> Result<Option<ContractOrigin>, StoreError> {
         if let Some(origin) = self.contracts.get(contract) {
             return Ok(Some(origin.clone()));
         }
         read(self.tree, &with_addr(CONTRACT, contract))
     }
 
-    pub fn contract_created(&mut self, contract: &[u8], creator: &[u8]) {
+    pub(super) fn contract_created(&mut self, contract: &[u8], creator: &[u8]) {
         let origin = ContractOrigin {
             creator: creator.to_vec(),
             height: self.height,
@@ -249,14 +261,14 @@ impl<'a> BlockState<'a> {
     }
 
     /// An IBC NFT transfer brought the class that is named `class_name` here.
-    pub fn origin_name(&mut self, class_name: &str, origin: &str) {
+    pub(super) fn origin_name(&mut self, class_name: &str, origin: &str) {
         self.origins
             .insert(class_name.to_string(), origin.to_string());
     }
 
     /// Turns the block's changes into writes; returns the collections whose names changed
     /// (creation number, name, origin name) for the name index.
-    pub fn finish(
+    pub(super) fn finish(
         mut self,
         batch: &mut crate::store::Batch,
     ) -> Result<Vec<(u64, String, String)>, StoreError> {
