@@ -1,9 +1,11 @@
-//! The domain extension point of the daemon: a [`DomainPlugin`] adds a domain to chains —
-//! an indexer over its own tree, fed by the chain's follower with its own watermark,
-//! and optionally HTTP routes on the chain's listener that read that tree. Built-in domains
-//! (`blocks`, `txs`, `relay`, `nft`, `richlist`, `evm_txs`, `evm_internal_txs`: see
-//! `weaver_engine::indexers::DESCRIPTORS`) come from the config; plug-ins are handed to
-//! [`crate::boot::run_with`]. See ARCHITECTURE.md, "Adding a domain".
+//! The domains of the daemon. A [`DomainPlugin`] adds a domain to chains — an indexer over
+//! its own tree, fed by the chain's follower with its own watermark, and optionally HTTP
+//! routes on the chain's listener that read that tree; plug-ins are handed to
+//! [`crate::boot::run_with`]. Built-in domains (`blocks`, `txs`, `relay`, `nft`,
+//! `richlist`, `evm_txs`, `evm_internal_txs`: see `weaver_engine::indexers::DESCRIPTORS`)
+//! come from the config, one implementation each under `src/domains/`. Both go through
+//! one path at boot (`wiring`: [`wiring::ChainDomain`], [`wiring::chain_domains`]), which
+//! `boot::chain` iterates. See ARCHITECTURE.md, "Adding a domain".
 
 use std::sync::Arc;
 
@@ -12,6 +14,14 @@ use weaver_engine::indexers::{DomainIndexer, IndexError};
 use weaver_engine::store::DomainTree;
 
 use crate::config::ChainConfig;
+
+mod blocks;
+mod evm;
+mod nft;
+mod plugin;
+mod relay;
+mod rich_list;
+pub(crate) mod wiring;
 
 pub trait DomainPlugin: Send + Sync + 'static {
     /// The domain's name: its tree is `chain/<chain_id>/<name>`.

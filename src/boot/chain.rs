@@ -1,33 +1,30 @@
 //! Starting one chain: open its domains' stores, check its indexers open, start its
 //! followers (the chain's, and one per domain that has its own), and bind its indexer
-//! listener.
+//! listener. Every step iterates the chain's domains (`domains::wiring::chain_domains`:
+//! the built-ins, then the plug-ins), naming none.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web;
-use weaver_devnet::{Devnet, Vm};
+use weaver_devnet::Devnet;
 use weaver_engine::chain::ChainAccess;
 use weaver_engine::follower::{
     ChainFollower, FollowerSettings, Ingestion, OpenDomains, RestartRequest,
 };
-use weaver_engine::indexers::{
-    BlocksIndexer, Domain, DomainIndexer, DomainSet, EvmTxsIndexer, IndexError, InternalTxsIndexer,
-    NftIndexer, RelayIndexer, RichListIndexer,
-};
-use weaver_engine::relay::decode::RelayContext;
+use weaver_engine::indexers::{Domain, DomainSet, IndexError};
 use weaver_engine::relay::{RelayBus, TxFeed};
-use weaver_engine::store::{
-    BlocksStore, DomainTree, HotLimits, NftStore, RelayStore, RichListStore, Store,
-};
+use weaver_engine::store::{BlocksStore, RelayStore, Store, StoreError};
 use weaver_engine::system::Supervision;
 
 use super::listeners::bind_server;
 use super::sources::{evm_source_for, source_for};
 use crate::config::{ChainConfig, Config, SourceConfig};
-use crate::domains::{DomainPlugin, Extensions};
+use crate::domains::wiring::{
+    chain_domains, ChainDomain, Follower, OpenDomain, Opening, Routes, Serving, SharedStores,
+};
+use crate::domains::Extensions;
 use crate::http;
 
 /// What every chain's start shares.
@@ -62,29 +59,19 @@ pub(super) struct StartedChain {
 
 /// Starts `chain`: stores, followers, listener.
 pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Result<StartedChain> {
-    let stores = ChainStores::open(shared, chain)?;
-    let backfill = stores.lagging()?;
+    let mut domains = ChainDomains::open(shared, chain)?;
+    let backfill = domains.lagging()?;
     for (domain, behind) in &backfill {
         tracing::info!(chain_id = %chain.chain_id, domain = domain.descriptor().name, behind, "domain far behind the chain's others (added or re-indexed): rebuilt on a follower of its own while the others follow the tip");
     }
-    let backfill: Vec<Domain> = backfill.into_iter().map(|(domain, _)| domain).collect();
-    let domains = Arc::new(ChainDomains {
-        chain: chain.clone(),
-        stores: stores.clone(),
-        relay_context: RelayContext {
-            l2_bridge_id: shared.config.l2_bridge_id(&chain.chain_id),
-        },
-        bus: shared.bus.clone(),
-        tx_feed: shared.tx_feed.clone(),
-        exclude: backfill.clone(),
-    });
+    domains.backfill = backfill.into_iter().map(|(domain, _)| domain).collect();
     // Opened once here so a store that cannot serve this config stops the boot with a
     // clear error instead of a follower restarting forever.
     domains
-        .open()
+        .open_main()
         .map_err(|e| anyhow::anyhow!("chain {}: {e}", chain.chain_id))?;
-    for &domain in &backfill {
-        domains.open_one(domain).map_err(|e| {
+    for (domain, open) in domains.backfilled() {
+        open_alone(&chain.chain_id, open.as_ref()).map_err(|e| {
             anyhow::anyhow!(
                 "chain {} ({}): {e}",
                 chain.chain_id,
@@ -96,13 +83,15 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
         source_for(chain, (shared.devnets)(chain))?,
         evm_source_for(chain, (shared.devnets)(chain))?,
     ));
-    let ingestion = start_followers(shared, chain, &stores, domains, &backfill, &source);
-    let status = chain_status(chain, &ingestion, &stores);
-    let listener = bind_indexer_listener(shared, chain, &stores, &source, &ingestion)?;
+    let domains = Arc::new(domains);
+    let ingestion = start_followers(shared, chain, domains.clone(), &source);
+    let status = chain_status(chain, &ingestion, &domains);
+    let listener = bind_indexer_listener(shared, chain, &domains, &source, &ingestion)?;
+    let stores = &domains.stores;
     let tx_index = stores.blocks.clone().filter(|_| chain.indexes(Domain::Txs));
     Ok(StartedChain {
         ingestion,
-        relay: stores.relay,
+        relay: stores.relay.clone(),
         tx_index,
         source,
         status,
@@ -110,71 +99,84 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
     })
 }
 
-/// The stores of one chain's domains, opened once at boot; every (re)start of a follower
-/// opens indexers over them.
-#[derive(Clone)]
-struct ChainStores {
-    blocks: Option<BlocksStore>,
-    relay: Option<RelayStore>,
-    nft: Option<NftStore>,
-    rich_list: Option<RichListStore>,
-    evm_txs: Option<BlocksStore>,
-    internal_txs: Option<BlocksStore>,
-    plugins: Vec<(Arc<dyn DomainPlugin>, DomainTree)>,
+/// The domains of one chain: every domain the daemon knows, each with its store when the
+/// chain keeps it (opened once at boot; every (re)start of a follower opens indexers over
+/// them).
+struct ChainDomains {
+    chain_id: String,
+    /// In [`chain_domains`]' order: the built-ins in the descriptors', then the plug-ins.
+    all: Vec<Entry>,
+    /// What the domains read of each other's stores.
+    stores: SharedStores,
+    /// The domains rebuilt on followers of their own this run (off the chain's follower).
+    backfill: Vec<Domain>,
 }
 
-impl ChainStores {
-    fn open(shared: &Shared, chain: &ChainConfig) -> anyhow::Result<ChainStores> {
-        let (config, store) = (shared.config, shared.store);
-        let id = chain.chain_id.as_str();
-        let kept = |domain| chain.indexes(domain);
-        let blocks = kept(Domain::Blocks)
-            .then(|| {
-                store.blocks(
-                    id,
-                    HotLimits {
-                        blocks: config.hot_tier_blocks,
-                        bytes: (config.hot_tier_max_mb as usize) << 20,
-                    },
-                )
-            })
-            .transpose()?;
-        let relay = kept(Domain::Relay).then(|| store.relay(id)).transpose()?;
-        if let Some(relay) = &relay {
-            shared.bus.register(relay.clone())?;
+/// One domain of the daemon on one chain.
+struct Entry {
+    kind: Arc<dyn ChainDomain>,
+    /// Its store, when the chain keeps it.
+    open: Option<Arc<dyn OpenDomain>>,
+}
+
+impl ChainDomains {
+    fn open(shared: &Shared, chain: &ChainConfig) -> anyhow::Result<ChainDomains> {
+        let at = Opening {
+            config: shared.config,
+            chain,
+            store: shared.store,
+            bus: shared.bus,
+            tx_feed: shared.tx_feed,
+        };
+        let mut stores = SharedStores::default();
+        let mut all = Vec::new();
+        for kind in chain_domains(shared.extensions) {
+            let open = kind
+                .kept_by(chain)
+                .then(|| kind.open(&at, &mut stores))
+                .transpose()?;
+            all.push(Entry { kind, open });
         }
-        let mut plugins = Vec::new();
-        for plugin in shared.extensions.domains.iter() {
-            if plugin.applies_to(chain) {
-                plugins.push((plugin.clone(), store.domain(id, plugin.name())?));
-            }
-        }
-        Ok(ChainStores {
-            blocks,
-            relay,
-            nft: kept(Domain::Nft)
-                .then(|| store.nft(id, &chain.bech32_prefix))
-                .transpose()?,
-            rich_list: kept(Domain::RichList)
-                .then(|| store.rich_list(id))
-                .transpose()?,
-            evm_txs: kept(Domain::EvmTxs)
-                .then(|| store.evm_txs(id))
-                .transpose()?,
-            internal_txs: kept(Domain::EvmInternalTxs)
-                .then(|| store.evm_internal_txs(id))
-                .transpose()?,
-            plugins,
+        Ok(ChainDomains {
+            chain_id: chain.chain_id.clone(),
+            all,
+            stores,
+            backfill: Vec::new(),
         })
     }
 
-    /// The main domains far behind the furthest one ([`BACKFILL_GAP`]), with how far.
-    fn lagging(&self) -> Result<Vec<(Domain, u64)>, weaver_engine::store::StoreError> {
-        let trees = self.trees();
+    /// The domains the chain keeps, open.
+    fn kept(&self) -> impl Iterator<Item = (&Arc<dyn ChainDomain>, &Arc<dyn OpenDomain>)> {
+        self.all
+            .iter()
+            .filter_map(|entry| entry.open.as_ref().map(|open| (&entry.kind, open)))
+    }
+
+    /// Whether `kind` is rebuilt on a follower of its own this run.
+    fn backfilling(&self, kind: &dyn ChainDomain) -> bool {
+        kind.built_in()
+            .is_some_and(|domain| self.backfill.contains(&domain))
+    }
+
+    /// The kept domains rebuilt on followers of their own this run.
+    fn backfilled(&self) -> impl Iterator<Item = (Domain, &Arc<dyn OpenDomain>)> {
+        self.kept().filter_map(|(kind, open)| {
+            kind.built_in()
+                .filter(|domain| self.backfill.contains(domain))
+                .map(|domain| (domain, open))
+        })
+    }
+
+    /// The built-in domains of the chain's follower that may be rebuilt on their own
+    /// (`Follower::Chain { backfill: true }`) far behind the furthest one
+    /// ([`BACKFILL_GAP`]), with how far.
+    fn lagging(&self) -> Result<Vec<(Domain, u64)>, StoreError> {
         let mut watermarks = vec![];
-        for domain in MAIN_DOMAINS {
-            if let Some(tree) = trees.get(domain.descriptor().tree) {
-                watermarks.push((domain, tree.watermark()?));
+        for (kind, open) in self.kept() {
+            if let (Some(domain), Follower::Chain { backfill: true }) =
+                (kind.built_in(), open.follower())
+            {
+                watermarks.push((domain, open.tree().watermark()?));
             }
         }
         let furthest = watermarks.iter().map(|(_, w)| *w).max().unwrap_or(0);
@@ -185,25 +187,24 @@ impl ChainStores {
             .collect())
     }
 
-    /// Each kept domain's tree, by tree name (the descriptors say which tree a domain uses).
-    fn trees(&self) -> BTreeMap<String, DomainTree> {
-        [
-            self.blocks.as_ref().map(|s| s.domain()),
-            self.relay.as_ref().map(|s| s.domain()),
-            self.nft.as_ref().map(|s| s.domain()),
-            self.rich_list.as_ref().map(|s| s.domain()),
-            self.evm_txs.as_ref().map(|s| s.domain()),
-            self.internal_txs.as_ref().map(|s| s.domain()),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|tree| (tree.domain().to_string(), tree.clone()))
-        .collect()
+    /// The set of the chain's follower: every kept domain it runs, but those rebuilt on
+    /// their own this run, opened at each (re)start of it.
+    fn open_main(&self) -> Result<DomainSet, IndexError> {
+        let mut indexers = Vec::new();
+        for (kind, open) in self.kept() {
+            if matches!(open.follower(), Follower::Chain { .. }) && !self.backfilling(kind.as_ref())
+            {
+                indexers.extend(open.indexer()?);
+            }
+        }
+        DomainSet::open(&self.chain_id, indexers)
     }
 }
 
-/// The built-in domains of the chain's own follower, each in a tree of its own.
-const MAIN_DOMAINS: [Domain; 4] = [Domain::Blocks, Domain::Relay, Domain::Nft, Domain::RichList];
+/// The set of one domain alone (a follower of its own's).
+fn open_alone(chain_id: &str, open: &dyn OpenDomain) -> Result<DomainSet, IndexError> {
+    DomainSet::open(chain_id, open.indexer()?.into_iter().collect())
+}
 
 /// A main domain this many blocks behind the chain's furthest one (added to a followed data
 /// directory, or re-indexed) is rebuilt on a follower of its own, so the others keep
@@ -211,105 +212,36 @@ const MAIN_DOMAINS: [Domain; 4] = [Domain::Blocks, Domain::Relay, Domain::Nft, D
 /// all its domains). It rejoins the chain's follower at the next start once within the gap.
 const BACKFILL_GAP: u64 = 256;
 
-/// The domains on the chain's own follower (all but those rebuilt on their own), opened at
-/// each (re)start of it.
-struct ChainDomains {
-    chain: ChainConfig,
-    stores: ChainStores,
-    relay_context: RelayContext,
-    bus: RelayBus,
-    tx_feed: TxFeed,
-    /// Rebuilt on followers of their own this run.
-    exclude: Vec<Domain>,
-}
-
-impl ChainDomains {
-    /// The indexer of one main domain, if the chain keeps it.
-    fn indexer(&self, domain: Domain) -> Result<Option<Box<dyn DomainIndexer>>, IndexError> {
-        let stores = &self.stores;
-        Ok(match domain {
-            Domain::Blocks => match &stores.blocks {
-                Some(blocks) => Some(Box::new(BlocksIndexer::open(
-                    blocks.clone(),
-                    &self.chain.bech32_prefix,
-                    self.chain.indexes(Domain::Txs),
-                )?)),
-                None => None,
-            },
-            Domain::Relay => match &stores.relay {
-                Some(relay) => Some(Box::new(
-                    RelayIndexer::open(relay.clone(), self.relay_context, Some(self.bus.clone()))?
-                        .with_tx_feed(self.tx_feed.clone()),
-                )),
-                None => None,
-            },
-            Domain::Nft => stores.nft.as_ref().map(|nft| {
-                Box::new(NftIndexer::new(nft.clone(), self.chain.vm)) as Box<dyn DomainIndexer>
-            }),
-            Domain::RichList => stores.rich_list.as_ref().map(|rich_list| {
-                Box::new(RichListIndexer::new(rich_list.clone())) as Box<dyn DomainIndexer>
-            }),
-            _ => None,
-        })
-    }
-
-    fn open(&self) -> Result<DomainSet, IndexError> {
-        let mut indexers: Vec<Box<dyn DomainIndexer>> = Vec::new();
-        for domain in MAIN_DOMAINS {
-            if !self.exclude.contains(&domain) {
-                indexers.extend(self.indexer(domain)?);
-            }
-        }
-        for (plugin, tree) in &self.stores.plugins {
-            indexers.push(plugin.open(&self.chain, tree.clone())?);
-        }
-        DomainSet::open(&self.chain.chain_id, indexers)
-    }
-
-    /// The set of one main domain alone (its backfill follower's).
-    fn open_one(&self, domain: Domain) -> Result<DomainSet, IndexError> {
-        DomainSet::open(
-            &self.chain.chain_id,
-            self.indexer(domain)?.into_iter().collect(),
-        )
-    }
-}
-
-/// Opens a domain that runs on a follower of its own over its store.
-type OpenIndexer = fn(BlocksStore) -> Result<Box<dyn DomainIndexer>, IndexError>;
-
 /// The ingestion states of a chain's followers, which the status page and `/status` read.
 #[derive(Clone)]
 pub(super) struct ChainIngestion {
     /// The chain's main follower.
     pub main: Ingestion,
-    /// The followers of one domain each, by domain.
+    /// The followers of one domain each, by domain (built-ins only: a plug-in runs on the
+    /// chain's follower).
     pub own: Vec<(Domain, Ingestion)>,
 }
 
 impl ChainIngestion {
-    /// The follower of its own that indexes `domain` (`txs` is in the `blocks` tree: the
-    /// same follower), if any.
-    fn of(&self, domain: Domain) -> Option<Ingestion> {
+    /// The follower of its own that indexes the tree named `tree` (`txs` is in the `blocks`
+    /// tree: the same follower), if any.
+    fn of_tree(&self, tree: &str) -> Option<Ingestion> {
         self.own
             .iter()
-            .find(|(d, _)| d.descriptor().tree == domain.descriptor().tree)
+            .find(|(d, _)| d.descriptor().tree == tree)
             .map(|(_, i)| i.clone())
     }
 }
 
 /// Starts the chain's follower and one per domain that has its own (the EVM domains read
 /// the chain's EVM JSON-RPC: a slow or missing JSON-RPC, or no `debug_` namespace, holds up
-/// nothing else); the states of them all.
+/// nothing else; a lagging main domain this run); the states of them all.
 fn start_followers(
     shared: &Shared,
     chain: &ChainConfig,
-    stores: &ChainStores,
     domains: Arc<ChainDomains>,
-    backfill: &[Domain],
     source: &Arc<ChainAccess>,
 ) -> ChainIngestion {
-    let mut own = Vec::new();
     let settings = FollowerSettings {
         in_flight: chain.follower.in_flight,
         batch_blocks: chain.follower.batch_blocks,
@@ -317,98 +249,89 @@ fn start_followers(
         start_height: chain.follower.start_height,
         ..Default::default()
     };
-    let own_followers: [(Domain, Option<BlocksStore>, OpenIndexer); 2] = [
-        (Domain::EvmTxs, stores.evm_txs.clone(), |store| {
-            Ok(Box::new(EvmTxsIndexer::open(store)?))
-        }),
-        (
-            Domain::EvmInternalTxs,
-            stores.internal_txs.clone(),
-            |store| Ok(Box::new(InternalTxsIndexer::open(store)?)),
-        ),
-    ];
-    // A follower of one domain: the EVM domains always, a lagging main domain this run.
-    let mut start_own = |domain: Domain, role: &'static str, open_set: OpenDomains| {
-        let chain_id = chain.chain_id.clone();
-        let source = source.clone();
-        let settings = FollowerSettings {
-            role,
-            ..settings.clone()
-        };
-        let ingestion = Ingestion::of_own_follower(&chain_id, role);
-        own.push((domain, ingestion.clone()));
-        shared.supervision.start_on_own_thread(
-            &format!("chain_follower/{chain_id}/{role}"),
-            move || {
-                ChainFollower::new(
-                    source.clone(),
-                    &chain_id,
-                    open_set.clone(),
-                    settings.clone(),
-                )
-                .with_ingestion(ingestion.clone())
-            },
-        );
-    };
-    for (domain, store, open) in own_followers {
-        let Some(store) = store else { continue };
-        let role = domain
-            .descriptor()
-            .own_follower
-            .expect("the EVM domains have followers of their own");
-        let chain_id = chain.chain_id.clone();
-        start_own(
-            domain,
-            role,
-            Arc::new(move || DomainSet::open(&chain_id, vec![open(store.clone())?])),
-        );
-    }
-    for &domain in backfill {
-        let set = domains.clone();
-        start_own(
-            domain,
-            domain.descriptor().name,
-            Arc::new(move || set.open_one(domain)),
-        );
-    }
     let chain_id = chain.chain_id.clone();
-    let ingestion = Ingestion::new(
-        &chain_id,
-        Some(
-            shared
-                .config
-                .data_dir
-                .join(format!(".write-probe-{chain_id}")),
-        ),
-        shared.restart.clone(),
-    );
-    let open_domains: OpenDomains = Arc::new(move || domains.open());
-    let follower_ingestion = ingestion.clone();
-    let source = source.clone();
-    shared
-        .supervision
-        .start_on_own_thread(&format!("chain_follower/{chain_id}"), move || {
-            ChainFollower::new(
-                source.clone(),
-                &chain_id,
-                open_domains.clone(),
-                settings.clone(),
-            )
-            .with_ingestion(follower_ingestion.clone())
+    let own_followers = domains
+        .kept()
+        .filter_map(|(kind, open)| match open.follower() {
+            Follower::Own(role) => Some((built_in(kind.as_ref()), open, role)),
+            Follower::Chain { .. } => None,
         });
+    let backfills = domains
+        .backfilled()
+        .map(|(domain, open)| (domain, open, domain.descriptor().name));
+    let mut own = Vec::new();
+    for (domain, open, role) in own_followers.chain(backfills) {
+        let ingestion = Ingestion::of_own_follower(&chain_id, role);
+        let (open, id) = (open.clone(), chain_id.clone());
+        start_follower(
+            shared,
+            &chain_id,
+            source,
+            &format!("chain_follower/{chain_id}/{role}"),
+            Arc::new(move || open_alone(&id, open.as_ref())),
+            FollowerSettings {
+                role,
+                ..settings.clone()
+            },
+            ingestion.clone(),
+        );
+        own.push((domain, ingestion));
+    }
+    let probe = shared
+        .config
+        .data_dir
+        .join(format!(".write-probe-{chain_id}"));
+    let ingestion = Ingestion::new(&chain_id, Some(probe), shared.restart.clone());
+    start_follower(
+        shared,
+        &chain_id,
+        source,
+        &format!("chain_follower/{chain_id}"),
+        Arc::new(move || domains.open_main()),
+        settings,
+        ingestion.clone(),
+    );
     ChainIngestion {
         main: ingestion,
         own,
     }
 }
 
-/// What the status page shows of `chain`: each configured domain (in config order, `txs`
-/// beside `blocks` in the same tree), then the plug-ins' domains. Whether a domain runs on
-/// the chain's follower comes from its descriptor.
+/// The built-in domain a follower of its own indexes.
+fn built_in(kind: &dyn ChainDomain) -> Domain {
+    kind.built_in()
+        .expect("only built-in domains have followers of their own")
+}
+
+/// Starts one follower of the chain on a thread of its own, under supervision.
+fn start_follower(
+    shared: &Shared,
+    chain_id: &str,
+    source: &Arc<ChainAccess>,
+    name: &str,
+    open_set: OpenDomains,
+    settings: FollowerSettings,
+    ingestion: Ingestion,
+) {
+    let (chain_id, source) = (chain_id.to_string(), source.clone());
+    shared.supervision.start_on_own_thread(name, move || {
+        ChainFollower::new(
+            source.clone(),
+            &chain_id,
+            open_set.clone(),
+            settings.clone(),
+        )
+        .with_ingestion(ingestion.clone())
+    });
+}
+
+/// What the status page shows of `chain`: each kept domain (the built-ins in config order,
+/// `txs` beside `blocks` in the same tree), then the plug-ins' domains, each with the
+/// follower of its own that indexes its tree, if any.
 fn chain_status(
     chain: &ChainConfig,
     ingestion: &ChainIngestion,
-    stores: &ChainStores,
+    domains: &ChainDomains,
 ) -> http::status::ChainStatus {
     let source = match &chain.source {
         SourceConfig::Devnet(_) => "devnet",
@@ -420,115 +343,107 @@ fn chain_status(
         source,
         ingestion.main.clone(),
     );
-    let trees = stores.trees();
-    for domain in &chain.domains {
-        let descriptor = domain.descriptor();
-        if let Some(tree) = trees.get(descriptor.tree) {
-            status = status.domain(descriptor.name, tree.clone(), ingestion.of(*domain));
-        }
-    }
-    for (plugin, tree) in &stores.plugins {
-        status = status.domain(plugin.name(), tree.clone(), None);
+    let mut rows: Vec<_> = domains.kept().collect();
+    rows.sort_by_key(|(kind, _)| {
+        kind.built_in()
+            .and_then(|domain| chain.domains.iter().position(|d| *d == domain))
+            .unwrap_or(usize::MAX)
+    });
+    for (kind, open) in rows {
+        let tree = open.tree();
+        status = status.domain(kind.name(), tree.clone(), ingestion.of_tree(tree.domain()));
     }
     status
 }
 
-/// Binds the chain's indexer listener: the block and tx routes, each kept domain's routes,
-/// the plug-ins' routes and the OpenAPI document of what it keeps. `None` when the chain has
-/// no listener (the config check makes every served domain need `blocks` and `listen`).
+/// Binds the chain's indexer listener: its base (the block and tx routes, `/status`, the
+/// OpenAPI document of what it keeps), then each domain's routes, kept or not. `None` when
+/// the chain has no listener (the config check makes every served domain need `blocks` and
+/// `listen`).
 fn bind_indexer_listener(
     shared: &Shared,
     chain: &ChainConfig,
-    stores: &ChainStores,
+    domains: &ChainDomains,
     source: &Arc<ChainAccess>,
     ingestion: &ChainIngestion,
 ) -> anyhow::Result<Option<(actix_web::dev::Server, SocketAddr)>> {
     let config = shared.config;
-    let (Some(listen), Some(blocks)) = (chain.listen, stores.blocks.clone()) else {
+    let stores = &domains.stores;
+    let (Some(listen), Some(blocks)) = (chain.listen, stores.blocks.as_ref()) else {
         tracing::info!(chain_id = %chain.chain_id, domains = ?chain.domains, "followed without a listener");
         return Ok(None);
     };
-    let nft_api = stores.nft.clone().map(|nfts| {
-        web::Data::new(http::nft::NftApi {
-            nfts,
-            blocks: blocks.clone(),
-            vm: chain.vm,
+    let at = Serving {
+        chain,
+        stores,
+        blocks,
+        source,
+    };
+    let routes: Vec<Routes> = domains
+        .all
+        .iter()
+        .filter_map(|entry| match &entry.open {
+            Some(open) => open.routes(&at),
+            None => entry.kind.off_routes(&at),
         })
-    });
-    let rich_list_api = stores
-        .rich_list
-        .clone()
-        .map(|store| web::Data::new(http::richlist::RichListApi::new(store, source.clone())));
-    let no_rich_list = web::Data::new(http::richlist::NoRichList::for_vm(chain.vm));
-    let evm_api = web::Data::new(http::evm::EvmApi {
-        txs: stores.evm_txs.clone(),
-        internal_txs: stores.internal_txs.clone(),
-        why_not: match chain.vm {
-            Vm::Evm => "this EVM list is not kept for this chain (add \"evm_txs\" or \"evm_internal_txs\" to its domains)",
-            Vm::Move | Vm::Wasm => "evm routes are not available on this chain",
-        },
-    });
-    let api = web::Data::new(
-        http::indexer::ChainApi::new(blocks, ingestion.main.clone())
-            .with_txs_kept(chain.domains.contains(&Domain::Txs))
-            .with_own_followers(
-                ingestion
-                    .own
-                    .iter()
-                    .map(|(domain, i)| (domain.descriptor().name, i.clone()))
-                    .collect(),
-            )
-            .with_rich_list(stores.rich_list.clone())
-            .with_store_format(shared.store_format)
-            .with_internal_txs(stores.internal_txs.clone()),
-    );
-    let docs = web::Data::new(http::openapi::ApiDocs::new(
-        &http::openapi::indexer_document(
-            &chain.chain_id,
-            &chain.domains,
-            stores
-                .plugins
-                .iter()
-                .filter_map(|(plugin, _)| plugin.openapi()),
-        ),
-    ));
-    let plugins = Arc::new(stores.plugins.clone());
+        .collect();
+    let api = web::Data::new(chain_api(shared, chain, stores, blocks, ingestion));
+    let docs = web::Data::new(http::openapi::ApiDocs::new(&indexer_document(
+        chain, domains,
+    )));
     let limits =
         http::ListenerLimits::with_proxy_protocol("indexer", &config.limits, chain.proxy_protocol);
     let app_limits = limits.clone();
     let cors = config.cors.clone();
     let (server, bound) = bind_server("indexer", listen, config.http_workers, limits, move || {
-        let plugins = plugins.clone();
-        let nft_api = nft_api.clone();
-        let rich_list_api = rich_list_api.clone();
-        let no_rich_list = no_rich_list.clone();
-        let evm_api = evm_api.clone();
+        let routes = routes.clone();
         let docs = docs.clone();
         http::app("indexer", app_limits.clone(), &cors, move |cfg| {
             http::indexer::routes(cfg);
             http::openapi::routes(cfg, docs);
-            cfg.app_data(evm_api);
-            http::evm::routes(cfg);
-            if let Some(nft_api) = nft_api {
-                cfg.app_data(nft_api);
-                http::nft::routes(cfg);
-            }
-            match rich_list_api {
-                Some(api) => {
-                    cfg.app_data(api);
-                    http::richlist::routes(cfg);
-                }
-                None => {
-                    cfg.app_data(no_rich_list);
-                    http::richlist::unavailable_routes(cfg);
-                }
-            }
-            for (plugin, tree) in plugins.iter() {
-                plugin.routes(tree.clone(), cfg);
+            for routes in &routes {
+                routes(cfg);
             }
         })
         .app_data(api.clone())
     })?;
     tracing::info!(chain_id = %chain.chain_id, vm = chain.vm.as_str(), listen = %bound, "indexer API listening");
     Ok(Some((server, bound)))
+}
+
+/// The state of the listener's base routes (blocks, txs, `/status`).
+fn chain_api(
+    shared: &Shared,
+    chain: &ChainConfig,
+    stores: &SharedStores,
+    blocks: &BlocksStore,
+    ingestion: &ChainIngestion,
+) -> http::indexer::ChainApi {
+    http::indexer::ChainApi::new(blocks.clone(), ingestion.main.clone())
+        .with_txs_kept(chain.domains.contains(&Domain::Txs))
+        .with_own_followers(
+            ingestion
+                .own
+                .iter()
+                .map(|(domain, i)| (domain.descriptor().name, i.clone()))
+                .collect(),
+        )
+        .with_rich_list(stores.rich_list.clone())
+        .with_store_format(shared.store_format)
+        .with_internal_txs(stores.internal_txs.clone())
+}
+
+/// The OpenAPI document of the chain's listener: the indexer document's paths of the
+/// built-ins the chain keeps (by their descriptors' path prefixes), and the plug-ins'
+/// documents.
+fn indexer_document(chain: &ChainConfig, domains: &ChainDomains) -> utoipa::openapi::OpenApi {
+    let kept: Vec<Domain> = domains
+        .kept()
+        .filter_map(|(kind, _)| kind.built_in())
+        .collect();
+    http::openapi::indexer_document(
+        &chain.chain_id,
+        &kept,
+        domains.kept().filter_map(|(_, open)| open.openapi()),
+    )
 }
