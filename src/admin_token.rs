@@ -15,13 +15,13 @@ use std::path::{Path, PathBuf};
 /// Random bytes in a token (hex in the file and the header).
 const TOKEN_BYTES: usize = 32;
 
-pub fn token_path(data_dir: &Path) -> PathBuf {
+pub(crate) fn token_path(data_dir: &Path) -> PathBuf {
     data_dir.join("admin.token")
 }
 
 /// A new random token written to `<data_dir>/admin.token` (mode 0600, replacing any
 /// earlier one in one rename): the token of this run.
-pub fn create(data_dir: &Path) -> anyhow::Result<AdminToken> {
+pub(crate) fn create(data_dir: &Path) -> anyhow::Result<AdminToken> {
     let mut bytes = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut bytes)
         .map_err(|e| anyhow::anyhow!("cannot draw a random admin token: {e}"))?;
@@ -44,7 +44,7 @@ pub fn create(data_dir: &Path) -> anyhow::Result<AdminToken> {
 }
 
 /// The token of the daemon running on `data_dir`, as it wrote it.
-pub fn read(data_dir: &Path) -> anyhow::Result<AdminToken> {
+pub(crate) fn read(data_dir: &Path) -> anyhow::Result<AdminToken> {
     let path = token_path(data_dir);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         anyhow::anyhow!(
@@ -61,17 +61,17 @@ pub fn read(data_dir: &Path) -> anyhow::Result<AdminToken> {
 
 /// A bearer token; compared in constant time.
 #[derive(Clone)]
-pub struct AdminToken(String);
+pub(crate) struct AdminToken(String);
 
 impl AdminToken {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// Whether `Authorization` header `value` is `Bearer <this token>`, compared in time
     /// independent of where the two differ (the comparison must not tell an attacker how
     /// much of a guess was right).
-    pub fn admits(&self, value: &[u8]) -> bool {
+    pub(crate) fn admits(&self, value: &[u8]) -> bool {
         let Some(presented) = value
             .strip_prefix(b"Bearer ")
             .or_else(|| value.strip_prefix(b"bearer "))

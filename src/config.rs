@@ -156,13 +156,16 @@ fn reread_source(mut table: figment::value::Dict) -> Option<figment::Error> {
     }
 }
 
-/// The `[router]` table read as its registry (the listener's keys taken out).
+/// The `[router]` table read as its registry (the listener's keys taken out). An unknown key
+/// is left to the first error, which names every key `[router]` takes (`ROUTER_KEYS`), the
+/// listener's too.
 fn reread_router(mut table: figment::value::Dict) -> Option<figment::Error> {
     table.remove("listen");
     table.remove("proxy_protocol");
     figment::value::Value::from(table)
         .deserialize::<Registry>()
         .err()
+        .filter(|e| !matches!(e.kind, figment::error::Kind::UnknownField(..)))
 }
 
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -776,7 +779,7 @@ impl Default for RouterConfig {
 
 impl RouterConfig {
     /// Builds a router section around a registry (used by `weaver registry import`).
-    pub fn from_registry(listen: SocketAddr, registry: Registry) -> Self {
+    pub(crate) fn from_registry(listen: SocketAddr, registry: Registry) -> Self {
         RouterConfig {
             listen,
             proxy_protocol: false,
@@ -911,7 +914,7 @@ fn default_prefix() -> String {
 /// internal txs where the chain's EVM JSON-RPC is known (the devnet serves one).
 impl SourceConfig {
     /// Whether the chain's EVM JSON-RPC can be reached (a devnet chain serves its own).
-    pub fn has_json_rpc(&self) -> bool {
+    pub(crate) fn has_json_rpc(&self) -> bool {
         match self {
             SourceConfig::Devnet(_) => true,
             SourceConfig::Node(node) => !node.json_rpc.is_empty(),
@@ -1261,7 +1264,7 @@ impl Config {
     /// daemon: each names what is missing.
     /// The configuration in effect, for the log at start: credentials and query strings of
     /// URLs redacted, long lists (a registry's chains and channels) summarized by count.
-    pub fn effective(&self) -> Value {
+    pub(crate) fn effective(&self) -> Value {
         let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
         redact(&mut value);
         value
@@ -1293,7 +1296,7 @@ impl Config {
 
     /// The OPinit bridge whose L2 is `chain_id`, from the router registry (L2 bridge events
     /// do not name it).
-    pub fn l2_bridge_id(&self, chain_id: &str) -> Option<u64> {
+    pub(crate) fn l2_bridge_id(&self, chain_id: &str) -> Option<u64> {
         self.router
             .registry
             .op_bridges
@@ -1513,7 +1516,7 @@ mod tests {
         let error = Config::from_toml(&bad).unwrap_err().to_string();
         assert!(error.contains("router.chains[0].chain_id"), "{error}");
         let config = Config::from_toml(&format!(
-            "{MINIMAL}\n[router]\nlisten = \"127.0.0.1:9\"\nproxy_protocol = true\n"
+            "{MINIMAL}\n[limits]\ntrusted_proxies = [\"10.0.0.0/8\"]\n[router]\nlisten = \"127.0.0.1:9\"\nproxy_protocol = true\n"
         ))
         .unwrap();
         assert_eq!(config.router.listen.port(), 9);

@@ -27,7 +27,7 @@ pub struct DevnetNetwork {
 }
 
 /// The network's topology: the config's devnet chains, joined as the router registry says.
-pub fn network_spec(config: &Config) -> NetworkSpec {
+pub(crate) fn network_spec(config: &Config) -> NetworkSpec {
     let router = &config.router.registry;
     let chains = config
         .chains

@@ -11,7 +11,7 @@ const EVERY: Duration = Duration::from_secs(5);
 
 /// One reading of the data directory's disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DiskUsage {
+pub(crate) struct DiskUsage {
     /// Bytes an unprivileged writer can still use on the data directory's file system.
     pub free_bytes: Option<u64>,
     /// Size of that file system.
@@ -21,7 +21,7 @@ pub struct DiskUsage {
     pub store_bytes: u64,
 }
 
-pub fn read(data_dir: &Path) -> DiskUsage {
+pub(crate) fn read(data_dir: &Path) -> DiskUsage {
     let space = filesystem_space(data_dir);
     DiskUsage {
         free_bytes: space.map(|(free, _)| free),
@@ -57,7 +57,7 @@ fn allocated_bytes(dir: &Path) -> u64 {
 
 /// Sets `weaver_data_dir_fs_free_bytes`, `weaver_data_dir_fs_size_bytes` (where statvfs
 /// answers) and `weaver_store_size_bytes`.
-pub fn record(usage: DiskUsage) {
+pub(crate) fn record(usage: DiskUsage) {
     if let Some(free) = usage.free_bytes {
         metrics::gauge!("weaver_data_dir_fs_free_bytes").set(free as f64);
     }
@@ -69,7 +69,7 @@ pub fn record(usage: DiskUsage) {
 
 /// Records once now, then every 5 s on the blocking pool (a slow disk must not hold an
 /// actix thread).
-pub fn spawn_gauges(data_dir: PathBuf) {
+pub(crate) fn spawn_gauges(data_dir: PathBuf) {
     record(read(&data_dir));
     actix::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);

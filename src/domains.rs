@@ -57,7 +57,7 @@ pub struct Extensions {
 
 /// Whether a plug-in may not take `name`: a built-in domain's name or tree, or a
 /// process-level tree (from the built-in domains' descriptors, so it cannot drift).
-pub fn is_reserved(name: &str) -> bool {
+pub(crate) fn is_reserved(name: &str) -> bool {
     weaver_engine::indexers::Domain::reserved_names().any(|reserved| reserved == name)
 }
 

@@ -7,14 +7,14 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod admin_client;
-pub mod admin_token;
+pub(crate) mod admin_token;
 pub mod boot;
 pub mod config;
 pub mod devnet_network;
-pub mod disk;
+pub(crate) mod disk;
 pub mod domains;
 pub mod http;
-pub mod memory;
+pub(crate) mod memory;
 pub mod node_tools;
 pub mod registry_import;
 pub mod reindex;

@@ -12,7 +12,7 @@ use std::time::Duration;
 const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// Starts the periodic trim on the current actix system (a no-op off glibc).
-pub fn spawn_heap_trim() {
+pub(crate) fn spawn_heap_trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     actix::spawn(async {
         let mut tick = tokio::time::interval(TRIM_EVERY);

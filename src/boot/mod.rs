@@ -25,7 +25,7 @@ use weaver_engine::system::Supervision;
 use weaver_router::tracker::TrackerView;
 
 pub use listeners::{listeners_path, Listeners};
-pub use sources::{devnet_world, embedded_devnet, evm_source_for, fresh_devnet_genesis_ns};
+pub use sources::{devnet_world, embedded_devnet, fresh_devnet_genesis_ns};
 
 use crate::config::{ChainConfig, Config};
 use crate::devnet_network::DevnetNetwork;

@@ -87,7 +87,7 @@ pub(super) fn source_for(
 /// balances: the in-process devnet view for a devnet chain, an [`EthClient`] over the
 /// node's `json_rpc` URLs for a node chain. `None`: not an EVM chain, or a node chain
 /// without `json_rpc` URLs.
-pub fn evm_source_for(
+pub(crate) fn evm_source_for(
     chain: &ChainConfig,
     devnet: Option<Arc<Devnet>>,
 ) -> anyhow::Result<Option<Evm>> {

@@ -32,7 +32,7 @@ use weaver_engine::system::Recover;
 use super::error::{ApiError, ApiResult};
 use crate::admin_token::AdminToken;
 
-pub struct AdminApi {
+pub(crate) struct AdminApi {
     store: Store,
     store_format: u64,
     /// The data directory the store lives in: no backup is written inside it.
@@ -46,7 +46,7 @@ pub struct AdminApi {
 }
 
 impl AdminApi {
-    pub fn new(
+    pub(crate) fn new(
         store: Store,
         store_format: u64,
         data_dir: PathBuf,
@@ -64,7 +64,7 @@ impl AdminApi {
     }
 }
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/admin/backup")
             .app_data(super::RouteLabel("/admin/backup"))
@@ -165,12 +165,13 @@ fn unauthorized(req: &HttpRequest, api: &AdminApi) -> Option<HttpResponse> {
 
 /// What [`guard`] answers: the inner service's answer, or a refusal made at once.
 type Answer<B> = Result<ServiceResponse<EitherBody<B>>, actix_web::Error>;
-pub type Guarded<B> = Either<LocalBoxFuture<'static, Answer<B>>, std::future::Ready<Answer<B>>>;
+pub(crate) type Guarded<B> =
+    Either<LocalBoxFuture<'static, Answer<B>>, std::future::Ready<Answer<B>>>;
 
 /// The middleware of [`refusal`], placed outside CORS (so a preflight never reaches actix-cors
 /// and an admin answer never carries CORS headers) on listeners whose app holds an
 /// [`AdminApi`]; other requests pass untouched.
-pub fn guard<S, B>(req: ServiceRequest, service: &S) -> Guarded<B>
+pub(crate) fn guard<S, B>(req: ServiceRequest, service: &S) -> Guarded<B>
 where
     S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = actix_web::Error>,
     S::Future: 'static,

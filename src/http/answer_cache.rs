@@ -38,9 +38,9 @@ use super::error::{json_bytes, ApiError, ApiResult};
 use super::limits::HeavyPages;
 
 /// Smaller answers are always sent as they are: compressing them saves less than a packet.
-pub const GZIP_MIN: usize = 2048;
+pub(crate) const GZIP_MIN: usize = 2048;
 
-pub struct AnswerCache {
+pub(crate) struct AnswerCache {
     /// Shared with the blocking job that compresses an answer, which keeps its result even
     /// if the request that asked for it has gone.
     inner: Arc<Mutex<Entries>>,
@@ -54,7 +54,7 @@ pub struct AnswerCache {
 
 /// What a render made: an answer to keep, or one to send this time only (it may change
 /// without the domain's count moving, e.g. it lacks records another domain has not indexed).
-pub enum Rendered {
+pub(crate) enum Rendered {
     Keep(Vec<u8>),
     Once(Vec<u8>),
 }
@@ -120,17 +120,17 @@ impl Entries {
 
 impl AnswerCache {
     /// For lists of small rows (NFTs, holders): answers up to 256 KiB, 4 MiB in all.
-    pub fn for_lists(scope: &'static str) -> Self {
+    pub(crate) fn for_lists(scope: &'static str) -> Self {
         AnswerCache::with_limits(scope, 256 << 10, 4 << 20)
     }
 
     /// For pages of tx records (~3.8 KB each; a page of 100 is ~380 KB): answers up to 1 MiB,
     /// 8 MiB in all.
-    pub fn for_record_pages(scope: &'static str) -> Self {
+    pub(crate) fn for_record_pages(scope: &'static str) -> Self {
         AnswerCache::with_limits(scope, 1 << 20, 8 << 20)
     }
 
-    pub fn with_limits(scope: &'static str, max_answer: usize, max_bytes: usize) -> Self {
+    pub(crate) fn with_limits(scope: &'static str, max_answer: usize, max_bytes: usize) -> Self {
         AnswerCache {
             inner: Arc::default(),
             max_answer,
@@ -223,7 +223,7 @@ impl AnswerCache {
 
     /// The answer to `req` kept for `domain`'s current change count, else the one `render`
     /// makes, kept for the next request unless it says otherwise.
-    pub async fn answer<F, R>(
+    pub(crate) async fn answer<F, R>(
         &self,
         req: &HttpRequest,
         domain: &DomainTree,

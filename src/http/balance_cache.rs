@@ -21,7 +21,7 @@ const CAPACITY: usize = 10_000;
 /// (chain id, bech32 address) → when it was read and what was read.
 type Entries<T> = HashMap<(String, String), (Instant, T)>;
 
-pub struct BalanceCache<T> {
+pub(crate) struct BalanceCache<T> {
     state: Mutex<State<T>>,
     ttl: Duration,
 }
@@ -38,7 +38,7 @@ struct State<T> {
 /// Where a read started (the chain's epoch and the misses then): given back to
 /// [`BalanceCache::put`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadStart(u64, u64);
+pub(crate) struct ReadStart(u64, u64);
 
 impl<T> State<T> {
     fn start(&self, chain: &str) -> ReadStart {
@@ -47,7 +47,7 @@ impl<T> State<T> {
 }
 
 impl<T: Clone> BalanceCache<T> {
-    pub fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration) -> Self {
         BalanceCache {
             state: Mutex::new(State {
                 entries: HashMap::new(),
@@ -59,7 +59,7 @@ impl<T: Clone> BalanceCache<T> {
     }
 
     /// The kept answer of `address` on `chain`, or where a read of it starts.
-    pub fn get(&self, chain: &str, address: &str) -> Result<T, ReadStart> {
+    pub(crate) fn get(&self, chain: &str, address: &str) -> Result<T, ReadStart> {
         let state = self.state.lock().recover();
         if let Some((at, held)) = state.entries.get(&(chain.to_string(), address.to_string())) {
             if at.elapsed() < self.ttl {
@@ -71,7 +71,7 @@ impl<T: Clone> BalanceCache<T> {
 
     /// Keeps what a read that started at `start` found, unless a block moved coins on the
     /// chain meanwhile.
-    pub fn put(&self, chain: &str, address: &str, start: ReadStart, held: T) {
+    pub(crate) fn put(&self, chain: &str, address: &str, start: ReadStart, held: T) {
         let mut state = self.state.lock().recover();
         if state.start(chain) != start {
             return;
@@ -90,7 +90,7 @@ impl<T: Clone> BalanceCache<T> {
     }
 
     /// Drops the accounts `block` moved coins of.
-    pub fn forget_moved(&self, block: &CommittedBlock) {
+    pub(crate) fn forget_moved(&self, block: &CommittedBlock) {
         if block.moved.is_empty() {
             return;
         }
@@ -104,14 +104,14 @@ impl<T: Clone> BalanceCache<T> {
     }
 
     /// Drops everything (blocks went by unseen): reads in flight are not kept either.
-    pub fn forget_all(&self) {
+    pub(crate) fn forget_all(&self) {
         let mut state = self.state.lock().recover();
         state.entries.clear();
         state.missed += 1;
     }
 
     /// Drops what the followed chains' committed blocks move, until the feed ends.
-    pub async fn follow(&self, feed: &TxFeed) {
+    pub(crate) async fn follow(&self, feed: &TxFeed) {
         let mut subscription = feed.subscribe();
         while let Some(news) = subscription.next().await {
             match news {

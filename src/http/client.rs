@@ -19,31 +19,27 @@ use crate::config::ClientIpHeader;
 
 /// The networks whose requests carry their client's address in a header.
 #[derive(Debug, Clone, Default)]
-pub struct TrustedProxies {
+pub(crate) struct TrustedProxies {
     networks: Vec<IpNet>,
     header: ClientIpHeader,
 }
 
 impl TrustedProxies {
     /// From validated config values (CIDRs or single addresses).
-    pub fn new(networks: &[String], header: ClientIpHeader) -> Self {
+    pub(crate) fn new(networks: &[String], header: ClientIpHeader) -> Self {
         TrustedProxies {
             networks: networks.iter().filter_map(|n| parse_network(n)).collect(),
             header,
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.networks.is_empty()
-    }
-
-    pub fn trusts(&self, ip: IpAddr) -> bool {
+    pub(crate) fn trusts(&self, ip: IpAddr) -> bool {
         let ip = ip.to_canonical();
         self.networks.iter().any(|network| network.contains(&ip))
     }
 
     /// The client of a request that `peer` sent with `headers`.
-    pub fn client(&self, peer: IpAddr, headers: &HeaderMap) -> Client {
+    pub(crate) fn client(&self, peer: IpAddr, headers: &HeaderMap) -> Client {
         let peer = peer.to_canonical();
         if !self.trusts(peer) {
             return Client::direct(peer);
@@ -103,7 +99,7 @@ fn address(entry: &[u8]) -> Option<IpAddr> {
 }
 
 /// A CIDR (`10.0.0.0/8`, `fd00::/8`) or a single address.
-pub fn parse_network(text: &str) -> Option<IpNet> {
+pub(crate) fn parse_network(text: &str) -> Option<IpNet> {
     text.parse::<IpNet>()
         .ok()
         .or_else(|| text.parse::<IpAddr>().ok().map(IpNet::from))
@@ -140,7 +136,7 @@ fn forwarded_for(element: &str) -> Option<IpAddr> {
 
 /// The client of a request, kept in its extensions by the limits middleware.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Client {
+pub(crate) struct Client {
     /// Its address, as the logs show it.
     pub ip: IpAddr,
     /// The address per-client rules count by ([`client_key`]).
@@ -153,7 +149,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn direct(peer: IpAddr) -> Self {
+    pub(crate) fn direct(peer: IpAddr) -> Self {
         let ip = peer.to_canonical();
         Client {
             ip,
@@ -166,7 +162,7 @@ impl Client {
 
 /// The address per-client limits count by: an IPv4 address, or the /64 of an IPv6 one (a
 /// single host usually owns a whole /64 and could rotate through it).
-pub fn client_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn client_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => {

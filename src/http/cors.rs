@@ -11,7 +11,7 @@ use crate::config::CorsConfig;
 /// The middleware of one worker (actix-cors is not `Send`: built per App); a no-op when
 /// `cors.enabled` is false. The config has been validated ([`CorsConfig`]), so the builder
 /// cannot fail (actix-cors would only log a bad value and refuse to start the worker).
-pub fn middleware(config: &CorsConfig) -> Condition<Cors> {
+pub(crate) fn middleware(config: &CorsConfig) -> Condition<Cors> {
     Condition::new(config.enabled, build(config))
 }
 

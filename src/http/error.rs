@@ -19,7 +19,7 @@ pub struct ApiError {
 /// The error body of every listener.
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = Error)]
-pub struct ErrorBody<'a> {
+pub(crate) struct ErrorBody<'a> {
     /// The gRPC status code matching the HTTP status (3 invalid argument, 5 not found, …).
     code: u16,
     message: &'a str,
@@ -39,7 +39,7 @@ impl ApiError {
         }
     }
 
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
@@ -47,12 +47,12 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, message)
     }
 
-    pub fn method_not_allowed() -> Self {
+    pub(crate) fn method_not_allowed() -> Self {
         Self::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
     }
 
     /// 429 with `Retry-After` (rate limit, connection cap).
-    pub fn too_many_requests(message: impl Into<String>, retry_after_secs: u64) -> Self {
+    pub(crate) fn too_many_requests(message: impl Into<String>, retry_after_secs: u64) -> Self {
         Self::new(StatusCode::TOO_MANY_REQUESTS, message).retry_after(retry_after_secs)
     }
 
@@ -79,14 +79,14 @@ impl ApiError {
     }
 
     /// `[INVALID_VALUE] invalid value for <what>: <value> (<why>)`, the reference wording.
-    pub fn invalid_value(what: &str, value: &str, why: &str) -> Self {
+    pub(crate) fn invalid_value(what: &str, value: &str, why: &str) -> Self {
         Self::bad_request(format!(
             "[INVALID_VALUE] invalid value for {what}: {value} ({why})"
         ))
     }
 
     /// gRPC status code for the HTTP status.
-    pub fn grpc_code(&self) -> u16 {
+    pub(crate) fn grpc_code(&self) -> u16 {
         match self.status.as_u16() {
             400 => 3,
             401 => 16,
@@ -159,19 +159,19 @@ impl From<weaver_engine::store::StoreError> for ApiError {
 }
 
 /// Default service: unknown routes are a JSON 404.
-pub async fn unknown_route(req: actix_web::HttpRequest) -> HttpResponse {
+pub(crate) async fn unknown_route(req: actix_web::HttpRequest) -> HttpResponse {
     ApiError::not_found(format!("Cannot {} {}", req.method(), req.path())).error_response()
 }
 
-pub async fn not_allowed() -> HttpResponse {
+pub(crate) async fn not_allowed() -> HttpResponse {
     ApiError::method_not_allowed().error_response()
 }
 
-pub type ApiResult = Result<HttpResponse, ApiError>;
+pub(crate) type ApiResult = Result<HttpResponse, ApiError>;
 
 /// A 200 `application/json` response from already-serialized bytes (a large one handed to
 /// actix-http in slices: [`super::sliced_body`]).
-pub fn json_bytes(body: impl Into<actix_web::web::Bytes>) -> HttpResponse {
+pub(crate) fn json_bytes(body: impl Into<actix_web::web::Bytes>) -> HttpResponse {
     let body = body.into();
     let mut response = HttpResponse::Ok();
     response.content_type("application/json");

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use weaver_engine::system::Recover;
 
 /// A pool of `capacity` permits (see the module doc).
-pub struct FairPool {
+pub(crate) struct FairPool {
     capacity: usize,
     share: usize,
     state: Mutex<PoolState>,
@@ -39,7 +39,7 @@ const WAITING_SOFT_MAX: usize = 1024;
 impl FairPool {
     /// `capacity` permits; one client holds at most `share` of them (a fraction, at least one
     /// permit).
-    pub fn new(capacity: usize, share: f64) -> Arc<Self> {
+    pub(crate) fn new(capacity: usize, share: f64) -> Arc<Self> {
         let capacity = capacity.max(1);
         Arc::new(FairPool {
             capacity,
@@ -49,12 +49,13 @@ impl FairPool {
     }
 
     /// Permits one client may hold at once.
-    pub fn share(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn share(&self) -> usize {
         self.share
     }
 
     /// A permit for `client`, once one is free and its turn has come.
-    pub async fn acquire(self: &Arc<Self>, client: IpAddr) -> FairPermit {
+    pub(crate) async fn acquire(self: &Arc<Self>, client: IpAddr) -> FairPermit {
         let granted = {
             let mut state = self.state.lock().recover();
             if let Some(permit) = self.take(&mut state, client) {
@@ -72,13 +73,14 @@ impl FairPool {
     }
 
     /// A permit for `client` if one is free for it right now.
-    pub fn try_acquire(self: &Arc<Self>, client: IpAddr) -> Option<FairPermit> {
+    pub(crate) fn try_acquire(self: &Arc<Self>, client: IpAddr) -> Option<FairPermit> {
         let mut state = self.state.lock().recover();
         self.take(&mut state, client)
     }
 
     /// Permits held now, in all and by `client`.
-    pub fn in_use(&self, client: IpAddr) -> (usize, usize) {
+    #[cfg(test)]
+    pub(crate) fn in_use(&self, client: IpAddr) -> (usize, usize) {
         let state = self.state.lock().recover();
         (state.in_use, state.held.get(&client).copied().unwrap_or(0))
     }
@@ -143,7 +145,7 @@ impl FairPool {
 }
 
 /// One permit of a [`FairPool`], given back when dropped.
-pub struct FairPermit {
+pub(crate) struct FairPermit {
     /// `None` once counted back by the pool itself.
     pool: Option<Arc<FairPool>>,
     client: IpAddr,

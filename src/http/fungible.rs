@@ -22,9 +22,9 @@ use super::router::{asset_info, bool_param, parse_body, post, AssetInfo};
 
 /// Entries one `recommend_assets` or `ibc_origin_assets` request may carry (each plans a
 /// few routes).
-pub const MAX_ENTRIES: usize = 64;
+pub(crate) const MAX_ENTRIES: usize = 64;
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     post(cfg, "/v2/fungible/assets_from_source", assets_from_source);
     const BETWEEN: &str = "/v2/fungible/assets_between_chains";
     cfg.service(
@@ -72,7 +72,7 @@ fn registry_asset<'a>(
 
 /// `POST /v2/fungible/assets_from_source`.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct AssetsFromSourceRequest {
+pub(crate) struct AssetsFromSourceRequest {
     source_asset_denom: Option<String>,
     source_asset_chain_id: Option<String>,
     /// Also assets only a route of several user txs reaches (default `false`).
@@ -85,13 +85,13 @@ pub struct AssetsFromSourceRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct AssetsFromSourceResponse<'a> {
+pub(crate) struct AssetsFromSourceResponse<'a> {
     /// Chain id → the assets reachable there by transfers alone.
     dest_assets: BTreeMap<&'a str, ChainAssetList<'a>>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ChainAssetList<'a> {
+pub(crate) struct ChainAssetList<'a> {
     assets: Vec<AssetInfo<'a>>,
 }
 
@@ -135,7 +135,7 @@ pub(super) async fn assets_from_source(
 /// same names in a JSON body (POST, as Skip documents it).
 #[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct AssetsBetweenChainsRequest {
+pub(crate) struct AssetsBetweenChainsRequest {
     source_chain_id: Option<String>,
     dest_chain_id: Option<String>,
     /// Also assets without a symbol (default `false`).
@@ -150,7 +150,7 @@ pub struct AssetsBetweenChainsRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct AssetBetweenChains<'a> {
+pub(crate) struct AssetBetweenChains<'a> {
     asset_on_source: AssetInfo<'a>,
     asset_on_dest: AssetInfo<'a>,
     txs_required: u32,
@@ -159,7 +159,7 @@ pub struct AssetBetweenChains<'a> {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct AssetsBetweenChainsResponse<'a> {
+pub(crate) struct AssetsBetweenChainsResponse<'a> {
     assets_between_chains: Vec<AssetBetweenChains<'a>>,
 }
 
@@ -249,13 +249,13 @@ fn assets_between_chains(
 
 /// `POST /v2/fungible/recommend_assets`.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct RecommendAssetsRequest {
+pub(crate) struct RecommendAssetsRequest {
     /// One recommendation entry is answered per request, in order.
     requests: Option<Vec<RecommendationRequest>>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct RecommendationRequest {
+pub(crate) struct RecommendationRequest {
     source_asset_denom: Option<String>,
     source_asset_chain_id: Option<String>,
     dest_chain_id: Option<String>,
@@ -265,13 +265,13 @@ pub struct RecommendationRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct RecommendAssetsResponse<'a> {
+pub(crate) struct RecommendAssetsResponse<'a> {
     recommendation_entries: Vec<RecommendationEntry<'a>>,
 }
 
 /// One request's answer: its recommendations, or why there are none.
 #[derive(Serialize, ToSchema)]
-pub struct RecommendationEntry<'a> {
+pub(crate) struct RecommendationEntry<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     recommendations: Option<Vec<Recommendation<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -280,7 +280,7 @@ pub struct RecommendationEntry<'a> {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Recommendation<'a> {
+pub(crate) struct Recommendation<'a> {
     asset: AssetInfo<'a>,
     /// `BASE_TOKEN`: the token's origin chain; `DIRECT`: its form reached with the fewest
     /// transfers.
@@ -359,24 +359,24 @@ fn entries<T>(list: Option<Vec<T>>, field: &str) -> Result<Vec<T>, ApiError> {
 
 /// `POST /v2/fungible/ibc_origin_assets`.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct OriginAssetsRequest {
+pub(crate) struct OriginAssetsRequest {
     assets: Option<Vec<DenomOnChain>>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct DenomOnChain {
+pub(crate) struct DenomOnChain {
     denom: Option<String>,
     chain_id: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct OriginAssetsResponse<'a> {
+pub(crate) struct OriginAssetsResponse<'a> {
     /// One per asked asset, in order.
     origin_assets: Vec<OriginAsset<'a>>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct OriginAsset<'a> {
+pub(crate) struct OriginAsset<'a> {
     /// The asset where the asked one is native (`null` when not found).
     #[schema(required = true)]
     asset: Option<AssetInfo<'a>>,

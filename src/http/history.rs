@@ -23,10 +23,10 @@ use super::limits::HeavyPages;
 use super::query::{decode_key_text, parse_limit};
 use super::tracking::{client_of, event_stream, StreamSlot, TrackingApi, KEEPALIVE};
 
-pub const DEFAULT_LIMIT: usize = 20;
-pub const MAX_LIMIT: usize = 100;
+pub(crate) const DEFAULT_LIMIT: usize = 20;
+pub(crate) const MAX_LIMIT: usize = 100;
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/v2/tx/transfers", transfers);
     super::get(cfg, "/v2/tx/transfers/stream", stream);
 }

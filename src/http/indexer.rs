@@ -19,7 +19,7 @@ use super::query::{
 };
 
 /// What a chain listener serves from.
-pub struct ChainApi {
+pub(crate) struct ChainApi {
     pub store: BlocksStore,
     /// The rich-list domain, whose watermark `/status` reports.
     pub rich_list: Option<weaver_engine::store::RichListStore>,
@@ -39,7 +39,7 @@ pub struct ChainApi {
 }
 
 impl ChainApi {
-    pub fn new(store: BlocksStore, ingestion: Ingestion) -> Self {
+    pub(crate) fn new(store: BlocksStore, ingestion: Ingestion) -> Self {
         ChainApi {
             store,
             rich_list: None,
@@ -53,7 +53,7 @@ impl ChainApi {
     }
 
     /// Whether the chain keeps the `txs` domain (default: it does).
-    pub fn with_txs_kept(mut self, kept: bool) -> Self {
+    pub(crate) fn with_txs_kept(mut self, kept: bool) -> Self {
         self.txs_kept = kept;
         self
     }
@@ -70,12 +70,15 @@ impl ChainApi {
     }
 
     /// The store format `/status` reports (the data directory's, read at boot).
-    pub fn with_store_format(mut self, store_format: u64) -> Self {
+    pub(crate) fn with_store_format(mut self, store_format: u64) -> Self {
         self.store_format = store_format;
         self
     }
 
-    pub fn with_own_followers(mut self, own_followers: Vec<(&'static str, Ingestion)>) -> Self {
+    pub(crate) fn with_own_followers(
+        mut self,
+        own_followers: Vec<(&'static str, Ingestion)>,
+    ) -> Self {
         self.own_followers = own_followers;
         self
     }
@@ -94,12 +97,12 @@ impl ChainApi {
             .collect()
     }
 
-    pub fn with_internal_txs(mut self, internal_txs: Option<BlocksStore>) -> Self {
+    pub(crate) fn with_internal_txs(mut self, internal_txs: Option<BlocksStore>) -> Self {
         self.internal_txs = internal_txs;
         self
     }
 
-    pub fn with_rich_list(
+    pub(crate) fn with_rich_list(
         mut self,
         rich_list: Option<weaver_engine::store::RichListStore>,
     ) -> Self {
@@ -112,12 +115,12 @@ impl ChainApi {
 const AVG_BLOCKS: usize = 100;
 
 /// Offsets up to this are skipped inline; deeper ones are heavy.
-pub const INLINE_OFFSET: u64 = 1000;
+pub(crate) const INLINE_OFFSET: u64 = 1000;
 
 /// Pages longer than this are heavy.
-pub const INLINE_LIMIT: usize = 100;
+pub(crate) const INLINE_LIMIT: usize = 100;
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/status", status);
     super::scope(cfg, "/indexer/block/v1", |s| {
         s.data(AnswerCache::for_record_pages("blocks"));
@@ -156,7 +159,7 @@ async fn missing_height() -> ApiResult {
 
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = StatusResponse)]
-pub struct Status<'a> {
+pub(crate) struct Status<'a> {
     version: &'a str,
     commit_hash: &'a str,
     chain_id: &'a str,
@@ -179,7 +182,7 @@ pub struct Status<'a> {
 
 /// A domain held while its chain goes on.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct HeldDomain {
+pub(crate) struct HeldDomain {
     domain: String,
     ingestion: IngestionStatus,
 }
@@ -364,7 +367,7 @@ fn heavy_tx_page(filter: &TxFilter, query: &ListQuery) -> bool {
 
 /// A page of `store`'s records (Cosmos txs, EVM txs, internal txs) under `name`, chosen by
 /// `filter_of` the request's query, kept until `store`'s domain indexes another block.
-pub async fn tx_list(
+pub(crate) async fn tx_list(
     store: &BlocksStore,
     name: &'static str,
     listing: &Listing,
@@ -381,7 +384,7 @@ pub async fn tx_list(
 
 /// A page of records from a tree with the tx key families (Cosmos txs, EVM txs, internal
 /// txs), under `name`.
-pub async fn list_of(
+pub(crate) async fn list_of(
     store: BlocksStore,
     name: &'static str,
     heavy: &HeavyPages,
@@ -399,7 +402,7 @@ pub async fn list_of(
     }
 }
 
-pub fn wrap(name: &str, record: &[u8]) -> Vec<u8> {
+pub(crate) fn wrap(name: &str, record: &[u8]) -> Vec<u8> {
     let mut body = Vec::with_capacity(record.len() + name.len() + 5);
     body.extend_from_slice(b"{\"");
     body.extend_from_slice(name.as_bytes());
@@ -417,12 +420,12 @@ fn json_string_or_null(value: Option<String>) -> String {
 }
 
 /// `{"<name>":[records…],"pagination":{"previous_key","next_key","total"}}`.
-pub fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Vec<u8> {
+pub(crate) fn list_body(name: &str, page: &Page, query: &ListQuery, kind: CursorKind) -> Vec<u8> {
     list_body_with(name, page, query, |k| cursor_key(kind, *k))
 }
 
 /// [`list_body`] for any cursor: `key_of` renders the next page's key from the last row's.
-pub fn list_body_with<C>(
+pub(crate) fn list_body_with<C>(
     name: &str,
     page: &Page<C>,
     query: &ListQuery<C>,

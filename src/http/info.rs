@@ -32,9 +32,9 @@ use super::query::parse_bool;
 
 /// Chains one balances request may name (the mainnet registry has 14; InterwovenKit's
 /// portfolio asks for every Initia chain at once).
-pub const MAX_CHAINS: usize = 64;
+pub(crate) const MAX_CHAINS: usize = 64;
 /// Denoms one chain of a request may name.
-pub const MAX_DENOMS: usize = 128;
+pub(crate) const MAX_DENOMS: usize = 128;
 /// One chain's bank query, waiting for its turn included: past it, the chain's entries
 /// carry an error and the others are answered.
 const NODE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,7 +46,7 @@ const NODE_CALLS_IN_FLIGHT: usize = 16;
 /// failure is kept as long, so a chain that is down is not asked by every request.
 const CACHE_TTL: Duration = Duration::from_secs(2);
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     super::router::post(cfg, "/v2/info/balances", balances);
     super::get(cfg, "/v2/fungible/venues", venues);
     super::get(cfg, "/v2/info/bridges", bridges);
@@ -57,7 +57,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 type Holdings = Result<Arc<BTreeMap<String, String>>, String>;
 
 /// How the balances handler reaches the chains' nodes, shared by every worker.
-pub struct BalanceReader {
+pub(crate) struct BalanceReader {
     /// The chains weaver follows, by chain id: their sources answer bank queries.
     followed: HashMap<String, Arc<ChainAccess>>,
     /// For registry chains weaver does not follow (their `rest` URL).
@@ -70,7 +70,7 @@ pub struct BalanceReader {
 }
 
 impl BalanceReader {
-    pub fn new(followed: HashMap<String, Arc<ChainAccess>>) -> Self {
+    pub(crate) fn new(followed: HashMap<String, Arc<ChainAccess>>) -> Self {
         let http = reqwest::Client::builder()
             .timeout(NODE_TIMEOUT)
             .connect_timeout(NODE_TIMEOUT)
@@ -86,7 +86,7 @@ impl BalanceReader {
 
     /// Drops kept answers as the followed chains' committed blocks move coins, until `feed`
     /// ends (spawned at boot).
-    pub async fn follow(&self, feed: &TxFeed) {
+    pub(crate) async fn follow(&self, feed: &TxFeed) {
         self.cache.follow(feed).await
     }
 
@@ -210,7 +210,7 @@ fn coins(body: &Value) -> Option<BTreeMap<String, String>> {
 
 /// `amount` base units as a decimal of `decimals` places, Skip's way: every place written
 /// (`10` with 6 decimals is `0.000010`, `100000000` is `100.000000`), no point for 0 places.
-pub fn formatted_amount(amount: &str, decimals: u32) -> String {
+pub(crate) fn formatted_amount(amount: &str, decimals: u32) -> String {
     let digits = amount.trim_start_matches('0');
     let places = decimals as usize;
     if places == 0 {
@@ -228,14 +228,14 @@ pub fn formatted_amount(amount: &str, decimals: u32) -> String {
 /// `POST /v2/info/balances` body (Skip's `BalancesRequest`).
 #[derive(ToSchema)]
 #[allow(dead_code)] // the document's; the body is read by hand (field-by-field errors)
-pub struct BalancesRequest {
+pub(crate) struct BalancesRequest {
     /// Chain id → the account and the denoms asked; at most 64 chains.
     chains: HashMap<String, BalanceRequestChainEntry>,
 }
 
 #[derive(ToSchema)]
 #[allow(dead_code)]
-pub struct BalanceRequestChainEntry {
+pub(crate) struct BalanceRequestChainEntry {
     /// The account: bech32 with the chain's prefix, or `0x` and 40 hex digits on an EVM
     /// rollup.
     #[schema(min_length = 1)]
@@ -248,14 +248,14 @@ pub struct BalanceRequestChainEntry {
 
 /// Why an entry has no balance (Skip's `ApiError`).
 #[derive(Serialize, ToSchema, Clone)]
-pub struct BalanceError {
+pub(crate) struct BalanceError {
     message: String,
 }
 
 /// One denom's balance (Skip's `BalanceResponseDenomEntry`); `price` and `value_usd` are
 /// never given (weaver knows no prices).
 #[derive(Serialize, ToSchema)]
-pub struct BalanceResponseDenomEntry {
+pub(crate) struct BalanceResponseDenomEntry {
     /// Base units, decimal digits; `"0"` with an `error`.
     amount: String,
     /// The registry's decimals of the asset; absent for a denom the registry does not list.
@@ -268,7 +268,7 @@ pub struct BalanceResponseDenomEntry {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct BalanceResponseChainEntry {
+pub(crate) struct BalanceResponseChainEntry {
     /// Denom → its balance.
     denoms: BTreeMap<String, BalanceResponseDenomEntry>,
     /// The chain could not be read (unknown to the registry, or its node failed) and no
@@ -278,7 +278,7 @@ pub struct BalanceResponseChainEntry {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct BalancesResponse {
+pub(crate) struct BalancesResponse {
     /// Chain id → its balances, every chain of the request.
     chains: BTreeMap<String, BalanceResponseChainEntry>,
 }
@@ -627,7 +627,7 @@ pub(super) async fn balances(
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct VenuesResponse {
+pub(crate) struct VenuesResponse {
     venues: Vec<SwapVenue>,
 }
 
@@ -681,7 +681,7 @@ pub(super) async fn venues(snapshot: web::Data<SnapshotHandle>, req: HttpRequest
 
 /// A bridge (Skip's `Bridge`).
 #[derive(Serialize, ToSchema, Debug, PartialEq)]
-pub struct Bridge {
+pub(crate) struct Bridge {
     /// Skip's `BridgeType`: `IBC`, `OPINIT`, or the `bridge_id` of a `[[router.bridges]]`.
     id: String,
     name: String,
@@ -691,7 +691,7 @@ pub struct Bridge {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct BridgesResponse {
+pub(crate) struct BridgesResponse {
     bridges: Vec<Bridge>,
 }
 
@@ -714,7 +714,7 @@ fn bridge_name(id: &str) -> String {
 
 /// The bridges the registry's edges use: IBC when it has a channel, OPINIT when it has an
 /// OPinit bridge, then each `bridge_id` of `[[router.bridges]]`, once, in config order.
-pub fn registry_bridges(registry: &Registry) -> Vec<Bridge> {
+pub(crate) fn registry_bridges(registry: &Registry) -> Vec<Bridge> {
     let mut ids: Vec<String> = Vec::new();
     if !registry.ibc_channels.is_empty() {
         ids.push("IBC".into());

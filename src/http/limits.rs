@@ -50,7 +50,7 @@ impl ListenerLimits {
 
     /// The limits of a listener whose connections open with a PROXY protocol header when
     /// `proxy_protocol` (from trusted proxies only).
-    pub fn with_proxy_protocol(
+    pub(crate) fn with_proxy_protocol(
         name: &'static str,
         config: &LimitsConfig,
         proxy_protocol: bool,
@@ -77,7 +77,7 @@ impl ListenerLimits {
     /// the address the header names — from a trusted proxy only, within `header_timeout_ms`;
     /// an error closes the connection unanswered (counted as `proxy_untrusted` or
     /// `proxy_header`).
-    pub async fn connection_peer(
+    pub(crate) async fn connection_peer(
         &self,
         stream: &mut actix_web::rt::net::TcpStream,
     ) -> std::io::Result<Option<std::net::SocketAddr>> {
@@ -106,7 +106,7 @@ impl ListenerLimits {
     /// Connection bookkeeping for `on_connect`: a ticket per connection of `peer` (the
     /// client, see [`Self::connection_peer`]), kept in the connection's data and released
     /// when the connection closes.
-    pub fn on_connect(
+    pub(crate) fn on_connect(
         &self,
         stream: &actix_web::rt::net::TcpStream,
         peer: Option<std::net::SocketAddr>,
@@ -143,12 +143,13 @@ impl ListenerLimits {
     }
 
     /// Open connections of `ip` on this listener.
-    pub fn connections_of(&self, ip: IpAddr) -> usize {
+    #[cfg(test)]
+    pub(crate) fn connections_of(&self, ip: IpAddr) -> usize {
         self.connections.get(&ip).map(|c| *c).unwrap_or(0)
     }
 
     /// actix `max_connections` is per worker: the listener's cap split over its workers.
-    pub fn max_connections_per_worker(&self, workers: usize) -> usize {
+    pub(crate) fn max_connections_per_worker(&self, workers: usize) -> usize {
         self.config
             .max_connections_per_listener
             .div_ceil(workers.max(1))
@@ -241,7 +242,7 @@ tokio::task_local! {
 }
 
 /// The client of the request this task serves (the unspecified address outside a request).
-pub fn current_client() -> IpAddr {
+pub(crate) fn current_client() -> IpAddr {
     CLIENT
         .try_with(|client| *client)
         .unwrap_or(IpAddr::from([0, 0, 0, 0]))
@@ -289,7 +290,7 @@ impl HeavyPages {
     /// Runs optional `work` (the client is served either way) on the blocking pool if a permit
     /// is free for this request's client right now; `None` if none is, or if the work could
     /// not run.
-    pub async fn run_if_free<T, F>(&self, work: F) -> Option<T>
+    pub(crate) async fn run_if_free<T, F>(&self, work: F) -> Option<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,

@@ -13,7 +13,7 @@ use super::error::{ApiError, ApiResult};
 use super::limits::HeavyPages;
 
 /// A list request on an indexer listener, with what answering it needs.
-pub struct Listing {
+pub(crate) struct Listing {
     req: HttpRequest,
     cache: web::Data<AnswerCache>,
     heavy: web::Data<HeavyPages>,
@@ -21,7 +21,11 @@ pub struct Listing {
 
 impl Listing {
     /// The answer kept for this request while `domain` has not changed, or `render`'s.
-    pub async fn answer<F, R>(&self, domain: &DomainTree, render: impl FnOnce() -> F) -> ApiResult
+    pub(crate) async fn answer<F, R>(
+        &self,
+        domain: &DomainTree,
+        render: impl FnOnce() -> F,
+    ) -> ApiResult
     where
         F: Future<Output = Result<R, ApiError>>,
         R: Into<Rendered>,
@@ -30,16 +34,16 @@ impl Listing {
     }
 
     /// The request's query string (its pagination and filters).
-    pub fn query(&self) -> &str {
+    pub(crate) fn query(&self) -> &str {
         self.req.query_string()
     }
 
-    pub fn request(&self) -> &HttpRequest {
+    pub(crate) fn request(&self) -> &HttpRequest {
         &self.req
     }
 
     /// Where a heavy page (long, deep or filtered row by row) is rendered.
-    pub fn heavy(&self) -> &HeavyPages {
+    pub(crate) fn heavy(&self) -> &HeavyPages {
         &self.heavy
     }
 }

@@ -14,7 +14,7 @@ const LATENCY_BUCKETS: &[f64] = &[
 ];
 
 /// Installs the global recorder once per process and returns its handle.
-pub fn install() -> PrometheusHandle {
+pub(crate) fn install() -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
             let handle = PrometheusBuilder::new()
@@ -29,7 +29,7 @@ pub fn install() -> PrometheusHandle {
 }
 
 /// Histogram upkeep, which the exporter leaves to us when we serve `/metrics` ourselves.
-pub fn spawn_upkeep(handle: PrometheusHandle) {
+pub(crate) fn spawn_upkeep(handle: PrometheusHandle) {
     actix::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(5));
         loop {
@@ -39,7 +39,7 @@ pub fn spawn_upkeep(handle: PrometheusHandle) {
     });
 }
 
-pub fn record_request(
+pub(crate) fn record_request(
     listener: &'static str,
     route: &'static str,
     method: &'static str,
@@ -64,6 +64,6 @@ async fn render(handle: web::Data<PrometheusHandle>) -> HttpResponse {
         .body(handle.render())
 }
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/metrics", render);
 }

@@ -10,34 +10,34 @@
 //! too slow), so every connection goes through [`wire_errors::JsonErrorIo`], which gives those
 //! answers the error body (`tests/integration/malformed_heads.rs`).
 
-pub mod admin;
-pub mod answer_cache;
-pub mod balance_cache;
-pub mod client;
-pub mod cors;
-pub mod error;
+pub(crate) mod admin;
+pub(crate) mod answer_cache;
+pub(crate) mod balance_cache;
+pub(crate) mod client;
+pub(crate) mod cors;
+pub(crate) mod error;
 pub mod evm;
-pub mod fair_pool;
-pub mod fungible;
-pub mod history;
-pub mod indexer;
-pub mod info;
+pub(crate) mod fair_pool;
+pub(crate) mod fungible;
+pub(crate) mod history;
+pub(crate) mod indexer;
+pub(crate) mod info;
 pub mod limits;
 mod listing;
 mod metric_help;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod nft;
-pub mod normalize;
+pub(crate) mod normalize;
 pub mod openapi;
-pub mod proxy_protocol;
-pub mod query;
-pub mod ready;
+pub(crate) mod proxy_protocol;
+pub(crate) mod query;
+pub(crate) mod ready;
 pub mod richlist;
 pub mod router;
-pub mod sliced_body;
-pub mod status;
-pub mod tracking;
-pub mod wire_errors;
+pub(crate) mod sliced_body;
+pub(crate) mod status;
+pub(crate) mod tracking;
+pub(crate) mod wire_errors;
 
 use std::sync::Arc;
 use std::time::Instant;

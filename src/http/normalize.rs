@@ -7,7 +7,7 @@ use actix_web::dev::ServiceRequest;
 use actix_web::http::uri::{PathAndQuery, Uri};
 
 /// Rewrites the request's path when it has a trailing slash or a repeated one.
-pub fn trim(req: &mut ServiceRequest) {
+pub(crate) fn trim(req: &mut ServiceRequest) {
     let Some(path) = normalized(req.path()) else {
         return;
     };

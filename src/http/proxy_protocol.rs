@@ -24,7 +24,7 @@ const V1_MAX: usize = 107;
 /// Reads the PROXY header at the start of `stream` within `timeout`: the client address it
 /// names, or `None` when it names none (v2 `LOCAL`, a balancer's own health check; v1
 /// `UNKNOWN`; a Unix socket) and the TCP peer stands.
-pub async fn read_header(
+pub(crate) async fn read_header(
     stream: &mut TcpStream,
     timeout: Duration,
 ) -> io::Result<Option<SocketAddr>> {

@@ -11,14 +11,14 @@ use weaver_engine::store::{Order, PageRequest};
 
 use super::error::ApiError;
 
-pub const DEFAULT_LIMIT: usize = 100;
-pub const MAX_LIMIT: usize = 1000;
+pub(crate) const DEFAULT_LIMIT: usize = 100;
+pub(crate) const MAX_LIMIT: usize = 1000;
 /// Most message types one request may filter by.
-pub const MAX_MSGS: usize = 32;
+pub(crate) const MAX_MSGS: usize = 32;
 
 /// Which keyset cursor a list pages by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CursorKind {
+pub(crate) enum CursorKind {
     Sequence,
     Height,
 }
@@ -34,7 +34,7 @@ impl CursorKind {
 
 /// Parsed list parameters; `C` is the list's keyset cursor.
 #[derive(Debug, Clone)]
-pub struct ListQuery<C = u64> {
+pub(crate) struct ListQuery<C = u64> {
     pub page: PageRequest<C>,
     /// True when the client paged by a numeric offset key: answer with offset keys.
     pub offset_mode: bool,
@@ -44,7 +44,7 @@ pub struct ListQuery<C = u64> {
 
 /// A boolean query value as Go's `strconv.ParseBool` reads it (what Go clients and Python
 /// `requests`, which sends `True`, produce); empty: `None`, the parameter's default.
-pub fn parse_bool(name: &str, value: &str) -> Result<Option<bool>, ApiError> {
+pub(crate) fn parse_bool(name: &str, value: &str) -> Result<Option<bool>, ApiError> {
     match value {
         "" => Ok(None),
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Some(true)),
@@ -57,7 +57,7 @@ pub fn parse_bool(name: &str, value: &str) -> Result<Option<bool>, ApiError> {
 
 /// A decimal integer query value (surrounding spaces ignored); empty: `None`, the
 /// parameter's default.
-pub fn parse_int(name: &str, value: &str) -> Result<Option<i64>, ApiError> {
+pub(crate) fn parse_int(name: &str, value: &str) -> Result<Option<i64>, ApiError> {
     let text = value.trim();
     if text.is_empty() {
         return Ok(None);
@@ -68,7 +68,7 @@ pub fn parse_int(name: &str, value: &str) -> Result<Option<i64>, ApiError> {
 }
 
 /// A `pagination.limit` value: 1 to `max`; empty: `None`, the list's default.
-pub fn parse_limit(value: &str, max: usize) -> Result<Option<usize>, ApiError> {
+pub(crate) fn parse_limit(value: &str, max: usize) -> Result<Option<usize>, ApiError> {
     match parse_int("pagination.limit", value)? {
         None => Ok(None),
         Some(n) if (1..=max as i64).contains(&n) => Ok(Some(n as usize)),
@@ -79,7 +79,7 @@ pub fn parse_limit(value: &str, max: usize) -> Result<Option<usize>, ApiError> {
 }
 
 /// A `pagination.key`'s text: base64 (a `+` sent unescaped arrives as a space) of UTF-8.
-pub fn decode_key_text(raw: &str) -> Result<String, ApiError> {
+pub(crate) fn decode_key_text(raw: &str) -> Result<String, ApiError> {
     let bad = || ApiError::bad_request("pagination.key must be a valid base64 encoded string");
     let decoded = B64
         .decode(raw.replace(' ', "+").trim())
@@ -140,14 +140,17 @@ fn parse_key<C>(
         .map_err(|_| ApiError::bad_request("pagination.key must decode to a nonnegative integer"))
 }
 
-pub fn parse_list_query(query_string: &str, kind: CursorKind) -> Result<ListQuery, ApiError> {
+pub(crate) fn parse_list_query(
+    query_string: &str,
+    kind: CursorKind,
+) -> Result<ListQuery, ApiError> {
     let field = kind.field();
     parse_list_query_with(query_string, field, |value| value.get(field)?.as_u64())
 }
 
 /// [`parse_list_query`] for a list whose cursor `decode` reads from the key's JSON (`what`
 /// names it in errors).
-pub fn parse_list_query_with<C>(
+pub(crate) fn parse_list_query_with<C>(
     query_string: &str,
     what: &str,
     decode: impl Fn(&serde_json::Value) -> Option<C>,
@@ -228,18 +231,18 @@ pub fn parse_list_query_with<C>(
 }
 
 /// `{"height":N}` / `{"sequence":N}` as base64, the key of the next page.
-pub fn cursor_key(kind: CursorKind, value: u64) -> String {
+pub(crate) fn cursor_key(kind: CursorKind, value: u64) -> String {
     B64.encode(format!("{{\"{}\":{value}}}", kind.field()))
 }
 
-pub fn offset_key(offset: u64) -> String {
+pub(crate) fn offset_key(offset: u64) -> String {
     B64.encode(offset.to_string())
 }
 
 /// Parses a `{height}` path segment (int64, at least 1) the way Go's
 /// `strconv.ParseInt(s, 10, 64)` does for the reference indexer: an optional sign and
 /// leading zeros are accepted (`+1`, `01` = 1); spaces, `_`, hex and empty are not.
-pub fn parse_height(text: &str) -> Result<u64, ApiError> {
+pub(crate) fn parse_height(text: &str) -> Result<u64, ApiError> {
     let n: i64 = text
         .parse()
         .map_err(|_| ApiError::invalid_value("height", text, "must be a valid integer"))?;
@@ -254,7 +257,7 @@ pub fn parse_height(text: &str) -> Result<u64, ApiError> {
 }
 
 /// Parses a tx hash: hex, `0x` optional, any case, 32 bytes (odd length is left-padded).
-pub fn parse_tx_hash(text: &str) -> Result<[u8; 32], ApiError> {
+pub(crate) fn parse_tx_hash(text: &str) -> Result<[u8; 32], ApiError> {
     let digits = text
         .strip_prefix("0x")
         .or_else(|| text.strip_prefix("0X"))

@@ -15,13 +15,13 @@ use super::status::{ChainSnapshot, StatusBoard};
 
 /// The readiness threshold, from `[metrics] ready_max_lag_blocks`.
 #[derive(Clone, Copy)]
-pub struct ReadyPolicy {
+pub(crate) struct ReadyPolicy {
     pub max_lag_blocks: u64,
 }
 
 /// A domain that keeps the daemon from being ready, and why.
 #[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct Behind {
+pub(crate) struct Behind {
     pub chain_id: String,
     pub domain: String,
     pub height: Option<u64>,
@@ -31,7 +31,7 @@ pub struct Behind {
 }
 
 /// What keeps `chain` from being ready.
-pub fn behind(chain: &ChainSnapshot, max_lag: u64) -> Vec<Behind> {
+pub(crate) fn behind(chain: &ChainSnapshot, max_lag: u64) -> Vec<Behind> {
     let mut out = vec![];
     for domain in &chain.domains {
         let ingestion = domain.ingestion.as_ref().unwrap_or(&chain.ingestion);
@@ -131,7 +131,7 @@ async fn ready(
         .json(body))
 }
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/health", health);
     super::get(cfg, "/ready", ready);
 }

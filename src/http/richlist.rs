@@ -60,7 +60,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     });
 }
 
-pub fn unavailable_routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn unavailable_routes(cfg: &mut web::ServiceConfig) {
     super::scope(cfg, "/indexer/richlist/v1", |s| {
         s.get("/indexer/richlist/v1/{denom:.+}", unavailable)
     });
@@ -71,7 +71,7 @@ async fn unavailable(reason: web::Data<NoRichList>) -> ApiResult {
 }
 
 impl NoRichList {
-    pub fn for_vm(vm: Vm) -> Self {
+    pub(crate) fn for_vm(vm: Vm) -> Self {
         NoRichList(match vm {
             Vm::Evm => "the rich list is not kept for this chain (add \"richlist\" to its domains)",
             Vm::Move | Vm::Wasm => {

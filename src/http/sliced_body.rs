@@ -16,18 +16,18 @@ use actix_web::web::Bytes;
 
 /// Bytes per slice: twice actix-http's default write-buffer threshold (32 KiB), so the
 /// buffer peaks near 96 KiB, below the 128 KiB it keeps between answers.
-pub const SLICE: usize = 64 << 10;
+pub(crate) const SLICE: usize = 64 << 10;
 
 /// The body of one answer, handed out [`SLICE`] bytes at a time. It never turns back into
 /// one `Bytes` (`try_into_bytes` is not implemented): boxing the response would do that, and
 /// the body would go out in one chunk again.
-pub struct SlicedBody {
+pub(crate) struct SlicedBody {
     size: u64,
     rest: Bytes,
 }
 
 impl SlicedBody {
-    pub fn new(bytes: Bytes) -> Self {
+    pub(crate) fn new(bytes: Bytes) -> Self {
         SlicedBody {
             size: bytes.len() as u64,
             rest: bytes,

@@ -28,14 +28,14 @@ use weaver_engine::system::Recover;
 use weaver_router::tracker::{TrackerView, TxState};
 
 /// How often the page reloads itself.
-pub const REFRESH_SECS: u32 = 5;
+pub(crate) const REFRESH_SECS: u32 = 5;
 /// How often the sampler reads every domain's watermark.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// The window blocks/s is measured over.
-pub const RATE_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(10);
 
 /// What the page shows, shared by the metrics listener's workers and the sampler.
-pub struct StatusBoard {
+pub(crate) struct StatusBoard {
     started: Instant,
     chains: Vec<ChainStatus>,
     trackers: Arc<TrackerView>,
@@ -46,7 +46,7 @@ pub struct StatusBoard {
 /// The APIs' base URLs, as bound at start (a listener on every interface shown at
 /// `127.0.0.1`).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ListenerUrls {
+pub(crate) struct ListenerUrls {
     /// The router API (`None`: no router listener).
     pub router: Option<String>,
     /// Each chain's indexer API, by chain id.
@@ -54,7 +54,7 @@ pub struct ListenerUrls {
 }
 
 /// One followed chain, in config order.
-pub struct ChainStatus {
+pub(crate) struct ChainStatus {
     chain_id: String,
     vm: &'static str,
     source: &'static str,
@@ -75,7 +75,7 @@ struct DomainStatus {
 impl ChainStatus {
     /// `source` is the kind of block source (`devnet`, `node`); node URLs are not shown
     /// (they may carry credentials).
-    pub fn new(
+    pub(crate) fn new(
         chain_id: &str,
         vm: &'static str,
         source: &'static str,
@@ -93,7 +93,12 @@ impl ChainStatus {
     /// A domain of the chain named `name`, whose watermark lives in `tree`; `own_follower`:
     /// the state of the follower of its own that indexes it (`None`: the chain's main
     /// follower does).
-    pub fn domain(mut self, name: &str, tree: DomainTree, own_follower: Option<Ingestion>) -> Self {
+    pub(crate) fn domain(
+        mut self,
+        name: &str,
+        tree: DomainTree,
+        own_follower: Option<Ingestion>,
+    ) -> Self {
         self.domains.push(DomainStatus {
             name: name.to_string(),
             tree,
@@ -105,7 +110,7 @@ impl ChainStatus {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub version: &'static str,
     pub commit_hash: &'static str,
     /// The data directory's store format version (docs/operations.md, "Upgrades").
@@ -120,7 +125,7 @@ pub struct Snapshot {
 }
 
 #[derive(Debug, Serialize)]
-pub struct ChainSnapshot {
+pub(crate) struct ChainSnapshot {
     pub chain_id: String,
     pub vm: &'static str,
     pub source: &'static str,
@@ -131,7 +136,7 @@ pub struct ChainSnapshot {
 }
 
 #[derive(Debug, Serialize)]
-pub struct DomainSnapshot {
+pub(crate) struct DomainSnapshot {
     pub domain: String,
     /// `null` when the store cannot be read and no earlier sample is known.
     pub height: Option<u64>,
@@ -149,20 +154,20 @@ pub struct DomainSnapshot {
 }
 
 #[derive(Debug, Serialize)]
-pub struct TrackersSnapshot {
+pub(crate) struct TrackersSnapshot {
     pub total: u64,
     /// Every state, in lifecycle order, zeros included.
     pub by_state: Vec<StateCount>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct StateCount {
+pub(crate) struct StateCount {
     pub state: &'static str,
     pub count: u64,
 }
 
 impl StatusBoard {
-    pub fn new(
+    pub(crate) fn new(
         chains: Vec<ChainStatus>,
         trackers: Arc<TrackerView>,
         store_format: u64,
@@ -178,7 +183,7 @@ impl StatusBoard {
     }
 
     /// Records every domain's watermark as of `now` and drops samples older than the window.
-    pub fn sample(&self, now: Instant) {
+    pub(crate) fn sample(&self, now: Instant) {
         for domain in self.chains.iter().flat_map(|c| &c.domains) {
             let Ok(height) = domain.tree.watermark() else {
                 continue;
@@ -194,7 +199,7 @@ impl StatusBoard {
         }
     }
 
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         Snapshot {
             version: crate::VERSION,
             commit_hash: crate::COMMIT_HASH,
@@ -276,7 +281,7 @@ fn rate(samples: &VecDeque<(Instant, u64)>) -> Option<f64> {
 }
 
 /// Samples the board every [`SAMPLE_EVERY`] for as long as the actix system runs.
-pub fn spawn_sampler(board: Arc<StatusBoard>) {
+pub(crate) fn spawn_sampler(board: Arc<StatusBoard>) {
     actix::spawn(async move {
         let mut tick = tokio::time::interval(SAMPLE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -336,7 +341,7 @@ tr.total th,tr.total td{font-weight:600}";
 /// Lag above this many blocks is highlighted.
 const LAG_HIGHLIGHT: u64 = 10;
 
-pub fn render_html(snapshot: &Snapshot) -> String {
+pub(crate) fn render_html(snapshot: &Snapshot) -> String {
     let mut html = String::with_capacity(4096);
     render_head(&mut html, snapshot);
     render_chains(&mut html, snapshot);
@@ -519,7 +524,7 @@ async fn json(board: web::Data<StatusBoard>) -> HttpResponse {
         .json(board.snapshot())
 }
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     super::get(cfg, "/", page);
     super::get(cfg, "/status.json", json);
 }

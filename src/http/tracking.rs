@@ -24,7 +24,7 @@ use weaver_router::tracker::{
 use super::error::{ApiError, ApiResult};
 
 /// What the tracking routes share.
-pub struct TrackingApi {
+pub(crate) struct TrackingApi {
     pub view: Arc<TrackerView>,
     pub hub: Supervised<TrackerHub>,
     /// Status and history streams share these limits.
@@ -36,7 +36,7 @@ pub struct TrackingApi {
 }
 
 /// Open SSE streams, in total and per client.
-pub struct StreamLimits {
+pub(crate) struct StreamLimits {
     total: AtomicUsize,
     per_ip: Mutex<HashMap<IpAddr, usize>>,
     pub max_total: usize,
@@ -46,7 +46,7 @@ pub struct StreamLimits {
 }
 
 impl StreamLimits {
-    pub fn new(max_total: usize, max_per_ip: usize, max_duration: Duration) -> Self {
+    pub(crate) fn new(max_total: usize, max_per_ip: usize, max_duration: Duration) -> Self {
         StreamLimits {
             total: AtomicUsize::new(0),
             per_ip: Mutex::new(HashMap::new()),
@@ -109,7 +109,7 @@ impl Drop for StreamSlot {
     }
 }
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     super::router::post(cfg, "/v2/tx/track", track);
     super::get(cfg, "/v2/tx/status", status);
     super::get(cfg, "/v2/tx/status/stream", stream);
@@ -117,7 +117,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// `POST /v2/tx/track`.
 #[derive(Deserialize, utoipa::ToSchema)]
-pub struct TrackRequest {
+pub(crate) struct TrackRequest {
     /// 64 hex digits, any case, `0x` allowed.
     tx_hash: Option<String>,
     /// The chain the tx was sent on.

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::error::ApiError;
 
 /// A connection whose bodiless error answers are given their JSON body.
-pub struct JsonErrorIo<IO> {
+pub(crate) struct JsonErrorIo<IO> {
     io: IO,
     /// The client at the other end: the TCP peer, or the address a PROXY protocol header
     /// named ([`super::proxy_protocol`]).
@@ -33,7 +33,7 @@ pub struct JsonErrorIo<IO> {
 }
 
 impl<IO> JsonErrorIo<IO> {
-    pub fn new(io: IO, peer: Option<std::net::SocketAddr>) -> Self {
+    pub(crate) fn new(io: IO, peer: Option<std::net::SocketAddr>) -> Self {
         JsonErrorIo {
             io,
             peer,
@@ -41,11 +41,11 @@ impl<IO> JsonErrorIo<IO> {
         }
     }
 
-    pub fn get_ref(&self) -> &IO {
+    pub(crate) fn get_ref(&self) -> &IO {
         &self.io
     }
 
-    pub fn peer(&self) -> Option<std::net::SocketAddr> {
+    pub(crate) fn peer(&self) -> Option<std::net::SocketAddr> {
         self.peer
     }
 }

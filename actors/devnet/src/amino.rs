@@ -16,14 +16,15 @@ use weaver_engine::chain::proto::{
     MsgTransfer,
 };
 
-pub const MSG_SEND: &str = "/cosmos.bank.v1beta1.MsgSend";
-pub const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
-pub const MSG_INITIATE_TOKEN_DEPOSIT: &str = "/opinit.ophost.v1.MsgInitiateTokenDeposit";
-pub const MSG_INITIATE_TOKEN_WITHDRAWAL: &str = "/opinit.opchild.v1.MsgInitiateTokenWithdrawal";
-pub const MSG_EXECUTE: &str = "/initia.move.v1.MsgExecute";
+pub(crate) const MSG_SEND: &str = "/cosmos.bank.v1beta1.MsgSend";
+pub(crate) const MSG_TRANSFER: &str = "/ibc.applications.transfer.v1.MsgTransfer";
+pub(crate) const MSG_INITIATE_TOKEN_DEPOSIT: &str = "/opinit.ophost.v1.MsgInitiateTokenDeposit";
+pub(crate) const MSG_INITIATE_TOKEN_WITHDRAWAL: &str =
+    "/opinit.opchild.v1.MsgInitiateTokenWithdrawal";
+pub(crate) const MSG_EXECUTE: &str = "/initia.move.v1.MsgExecute";
 
 /// The message types [`any_from_amino`] knows.
-pub const SUPPORTED: [&str; 5] = [
+pub(crate) const SUPPORTED: [&str; 5] = [
     MSG_SEND,
     MSG_TRANSFER,
     MSG_INITIATE_TOKEN_DEPOSIT,
@@ -33,7 +34,7 @@ pub const SUPPORTED: [&str; 5] = [
 
 /// Why an amino JSON message could not be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AminoError {
+pub(crate) enum AminoError {
     #[error("unsupported message type {0:?} (supported: {list})", list = SUPPORTED.join(", "))]
     UnknownType(String),
     #[error("{type_url}: the msg is not a JSON object: {reason}")]
@@ -51,7 +52,7 @@ pub enum AminoError {
 }
 
 /// The protobuf `Any` of the amino JSON `msg` of type `type_url`.
-pub fn any_from_amino(type_url: &str, msg: &str) -> Result<Any, AminoError> {
+pub(crate) fn any_from_amino(type_url: &str, msg: &str) -> Result<Any, AminoError> {
     if !SUPPORTED.contains(&type_url) {
         return Err(AminoError::UnknownType(type_url.into()));
     }

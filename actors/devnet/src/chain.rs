@@ -125,7 +125,7 @@ impl Devnet {
     }
 
     /// The highest height whose time has come at `now_ns`.
-    pub fn tip_at(&self, now_ns: i64) -> u64 {
+    pub(crate) fn tip_at(&self, now_ns: i64) -> u64 {
         if now_ns <= self.spec.genesis_time_ns {
             return 0;
         }
@@ -137,7 +137,7 @@ impl Devnet {
     }
 
     /// The tip now (on a network, sealing every height whose time has come).
-    pub fn tip_now(&self) -> u64 {
+    pub(crate) fn tip_now(&self) -> u64 {
         match self.network() {
             Some(network) => network
                 .tip(&self.spec.chain_id)
@@ -173,7 +173,7 @@ impl Devnet {
     }
 
     /// The txs each activity puts at `height`, by activity name, in block order.
-    pub fn activity_txs(&self, height: u64) -> Vec<(&'static str, Vec<TxBundle>)> {
+    pub(crate) fn activity_txs(&self, height: u64) -> Vec<(&'static str, Vec<TxBundle>)> {
         self.activities
             .iter()
             .map(|(activity, lane)| {
@@ -186,7 +186,7 @@ impl Devnet {
     }
 
     /// How many txs the activities put at `height` (nothing is signed).
-    pub fn activity_tx_count(&self, height: u64) -> usize {
+    pub(crate) fn activity_tx_count(&self, height: u64) -> usize {
         self.activities
             .iter()
             .map(|(_, lane)| lane.slots(height).count())
@@ -263,7 +263,7 @@ impl Devnet {
     /// Per tx of block `height`, in block order, the EVM calls its message made below its
     /// top-level call (what a call tracer nests under it; empty for most txs and on other
     /// VMs). Cheap: nothing is signed.
-    pub fn evm_calls(&self, height: u64) -> Vec<Vec<CallFrame>> {
+    pub(crate) fn evm_calls(&self, height: u64) -> Vec<Vec<CallFrame>> {
         let mut calls: Vec<Vec<CallFrame>> = self
             .activities
             .iter()
@@ -277,7 +277,7 @@ impl Devnet {
     }
 
     /// [`Devnet::block`] with its [`Devnet::evm_calls`].
-    pub fn block_with_calls(&self, height: u64) -> (BlockBundle, Vec<Vec<CallFrame>>) {
+    pub(crate) fn block_with_calls(&self, height: u64) -> (BlockBundle, Vec<Vec<CallFrame>>) {
         (self.block(height), self.evm_calls(height))
     }
 
@@ -452,7 +452,7 @@ impl Devnet {
     }
 
     /// Every bank balance of `account` after `height`, by denom (EVM chains: the ERC-20s').
-    pub fn bank_balances(&self, account: &[u8], height: u64) -> Vec<(String, u128)> {
+    pub(crate) fn bank_balances(&self, account: &[u8], height: u64) -> Vec<(String, u128)> {
         let Ok(account) = <[u8; 20]>::try_from(account) else {
             return vec![];
         };

@@ -36,7 +36,7 @@ const ERC20_CREATED: &str = "0x85e892981b234101136bc30081e0a5c44345bebc094019323
 
 /// One bank denom's ERC-20 contract.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     pub address: [u8; 20],
     /// EIP-55, as `call` events and logs show it.
     pub eip55: String,
@@ -63,13 +63,13 @@ fn derive(tag: &[u8], seed: u64, chain_id: &str, denom: &str) -> [u8; 20] {
 }
 
 /// A 32-byte topic of an address: `0x`, 24 zeros, 40 lower-case hex digits.
-pub fn topic(address: &[u8]) -> String {
+pub(crate) fn topic(address: &[u8]) -> String {
     format!("0x{:0>64}", hex::encode(address))
 }
 
 /// The `Transfer` log of `amount` from `from` to `to` (the zero address: a mint or a burn),
 /// as minievm renders it in an `evm` event.
-pub fn transfer_log(token: &Token, from: &[u8], to: &[u8], amount: u128) -> String {
+pub(crate) fn transfer_log(token: &Token, from: &[u8], to: &[u8], amount: u128) -> String {
     format!(
         r#"{{"address":"{}","topics":["{TRANSFER_TOPIC}","{}","{}"],"data":"0x{amount:064x}"}}"#,
         token.eip55,
@@ -94,7 +94,7 @@ fn event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
 
 /// The `call` and `evm` events of one bank movement of `token`: the chain's sudo call and
 /// its `Transfer` log (zero `from`: a mint; zero `to`: a burn).
-pub fn movement(token: &Token, from: &[u8], to: &[u8], amount: u128) -> [Event; 2] {
+pub(crate) fn movement(token: &Token, from: &[u8], to: &[u8], amount: u128) -> [Event; 2] {
     [
         event(
             "call",
@@ -106,7 +106,7 @@ pub fn movement(token: &Token, from: &[u8], to: &[u8], amount: u128) -> [Event; 
 
 /// The bank of one EVM chain: its ERC-20 factory and the contract of each denom.
 #[derive(Debug, Clone)]
-pub struct Bank {
+pub(crate) struct Bank {
     seed: u64,
     chain_id: String,
     factory: Token,
@@ -117,7 +117,7 @@ pub struct Bank {
 }
 
 impl Bank {
-    pub fn new(spec: &DevnetSpec) -> Bank {
+    pub(crate) fn new(spec: &DevnetSpec) -> Bank {
         let seed = spec.seed;
         let chain_id = spec.chain_id.clone();
         Bank {
@@ -135,7 +135,7 @@ impl Bank {
     }
 
     /// The contract of `denom` (whether created yet or not).
-    pub fn token(&self, denom: &str) -> Token {
+    pub(crate) fn token(&self, denom: &str) -> Token {
         Token::at(derive(
             b"weaver devnet erc20",
             self.seed,
@@ -148,7 +148,7 @@ impl Bank {
     /// by the chain deploys the contract (`contract_created`), hands its ownership to the
     /// chain and says so (`OwnershipTransferred`, the factory's `ERC20Created`), and the
     /// keeper records the denom (`erc20_created`, the contract in lower case).
-    pub fn creation(&self, denom: &str, token: &Token) -> Vec<Event> {
+    pub(crate) fn creation(&self, denom: &str, token: &Token) -> Vec<Event> {
         let factory_word = topic(&self.factory.address);
         let chain_word = topic(&CHAIN_ACCOUNT);
         let ownership = format!(
@@ -183,7 +183,7 @@ impl Bank {
 
 /// The bank ERC-20s that exist on one EVM chain of the network, as its txs create them.
 #[derive(Debug, Clone)]
-pub struct Registry {
+pub(crate) struct Registry {
     pub bank: Bank,
     /// Denom → contract, for every denom whose contract exists.
     tokens: HashMap<String, Token>,
@@ -193,7 +193,7 @@ pub struct Registry {
 
 impl Registry {
     /// The registry of a chain whose fee denom's contract exists (the world's genesis).
-    pub fn new(bank: Bank, fee_denom: &str) -> Registry {
+    pub(crate) fn new(bank: Bank, fee_denom: &str) -> Registry {
         let tokens = HashMap::from([(fee_denom.to_string(), bank.fee_token.clone())]);
         Registry {
             bank,
@@ -203,7 +203,7 @@ impl Registry {
     }
 
     /// The contract of `denom`: the existing one, or where it would be.
-    pub fn token(&self, denom: &str) -> Token {
+    pub(crate) fn token(&self, denom: &str) -> Token {
         self.tokens
             .get(denom)
             .cloned()
@@ -212,7 +212,7 @@ impl Registry {
 
     /// The contract of `denom` for a mint, and its creation events if it does not exist yet
     /// (minievm's `MintCoins` creates it first).
-    pub fn for_mint(&mut self, denom: &str) -> (Token, Vec<Event>) {
+    pub(crate) fn for_mint(&mut self, denom: &str) -> (Token, Vec<Event>) {
         if let Some(token) = self.tokens.get(denom) {
             return (token.clone(), vec![]);
         }
@@ -224,21 +224,21 @@ impl Registry {
     }
 
     /// The contracts created since the last call, in order.
-    pub fn take_created(&mut self) -> Vec<(String, Token)> {
+    pub(crate) fn take_created(&mut self) -> Vec<(String, Token)> {
         std::mem::take(&mut self.created)
     }
 }
 
 /// A devnet chain's spec with what its txs need precomputed: on EVM chains, its bank's
 /// ERC-20s. Dereferences to the spec.
-pub struct ChainCtx {
+pub(crate) struct ChainCtx {
     pub spec: DevnetSpec,
     /// `Some` on EVM chains.
     pub bank: Option<Bank>,
 }
 
 impl ChainCtx {
-    pub fn new(spec: DevnetSpec) -> ChainCtx {
+    pub(crate) fn new(spec: DevnetSpec) -> ChainCtx {
         let bank = (spec.vm == super::Vm::Evm).then(|| Bank::new(&spec));
         ChainCtx { spec, bank }
     }
@@ -253,7 +253,7 @@ impl Deref for ChainCtx {
 }
 
 /// Adds `mode = BeginBlock` to block-level events, as the SDK marks them.
-pub fn begin_block(mut events: Vec<Event>) -> Vec<Event> {
+pub(crate) fn begin_block(mut events: Vec<Event>) -> Vec<Event> {
     for event in &mut events {
         event.attributes.push(Attribute {
             key: "mode".into(),
@@ -268,7 +268,7 @@ pub fn begin_block(mut events: Vec<Event>) -> Vec<Event> {
 /// to it: the contracts `erc20_created` named, and their balances and supplies from their
 /// `Transfer` logs (failed txs included: they keep their fee payment).
 #[derive(Debug, Clone, Default)]
-pub struct BankState {
+pub(crate) struct BankState {
     pub height: u64,
     /// Contract → denom.
     pub denoms: HashMap<[u8; 20], String>,
@@ -303,7 +303,7 @@ struct RawLog<'a> {
 
 impl BankState {
     /// Applies block `block` (the next height): its block-level events, then its txs'.
-    pub fn apply(&mut self, block: &BlockBundle) {
+    pub(crate) fn apply(&mut self, block: &BlockBundle) {
         let events = block
             .finalize_events
             .iter()
@@ -366,12 +366,12 @@ impl BankState {
         }
     }
 
-    pub fn balance(&self, token: &[u8; 20], account: &[u8; 20]) -> u128 {
+    pub(crate) fn balance(&self, token: &[u8; 20], account: &[u8; 20]) -> u128 {
         self.balances.get(&(*token, *account)).copied().unwrap_or(0)
     }
 
     /// Every non-zero bank balance of `account`, by denom (sorted).
-    pub fn balances_of(&self, account: &[u8; 20]) -> Vec<(String, u128)> {
+    pub(crate) fn balances_of(&self, account: &[u8; 20]) -> Vec<(String, u128)> {
         let mut out: Vec<(String, u128)> = self
             .denoms
             .iter()

@@ -15,9 +15,9 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 mod accounts;
-pub mod activity;
+pub(crate) mod activity;
 mod chain;
-pub mod erc20;
+pub(crate) mod erc20;
 pub mod evm;
 mod message;
 pub mod network;
@@ -32,7 +32,7 @@ mod stream;
 mod vm_messages;
 mod world;
 
-pub mod amino;
+pub(crate) mod amino;
 pub mod node;
 pub mod send;
 pub mod tx_builder;

@@ -12,7 +12,7 @@ use super::erc20::{self, ChainCtx};
 use weaver_engine::chain::proto::{Any, Coin, MsgSend};
 use weaver_engine::chain::types::Event;
 
-pub struct Message {
+pub(crate) struct Message {
     pub any: Any,
     pub json: Value,
     pub events: Vec<Event>,
@@ -22,7 +22,7 @@ pub struct Message {
 impl Message {
     /// A message of `type_url` (signed as `value`, shown as `json`) whose response type is
     /// the type URL with `Response` appended, as every Cosmos SDK message's is.
-    pub fn new(type_url: &str, value: Vec<u8>, json: Value, events: Vec<Event>) -> Self {
+    pub(crate) fn new(type_url: &str, value: Vec<u8>, json: Value, events: Vec<Event>) -> Self {
         Message {
             any: Any {
                 type_url: type_url.into(),

@@ -30,12 +30,12 @@ pub fn envelope(id: &Value, result: Value) -> Value {
 }
 
 /// The JSON-RPC 2.0 envelope CometBFT answers errors with (served with HTTP 500).
-pub fn error_envelope(id: &Value, data: &str) -> Value {
+pub(crate) fn error_envelope(id: &Value, data: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error", "data": data}})
 }
 
 /// CometBFT's text for a height above the tip.
-pub fn future_height_error(height: u64, tip: u64) -> String {
+pub(crate) fn future_height_error(height: u64, tip: u64) -> String {
     format!("height {height} must be less than or equal to the current blockchain height {tip}")
 }
 
@@ -206,6 +206,6 @@ pub fn validator(bundle: &BlockBundle) -> Value {
 }
 
 /// gRPC-gateway error body the REST API answers with.
-pub fn rest_error(code: i32, message: &str) -> Value {
+pub(crate) fn rest_error(code: i32, message: &str) -> Value {
     json!({"code": code, "message": message, "details": []})
 }

@@ -17,11 +17,11 @@ const IDLE_PER_PERIOD: usize = 2;
 
 /// The positions within a period at which a chain produces empty blocks.
 #[derive(Debug, Clone)]
-pub struct IdleHeights([bool; PERIOD]);
+pub(crate) struct IdleHeights([bool; PERIOD]);
 
 impl IdleHeights {
     /// Drawn from the chain's own stream: exactly [`IDLE_PER_PERIOD`] positions per period.
-    pub fn draw(chain: &StreamKey) -> Self {
+    pub(crate) fn draw(chain: &StreamKey) -> Self {
         let mut rng = chain.rng("idle-heights", 0);
         let mut idle = [false; PERIOD];
         let mut marked = 0;
@@ -38,7 +38,7 @@ impl IdleHeights {
 
 /// One activity's per-height tx counts on one chain.
 #[derive(Debug, Clone)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     counts: [u32; PERIOD],
     /// `prefix[i]`: txs in the first `i` positions of a period.
     prefix: [u64; PERIOD + 1],
@@ -46,7 +46,7 @@ pub struct Schedule {
 
 impl Schedule {
     /// Counts uniform in `0..=2·rate` (so averaging about `rate`), zero at idle heights.
-    pub fn draw(stream: &StreamKey, rate: u32, idle: &IdleHeights) -> Self {
+    pub(crate) fn draw(stream: &StreamKey, rate: u32, idle: &IdleHeights) -> Self {
         let mut rng = stream.rng("schedule", 0);
         let max = rate.saturating_mul(2);
         let mut counts = [0u32; PERIOD];
@@ -74,7 +74,7 @@ impl Schedule {
 
     /// The activity's slots at `height` (heights start at 1): slot numbers run on across
     /// blocks, one per tx the activity ever made on the chain.
-    pub fn slots(&self, height: u64) -> Range<u64> {
+    pub(crate) fn slots(&self, height: u64) -> Range<u64> {
         let start = self.slots_before(height);
         start..start + self.counts[Self::position(height)] as u64
     }

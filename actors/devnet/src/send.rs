@@ -251,7 +251,7 @@ pub fn address_list(
 }
 
 /// `ceil(gas × price)` for a decimal gas price (`"0.015"`, `"0.150000000000000000"`).
-pub fn fee_amount(gas: u64, price: &str) -> anyhow::Result<u128> {
+pub(crate) fn fee_amount(gas: u64, price: &str) -> anyhow::Result<u128> {
     let bad = || anyhow!("gas price {price:?} is not a non-negative decimal");
     let (whole, fraction) = price.split_once('.').unwrap_or((price, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
@@ -323,7 +323,7 @@ fn origin<'a>(asset: &'a AssetInfo, chain_id: &'a str) -> (&'a str, &'a str) {
 }
 
 /// The destination assets with the same origin as the source asset.
-pub fn same_origin<'a>(
+pub(crate) fn same_origin<'a>(
     source: &AssetInfo,
     source_chain: &str,
     dest_assets: &'a [AssetInfo],
@@ -337,7 +337,7 @@ pub fn same_origin<'a>(
 }
 
 /// One line per operation: `transfer a-1 → b-1 (uinit → ibc/…)`.
-pub fn operations_summary(operations: &[Operation]) -> String {
+pub(crate) fn operations_summary(operations: &[Operation]) -> String {
     operations
         .iter()
         .map(|op| {
@@ -367,7 +367,7 @@ pub fn operations_summary(operations: &[Operation]) -> String {
 
 /// `(account_number, sequence)` of an `/cosmos/auth/v1beta1/accounts/{addr}` answer
 /// (a base account, or one wrapping it in `base_account`).
-pub fn account_numbers(answer: &Value) -> anyhow::Result<(u64, u64)> {
+pub(crate) fn account_numbers(answer: &Value) -> anyhow::Result<(u64, u64)> {
     let account = answer
         .get("account")
         .ok_or_else(|| anyhow!("the answer has no account"))?;

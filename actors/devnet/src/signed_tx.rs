@@ -95,7 +95,7 @@ pub(crate) fn fee_amount(raw: &[u8]) -> u128 {
 }
 
 /// Why a tx failed, as the chain reports it.
-pub struct Failure {
+pub(crate) struct Failure {
     pub codespace: &'static str,
     pub code: u32,
     pub log: String,

@@ -13,14 +13,14 @@ pub(crate) const CHAIN_OWNER: &str = "chain";
 
 /// The streams of one owner on one chain of a world.
 #[derive(Debug, Clone)]
-pub struct StreamKey {
+pub(crate) struct StreamKey {
     world_seed: u64,
     chain_id: String,
     owner: &'static str,
 }
 
 impl StreamKey {
-    pub fn new(world_seed: u64, chain_id: &str, owner: &'static str) -> Self {
+    pub(crate) fn new(world_seed: u64, chain_id: &str, owner: &'static str) -> Self {
         StreamKey {
             world_seed,
             chain_id: chain_id.to_string(),
@@ -29,7 +29,7 @@ impl StreamKey {
     }
 
     /// The stream for `purpose` at `index` (a slot, a height, a round).
-    pub fn rng(&self, purpose: &str, index: u64) -> ChaCha8Rng {
+    pub(crate) fn rng(&self, purpose: &str, index: u64) -> ChaCha8Rng {
         seeded(&[
             b"weaver-devnet",
             &self.world_seed.to_be_bytes(),
@@ -41,7 +41,7 @@ impl StreamKey {
     }
 
     /// The first word of [`StreamKey::rng`], for choices that need a single number.
-    pub fn word(&self, purpose: &str, index: u64) -> u64 {
+    pub(crate) fn word(&self, purpose: &str, index: u64) -> u64 {
         self.rng(purpose, index).next_u64()
     }
 }

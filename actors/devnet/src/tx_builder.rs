@@ -60,7 +60,7 @@ pub fn auth_info_bytes(request: &TxRequest, key: &Key, sequence: u64) -> Vec<u8>
 }
 
 /// The bytes a SIGN_MODE_DIRECT signer signs.
-pub fn sign_doc_bytes(
+pub(crate) fn sign_doc_bytes(
     body_bytes: &[u8],
     auth_info_bytes: &[u8],
     chain_id: &str,
@@ -77,7 +77,7 @@ pub fn sign_doc_bytes(
 
 /// The signed `TxRaw` bytes of `request`, signed by `key` as account `account_number` at
 /// `sequence` on `chain_id`: what `/cosmos/tx/v1beta1/txs` broadcasts (base64).
-pub fn sign_tx(
+pub(crate) fn sign_tx(
     request: &TxRequest,
     key: &Key,
     chain_id: &str,

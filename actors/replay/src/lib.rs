@@ -19,7 +19,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod capture;
-pub mod recording;
+pub(crate) mod recording;
 pub mod serve;
 
 pub use recording::{RecordedBlock, Recording, RestExchange, RpcExchange, Unrecorded};

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The version of the format this build reads and writes.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 /// What the replay node answers for a request the recording does not hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -102,11 +102,16 @@ pub struct RpcExchange {
 }
 
 /// A REST request as a recording finds it (see [`rest_key`]).
-pub type RestKey = (String, String, Option<String>, Option<String>);
+pub(crate) type RestKey = (String, String, Option<String>, Option<String>);
 
 /// How a REST request is found in a recording: method, path with query, height header and
 /// body — a POST body compared as JSON, so key order and spacing do not matter.
-pub fn rest_key(method: &str, path: &str, height: Option<&str>, body: Option<&str>) -> RestKey {
+pub(crate) fn rest_key(
+    method: &str,
+    path: &str,
+    height: Option<&str>,
+    body: Option<&str>,
+) -> RestKey {
     let body = body.filter(|b| !b.is_empty()).map(|b| {
         serde_json::from_str::<Value>(b)
             .map(|v| canonical(&v))
@@ -121,7 +126,7 @@ pub fn rest_key(method: &str, path: &str, height: Option<&str>, body: Option<&st
 }
 
 /// How a JSON-RPC call is found: method and params, compared as JSON.
-pub fn rpc_key(method: &str, params: &Value) -> (String, String) {
+pub(crate) fn rpc_key(method: &str, params: &Value) -> (String, String) {
     (method.to_string(), canonical(params))
 }
 
@@ -173,7 +178,7 @@ impl Recording {
     }
 
     /// The lowest height recorded (0: none).
-    pub fn earliest(&self) -> u64 {
+    pub(crate) fn earliest(&self) -> u64 {
         self.blocks.keys().next().copied().unwrap_or(0)
     }
 

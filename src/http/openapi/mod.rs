@@ -4,8 +4,8 @@
 //! those domains are kept). Swagger UI is served at `/swagger/` from assets compiled into the
 //! binary, so it works with no internet access.
 
-pub mod params;
-pub mod schemas;
+pub(crate) mod params;
+pub(crate) mod schemas;
 
 use std::sync::Arc;
 
@@ -108,7 +108,7 @@ struct RouterDoc;
 /// chain has, those of each kept domain (its descriptor's `path_prefixes`), and the
 /// plug-ins' documents (`DomainPlugin::openapi`); titled with the chain, and with the tags
 /// of only the paths it has (Swagger UI shows a section per tag, empty or not).
-pub fn indexer_document(
+pub(crate) fn indexer_document(
     chain_id: &str,
     kept: &[Domain],
     plugins: impl IntoIterator<Item = Document>,
@@ -143,7 +143,7 @@ pub fn indexer_document(
 }
 
 /// The document of the router listener.
-pub fn router_document() -> Document {
+pub(crate) fn router_document() -> Document {
     finish(RouterDoc::openapi())
 }
 

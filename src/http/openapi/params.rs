@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 /// (`1 t T TRUE true True`, `0 f F FALSE false False`); an empty value means the default.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct PageParams {
+pub(crate) struct PageParams {
     /// The `next_key` of the previous page (base64); a base64 integer is an offset.
     #[param(rename = "pagination.key")]
     key: Option<String>,
@@ -37,7 +37,7 @@ pub struct PageParams {
 /// The message-type filter of the tx lists.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct MsgsParams {
+pub(crate) struct MsgsParams {
     /// Message types (`cosmos.bank.v1beta1.MsgSend`, a leading `/` allowed), repeated and/or
     /// comma-separated, OR-ed; at most 32.
     msgs: Option<Vec<String>>,
@@ -46,7 +46,7 @@ pub struct MsgsParams {
 /// The signer filter of the by-account lists.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct SignerParams {
+pub(crate) struct SignerParams {
     /// Only txs the account signed.
     #[param(default = false)]
     is_signer: Option<bool>,
@@ -55,7 +55,7 @@ pub struct SignerParams {
 /// Token lists' order and filters.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct TokenParams {
+pub(crate) struct TokenParams {
     /// `token_id` (the default) or `height`; trimmed, any case.
     order_by: Option<String>,
     /// Only this token id.
@@ -65,7 +65,7 @@ pub struct TokenParams {
 /// The extra filter of tokens by account.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct TokenCollectionParams {
+pub(crate) struct TokenCollectionParams {
     /// Only tokens of this collection (bech32 or hex).
     collection_addr: Option<String>,
 }

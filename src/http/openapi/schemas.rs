@@ -11,7 +11,7 @@ use weaver_engine::indexers::records::{BlockRecord, TxRecord};
 /// The pagination of every list: keys are base64; `total` is a decimal string (`"-1"` when
 /// not known, `"0"` when not counted: `pagination.count_total=false`).
 #[derive(ToSchema)]
-pub struct Pagination {
+pub(crate) struct Pagination {
     /// The previous page's key, offset paging only.
     #[schema(required = true)]
     previous_key: Option<String>,
@@ -22,29 +22,29 @@ pub struct Pagination {
 }
 
 #[derive(ToSchema)]
-pub struct BlockResponse {
+pub(crate) struct BlockResponse {
     block: BlockRecord<'static>,
 }
 
 #[derive(ToSchema)]
-pub struct BlocksResponse {
+pub(crate) struct BlocksResponse {
     blocks: Vec<BlockRecord<'static>>,
     pagination: Pagination,
 }
 
 #[derive(ToSchema)]
-pub struct TxResponse {
+pub(crate) struct TxResponse {
     tx: TxRecord<'static>,
 }
 
 #[derive(ToSchema)]
-pub struct TxsResponse {
+pub(crate) struct TxsResponse {
     txs: Vec<TxRecord<'static>>,
     pagination: Pagination,
 }
 
 #[derive(ToSchema)]
-pub struct AvgBlockTimeResponse {
+pub(crate) struct AvgBlockTimeResponse {
     /// Mean seconds between the newest 100 blocks (0 with fewer than two blocks).
     avg_block_time: f64,
 }
@@ -53,7 +53,7 @@ pub struct AvgBlockTimeResponse {
 #[derive(ToSchema)]
 #[schema(as = EvmLog)]
 #[allow(non_snake_case)]
-pub struct EvmLog {
+pub(crate) struct EvmLog {
     address: String,
     topics: Vec<String>,
     data: String,
@@ -69,7 +69,7 @@ pub struct EvmLog {
 /// (`to` is `""` for a contract creation).
 #[derive(ToSchema)]
 #[allow(non_snake_case)]
-pub struct EvmTx {
+pub(crate) struct EvmTx {
     blockHash: String,
     blockNumber: String,
     #[schema(required = true)]
@@ -90,12 +90,12 @@ pub struct EvmTx {
 }
 
 #[derive(ToSchema)]
-pub struct EvmTxResponse {
+pub(crate) struct EvmTxResponse {
     tx: EvmTx,
 }
 
 #[derive(ToSchema)]
-pub struct EvmTxsResponse {
+pub(crate) struct EvmTxsResponse {
     txs: Vec<EvmTx>,
     pagination: Pagination,
 }
@@ -103,7 +103,7 @@ pub struct EvmTxsResponse {
 /// One call frame of an EVM tx's trace (`callTracer`), flattened in call order.
 #[derive(ToSchema)]
 #[allow(non_snake_case)]
-pub struct EvmInternalTx {
+pub(crate) struct EvmInternalTx {
     height: u64,
     /// The tx hash, `0x` + hex.
     hash: String,
@@ -123,13 +123,13 @@ pub struct EvmInternalTx {
 }
 
 #[derive(ToSchema)]
-pub struct EvmInternalTxsResponse {
+pub(crate) struct EvmInternalTxsResponse {
     internal_txs: Vec<EvmInternalTx>,
     pagination: Pagination,
 }
 
 #[derive(ToSchema)]
-pub struct NftCount {
+pub(crate) struct NftCount {
     /// Always `""` (kept for compatibility).
     handle: String,
     /// Live tokens.
@@ -137,7 +137,7 @@ pub struct NftCount {
 }
 
 #[derive(ToSchema)]
-pub struct CollectionDetail {
+pub(crate) struct CollectionDetail {
     /// The creator, bech32.
     creator: String,
     name: String,
@@ -147,7 +147,7 @@ pub struct CollectionDetail {
 }
 
 #[derive(ToSchema)]
-pub struct Collection {
+pub(crate) struct Collection {
     /// The collection address, `0x` + lower-case hex.
     object_addr: String,
     collection: CollectionDetail,
@@ -158,24 +158,24 @@ pub struct Collection {
 }
 
 #[derive(ToSchema)]
-pub struct CollectionResponse {
+pub(crate) struct CollectionResponse {
     collection: Collection,
 }
 
 #[derive(ToSchema)]
-pub struct CollectionsResponse {
+pub(crate) struct CollectionsResponse {
     collections: Vec<Collection>,
     pagination: Pagination,
 }
 
 #[derive(ToSchema)]
-pub struct NftDetail {
+pub(crate) struct NftDetail {
     token_id: String,
     uri: String,
 }
 
 #[derive(ToSchema)]
-pub struct Nft {
+pub(crate) struct Nft {
     /// `0x` + lower-case hex.
     collection_addr: String,
     collection_name: String,
@@ -192,14 +192,14 @@ pub struct Nft {
 }
 
 #[derive(ToSchema)]
-pub struct NftsResponse {
+pub(crate) struct NftsResponse {
     tokens: Vec<Nft>,
     pagination: Pagination,
 }
 
 /// A holder of an ERC-20 token.
 #[derive(ToSchema)]
-pub struct Holder {
+pub(crate) struct Holder {
     /// `0x` + lower-case hex.
     account: String,
     /// A decimal string.
@@ -207,14 +207,14 @@ pub struct Holder {
 }
 
 #[derive(ToSchema)]
-pub struct HoldersResponse {
+pub(crate) struct HoldersResponse {
     holders: Vec<Holder>,
     pagination: Pagination,
 }
 
 /// The answer to `POST /v2/tx/track`.
 #[derive(ToSchema)]
-pub struct TrackResponse {
+pub(crate) struct TrackResponse {
     /// The tx hash, upper-case hex.
     tx_hash: String,
     /// The chain explorer's page of the tx; `null` when no explorer known to weaver knows
@@ -227,7 +227,7 @@ pub struct TrackResponse {
 /// The detailed state of a tracked tx (Skip's names).
 #[derive(ToSchema)]
 #[allow(clippy::enum_variant_names)]
-pub enum TxStateName {
+pub(crate) enum TxStateName {
     #[serde(rename = "STATE_SUBMITTED")]
     Submitted,
     #[serde(rename = "STATE_PENDING")]
@@ -244,7 +244,7 @@ pub enum TxStateName {
 
 /// The overall status: terminal `STATE_COMPLETED` or `STATE_FAILED`.
 #[derive(ToSchema)]
-pub enum TxStatusName {
+pub(crate) enum TxStatusName {
     #[serde(rename = "STATE_SUBMITTED")]
     Submitted,
     #[serde(rename = "STATE_PENDING")]
@@ -257,7 +257,7 @@ pub enum TxStatusName {
 
 /// A tx on a chain that a transfer went through.
 #[derive(ToSchema)]
-pub struct ChainTx {
+pub(crate) struct ChainTx {
     chain_id: String,
     /// Upper-case hex.
     tx_hash: String,
@@ -273,7 +273,7 @@ pub struct ChainTx {
 
 /// What went wrong.
 #[derive(ToSchema)]
-pub struct StatusError {
+pub(crate) struct StatusError {
     /// `STATUS_ERROR_TRANSACTION_EXECUTION`, `STATUS_ERROR_TRANSFER`, `STATUS_ERROR_UNKNOWN`,
     /// `PACKET_ERROR_TIMEOUT` or `PACKET_ERROR_ACKNOWLEDGEMENT`.
     #[schema(rename = "type")]
@@ -285,7 +285,7 @@ pub struct StatusError {
 }
 
 #[derive(ToSchema)]
-pub struct PacketTxs {
+pub(crate) struct PacketTxs {
     #[schema(required = true)]
     send_tx: Option<ChainTx>,
     #[schema(required = true)]
@@ -300,7 +300,7 @@ pub struct PacketTxs {
 
 /// One ICS-20 hop.
 #[derive(ToSchema)]
-pub struct IbcTransferInfo {
+pub(crate) struct IbcTransferInfo {
     from_chain_id: String,
     to_chain_id: String,
     src_chain_id: String,
@@ -320,7 +320,7 @@ pub struct IbcTransferInfo {
 }
 
 #[derive(ToSchema)]
-pub struct OpInitTxs {
+pub(crate) struct OpInitTxs {
     #[schema(required = true)]
     send_tx: Option<ChainTx>,
     #[schema(required = true)]
@@ -329,7 +329,7 @@ pub struct OpInitTxs {
 
 /// One OPinit deposit or withdrawal.
 #[derive(ToSchema)]
-pub struct OpInitTransferInfo {
+pub(crate) struct OpInitTransferInfo {
     from_chain_id: String,
     to_chain_id: String,
     src_chain_id: String,
@@ -350,7 +350,7 @@ pub struct OpInitTransferInfo {
 
 /// One hop: exactly one of the keys.
 #[derive(ToSchema)]
-pub struct TransferEvent {
+pub(crate) struct TransferEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     ibc_transfer: Option<IbcTransferInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -358,13 +358,13 @@ pub struct TransferEvent {
 }
 
 #[derive(ToSchema)]
-pub struct NextBlockingTransfer {
+pub(crate) struct NextBlockingTransfer {
     transfer_sequence_index: u32,
 }
 
 /// Where the funds are, once the transfer ended or failed.
 #[derive(ToSchema)]
-pub struct TransferAssetRelease {
+pub(crate) struct TransferAssetRelease {
     chain_id: String,
     #[schema(required = true)]
     denom: Option<String>,
@@ -374,7 +374,7 @@ pub struct TransferAssetRelease {
 
 /// One transfer (the route of one user tx) and its hops.
 #[derive(ToSchema)]
-pub struct TransferStatus {
+pub(crate) struct TransferStatus {
     state: TxStateName,
     transfer_sequence: Vec<TransferEvent>,
     #[schema(required = true)]
@@ -388,7 +388,7 @@ pub struct TransferStatus {
 /// One transfer of an address's history: the tx that started it, the address's part, and
 /// the `/v2/tx/status` body of that tx (its fields inline).
 #[derive(ToSchema)]
-pub struct HistoryTransfer {
+pub(crate) struct HistoryTransfer {
     /// The chain of the tx that started the transfer.
     chain_id: String,
     /// That tx (upper-case hex).
@@ -410,7 +410,7 @@ pub struct HistoryTransfer {
 
 /// `pagination` of `/v2/tx/transfers`.
 #[derive(ToSchema)]
-pub struct HistoryPagination {
+pub(crate) struct HistoryPagination {
     /// The next page's `pagination.key`; null at the end.
     #[schema(required = true)]
     next_key: Option<String>,
@@ -420,7 +420,7 @@ pub struct HistoryPagination {
 
 /// The `/v2/tx/transfers` answer.
 #[derive(ToSchema)]
-pub struct TransferHistoryResponse {
+pub(crate) struct TransferHistoryResponse {
     /// Newest first.
     txs: Vec<HistoryTransfer>,
     pagination: HistoryPagination,
@@ -428,7 +428,7 @@ pub struct TransferHistoryResponse {
 
 /// The `/v2/tx/status` answer (also each `status` event of the stream).
 #[derive(ToSchema)]
-pub struct TxStatusResponse {
+pub(crate) struct TxStatusResponse {
     transfers: Vec<TransferStatus>,
     state: TxStateName,
     status: TxStatusName,

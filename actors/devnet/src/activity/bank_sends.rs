@@ -10,7 +10,7 @@ use crate::message::bank_send;
 use crate::signed_tx::Failure;
 use crate::DevnetSpec;
 
-pub struct BankSends;
+pub(crate) struct BankSends;
 
 impl Activity for BankSends {
     fn name(&self) -> &'static str {

@@ -25,7 +25,7 @@ const CONNECTION: &str = "connection-9";
 /// Packets time out a day after genesis plus one minute per slot: always after their block.
 const TIMEOUT_BASE_NS: i64 = 24 * 3600 * 1_000_000_000;
 
-pub struct IbcTransfers;
+pub(crate) struct IbcTransfers;
 
 impl Activity for IbcTransfers {
     fn name(&self) -> &'static str {

@@ -23,15 +23,15 @@ use super::DevnetSpec;
 use weaver_engine::chain::evm_types::CallFrame;
 use weaver_engine::chain::types::TxBundle;
 
-pub use bank_sends::BankSends;
-pub use evm_contracts::EvmContracts;
-pub use ibc_transfers::IbcTransfers;
-pub use nfts::Nfts;
-pub use vm_calls::VmCalls;
+pub(crate) use bank_sends::BankSends;
+pub(crate) use evm_contracts::EvmContracts;
+pub(crate) use ibc_transfers::IbcTransfers;
+pub(crate) use nfts::Nfts;
+pub(crate) use vm_calls::VmCalls;
 
 /// One kind of traffic. Implementations are stateless: what they produce is a function of
 /// the chain, their [`Lane`], the sender and the slot's random stream.
-pub trait Activity: Send + Sync {
+pub(crate) trait Activity: Send + Sync {
     /// Seeds the activity's streams and accounts: renaming an activity changes its bytes.
     fn name(&self) -> &'static str;
 
@@ -58,7 +58,7 @@ pub trait Activity: Send + Sync {
 
 /// One tx slot of an activity on a chain.
 #[derive(Debug, Clone, Copy)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// The activity's slot number on this chain, from 0, in block order.
     pub index: u64,
     /// The sending account (an index into `lane.accounts`).
@@ -66,7 +66,7 @@ pub struct Slot {
 }
 
 /// The part of a tx an activity decides.
-pub struct TxPlan {
+pub(crate) struct TxPlan {
     pub messages: Vec<Message>,
     pub failure: Option<Failure>,
 }
@@ -74,7 +74,7 @@ pub struct TxPlan {
 /// The activities of every devnet chain, in block order. Append only: a new activity goes at
 /// the end; none is ever removed, renamed or moved, or the bytes of those after it change
 /// (account numbers follow the position).
-pub fn standard() -> Vec<Box<dyn Activity>> {
+pub(crate) fn standard() -> Vec<Box<dyn Activity>> {
     vec![
         Box::new(BankSends),
         Box::new(VmCalls),
@@ -89,7 +89,7 @@ pub fn standard() -> Vec<Box<dyn Activity>> {
 const ACCOUNT_NUMBERS_PER_ACTIVITY: u64 = 1_000;
 
 /// One activity on one chain: its streams, its tx counts and its accounts.
-pub struct Lane {
+pub(crate) struct Lane {
     pub stream: StreamKey,
     pub schedule: Schedule,
     pub accounts: Vec<Account>,
@@ -97,7 +97,7 @@ pub struct Lane {
 
 impl Lane {
     /// The lane of the activity at `position` of the chain's activity list.
-    pub fn new(
+    pub(crate) fn new(
         world_seed: u64,
         chain: &DevnetSpec,
         activity: &dyn Activity,
@@ -121,7 +121,7 @@ impl Lane {
     /// The account sending `slot` and its sequence: every account sends exactly once per
     /// round of `accounts.len()` slots, in a per-round shuffled order, so its sequence is
     /// the round number and sequences are contiguous.
-    pub fn sender(&self, slot: u64) -> (usize, u64) {
+    pub(crate) fn sender(&self, slot: u64) -> (usize, u64) {
         let count = self.accounts.len();
         let round = slot / count as u64;
         let mut order: Vec<usize> = (0..count).collect();
@@ -134,13 +134,18 @@ impl Lane {
     }
 
     /// Any account of the lane other than `sender`.
-    pub fn recipient(&self, sender: usize, rng: &mut ChaCha8Rng) -> &Account {
+    pub(crate) fn recipient(&self, sender: usize, rng: &mut ChaCha8Rng) -> &Account {
         let count = self.accounts.len();
         &self.accounts[(sender + 1 + (rng.next_u32() as usize % (count - 1))) % count]
     }
 
     /// The activity's txs at `height`.
-    pub fn txs(&self, chain: &ChainCtx, activity: &dyn Activity, height: u64) -> Vec<TxBundle> {
+    pub(crate) fn txs(
+        &self,
+        chain: &ChainCtx,
+        activity: &dyn Activity,
+        height: u64,
+    ) -> Vec<TxBundle> {
         self.schedule
             .slots(height)
             .map(|slot| self.tx(chain, activity, slot))
@@ -148,7 +153,7 @@ impl Lane {
     }
 
     /// The activity's slots at `height`, each with its sender.
-    pub fn slots(&self, height: u64) -> impl Iterator<Item = Slot> + '_ {
+    pub(crate) fn slots(&self, height: u64) -> impl Iterator<Item = Slot> + '_ {
         self.schedule.slots(height).map(|index| Slot {
             index,
             sender: self.sender(index).0,

@@ -10,7 +10,7 @@ use crate::message::bank_send;
 use crate::vm_messages::{vm_call, vm_failure};
 use crate::DevnetSpec;
 
-pub struct VmCalls;
+pub(crate) struct VmCalls;
 
 impl Activity for VmCalls {
     fn name(&self) -> &'static str {

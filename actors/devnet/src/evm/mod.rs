@@ -4,7 +4,7 @@
 //! is a pure function of the world and the height; `weaver devnet serve` serves the same.
 
 mod bloom;
-pub mod view;
+pub(crate) mod view;
 
 use std::sync::Arc;
 

@@ -20,9 +20,9 @@ use weaver_engine::chain::types::{BlockBundle, TxBundle};
 
 /// The price every devnet tx pays per gas, in wei (0.015 fee units per gas, 18 decimals
 /// where the fee denom has 6).
-pub const GAS_PRICE: u64 = 15_000_000_000;
+pub(crate) const GAS_PRICE: u64 = 15_000_000_000;
 /// The block gas limit the header reports.
-pub const BLOCK_GAS_LIMIT: u64 = 200_000_000;
+pub(crate) const BLOCK_GAS_LIMIT: u64 = 200_000_000;
 
 /// The EVM hash of a devnet tx: Keccak-256 of its Cosmos tx hash (the SHA-256 of its
 /// bytes). minievm's EVM hash differs from the Cosmos hash too; this one can be derived

@@ -34,7 +34,7 @@ impl TxError {
         }
     }
 
-    pub fn unknown_chain(chain_id: &str) -> Self {
+    pub(crate) fn unknown_chain(chain_id: &str) -> Self {
         TxError::sdk(
             18,
             format!("chain {chain_id} is not part of the devnet network: invalid request"),

@@ -50,7 +50,7 @@ impl Ledger {
     }
 
     /// The account, created (as the bank module does on a first receipt) if new.
-    pub fn ensure_account(&mut self, address: &[u8]) -> &mut AccountState {
+    pub(crate) fn ensure_account(&mut self, address: &[u8]) -> &mut AccountState {
         let next = &mut self.next_account_number;
         self.accounts.entry(address.to_vec()).or_insert_with(|| {
             *next += 1;
@@ -79,7 +79,7 @@ impl Ledger {
             .collect()
     }
 
-    pub fn credit(&mut self, address: &[u8], denom: &str, amount: u128) {
+    pub(crate) fn credit(&mut self, address: &[u8], denom: &str, amount: u128) {
         if amount == 0 {
             return;
         }
@@ -91,7 +91,12 @@ impl Ledger {
         *entry = entry.saturating_add(amount);
     }
 
-    pub fn debit(&mut self, address: &[u8], denom: &str, amount: u128) -> Result<(), Insufficient> {
+    pub(crate) fn debit(
+        &mut self,
+        address: &[u8],
+        denom: &str,
+        amount: u128,
+    ) -> Result<(), Insufficient> {
         let have = self.balance(address, denom);
         if have < amount {
             return Err(Insufficient {

@@ -13,7 +13,7 @@
 mod ante;
 mod execute;
 mod ledger;
-pub mod packet;
+pub(crate) mod packet;
 mod relay;
 mod spec;
 mod test_accounts;
@@ -35,7 +35,7 @@ use weaver_engine::system::Recover;
 pub use ante::TxError;
 pub use ledger::{AccountState, Ledger};
 pub use spec::{Bridge, Channel, NetworkChain, NetworkSpec, Pool, RelaySettings, Trace};
-pub use test_accounts::{test_account, test_accounts, TestAccount};
+pub use test_accounts::{test_accounts, TestAccount};
 
 use relay::{Scheduled, Work};
 
@@ -350,7 +350,7 @@ impl Network {
     /// EVM chains: the network's genesis allocation (test accounts, escrows) as block-level
     /// events of block 1 — each denom's ERC-20 created and minted to its holders (a real
     /// genesis emits none; the devnet shows them so that balances are their logs' sum).
-    pub fn genesis_events(&self, chain_id: &str) -> &[Event] {
+    pub(crate) fn genesis_events(&self, chain_id: &str) -> &[Event] {
         self.genesis.get(chain_id).map(Vec::as_slice).unwrap_or(&[])
     }
 
@@ -375,7 +375,7 @@ impl Network {
     }
 
     /// The network's txs of `chain_id` at `height` (empty above the tip or when none).
-    pub fn extra_txs(&self, chain_id: &str, height: u64) -> Arc<Vec<TxBundle>> {
+    pub(crate) fn extra_txs(&self, chain_id: &str, height: u64) -> Arc<Vec<TxBundle>> {
         let state = self.sealed();
         state
             .chains
@@ -402,8 +402,9 @@ impl Network {
             .unwrap_or_default()
     }
 
-    /// The trace path of an `ibc/…` denom on a chain.
-    pub fn denom_trace(&self, chain_id: &str, denom: &str) -> Option<String> {
+    /// The trace path of an `ibc/…` denom on a chain (tests of the relayer's traces).
+    #[cfg(test)]
+    pub(crate) fn denom_trace(&self, chain_id: &str, denom: &str) -> Option<String> {
         self.sealed()
             .chains
             .get(chain_id)?
@@ -414,7 +415,7 @@ impl Network {
 
     /// Runs a tx against a copy of the chain's state: the gas it would use, or why it
     /// would fail. Signatures are not checked (SDKs simulate with empty ones).
-    pub fn simulate(&self, chain_id: &str, tx_bytes: &[u8]) -> Result<u64, TxError> {
+    pub(crate) fn simulate(&self, chain_id: &str, tx_bytes: &[u8]) -> Result<u64, TxError> {
         let state = self.sealed();
         let chain = state
             .chains
@@ -591,12 +592,12 @@ impl Network {
 }
 
 /// The account an OPinit bridge escrows L1 tokens in.
-pub fn bridge_address(bridge_id: u64) -> Vec<u8> {
+pub(crate) fn bridge_address(bridge_id: u64) -> Vec<u8> {
     module_address(&format!("ophost/bridge/{bridge_id}"))
 }
 
 /// The account of a DEX pool (its object address, or its hex id padded).
-pub fn pool_address(id: &str) -> Vec<u8> {
+pub(crate) fn pool_address(id: &str) -> Vec<u8> {
     weaver_engine::chain::address::parse_hex_address(id)
         .map(|a| {
             let mut padded = vec![0u8; 32usize.saturating_sub(a.len())];

@@ -9,7 +9,7 @@ use weaver_router::planner::denom::ibc_denom;
 
 /// ICS-20 packet data (keys sorted, as ibc-go marshals it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PacketData {
+pub(crate) struct PacketData {
     pub amount: String,
     pub denom: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -21,7 +21,7 @@ pub struct PacketData {
 /// How the sending chain parted with the tokens, so a timeout or error ack can give them
 /// back the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refund {
+pub(crate) struct Refund {
     pub address: Vec<u8>,
     /// The channel end it left through (its escrow holds escrowed tokens).
     pub port: String,
@@ -35,7 +35,7 @@ pub struct Refund {
 
 /// What a receiving chain did with a packet's tokens, so a failed forward can undo it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Receipt {
+pub(crate) struct Receipt {
     pub address: Vec<u8>,
     pub denom: String,
     pub amount: u128,
@@ -45,7 +45,7 @@ pub struct Receipt {
 
 /// A packet in flight.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SentPacket {
+pub(crate) struct SentPacket {
     pub src_chain: String,
     pub dst_chain: String,
     pub sequence: u64,
@@ -63,13 +63,13 @@ pub struct SentPacket {
 
 /// An acknowledgement as ibc-go writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ack {
+pub(crate) enum Ack {
     Success,
     Error(String),
 }
 
 impl Ack {
-    pub fn json(&self) -> String {
+    pub(crate) fn json(&self) -> String {
         match self {
             Ack::Success => r#"{"result":"AQ=="}"#.to_string(),
             Ack::Error(error) => serde_json::json!({ "error": error }).to_string(),
@@ -78,14 +78,14 @@ impl Ack {
 }
 
 /// ibc-go's error acknowledgement text for an app failure (the details go to events only).
-pub fn error_ack(code: u32) -> Ack {
+pub(crate) fn error_ack(code: u32) -> Ack {
     Ack::Error(format!(
         "ABCI code: {code}: error handling packet: see events for details"
     ))
 }
 
 /// The ICS-20 escrow account of a channel end (`GetEscrowAddress`).
-pub fn escrow_address(port: &str, channel: &str) -> Vec<u8> {
+pub(crate) fn escrow_address(port: &str, channel: &str) -> Vec<u8> {
     Sha256::new()
         .chain_update(b"ics20-1")
         .chain_update([0u8])
@@ -95,7 +95,7 @@ pub fn escrow_address(port: &str, channel: &str) -> Vec<u8> {
 }
 
 /// The account packet-forward middleware receives a forwarded packet into on this chain.
-pub fn forward_account(channel: &str, original_sender: &str) -> Vec<u8> {
+pub(crate) fn forward_account(channel: &str, original_sender: &str) -> Vec<u8> {
     Sha256::new()
         .chain_update(b"ibc-transfer-forward")
         .chain_update(format!("{channel}/{original_sender}").as_bytes())
@@ -104,7 +104,7 @@ pub fn forward_account(channel: &str, original_sender: &str) -> Vec<u8> {
 }
 
 /// The full trace path of a local denom (`ibc/…` resolved through `trace`, else itself).
-pub fn full_path(denom: &str, trace: impl Fn(&str) -> Option<String>) -> Option<String> {
+pub(crate) fn full_path(denom: &str, trace: impl Fn(&str) -> Option<String>) -> Option<String> {
     match denom.strip_prefix("ibc/") {
         Some(_) => trace(denom),
         None => Some(denom.to_string()),
@@ -113,13 +113,13 @@ pub fn full_path(denom: &str, trace: impl Fn(&str) -> Option<String>) -> Option<
 
 /// Whether the sending chain is the token's source on `port/channel` (then it escrows;
 /// otherwise the voucher goes home and is burned).
-pub fn sender_is_source(port: &str, channel: &str, path: &str) -> bool {
+pub(crate) fn sender_is_source(port: &str, channel: &str, path: &str) -> bool {
     !path.starts_with(&format!("{port}/{channel}/"))
 }
 
 /// Where a packet's tokens land on the receiving end: (local denom, its trace path when
 /// it is a voucher, minted).
-pub fn received_denom(
+pub(crate) fn received_denom(
     src_port: &str,
     src_channel: &str,
     dst_port: &str,
@@ -144,7 +144,7 @@ pub fn received_denom(
     }
 }
 
-pub fn event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
+pub(crate) fn event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
     Event {
         kind: kind.to_string(),
         attributes: attributes
@@ -198,7 +198,7 @@ fn ibc_channel_message() -> Event {
 }
 
 /// `send_packet` and the ICS-20 `ibc_transfer` of a transfer leaving the source chain.
-pub fn send_events(p: &SentPacket) -> Vec<Event> {
+pub(crate) fn send_events(p: &SentPacket) -> Vec<Event> {
     vec![
         event(
             "send_packet",
@@ -220,7 +220,7 @@ pub fn send_events(p: &SentPacket) -> Vec<Event> {
 }
 
 /// `recv_packet` on the destination.
-pub fn recv_events(p: &SentPacket) -> Vec<Event> {
+pub(crate) fn recv_events(p: &SentPacket) -> Vec<Event> {
     vec![
         event(
             "recv_packet",
@@ -231,7 +231,7 @@ pub fn recv_events(p: &SentPacket) -> Vec<Event> {
 }
 
 /// The app's `fungible_token_packet` on receipt.
-pub fn received_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
+pub(crate) fn received_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
     let mut attributes = vec![
         ("module", "transfer".to_string()),
         ("sender", p.data.sender.clone()),
@@ -248,7 +248,7 @@ pub fn received_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
 }
 
 /// `write_acknowledgement` on the destination.
-pub fn write_ack_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
+pub(crate) fn write_ack_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
     let text = ack.json();
     let mut attributes = packet_attributes(p, true, true, &p.dst_channel);
     let connection = attributes.pop().expect("connection_id is last");
@@ -262,7 +262,7 @@ pub fn write_ack_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
 }
 
 /// `acknowledge_packet` and the app's events on the source.
-pub fn acknowledge_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
+pub(crate) fn acknowledge_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
     let mut events = vec![
         event(
             "acknowledge_packet",
@@ -290,7 +290,7 @@ pub fn acknowledge_events(p: &SentPacket, ack: &Ack) -> Vec<Event> {
 }
 
 /// `timeout_packet` and the app's refund on the source.
-pub fn timeout_events(p: &SentPacket, refund_receiver: &str) -> Vec<Event> {
+pub(crate) fn timeout_events(p: &SentPacket, refund_receiver: &str) -> Vec<Event> {
     vec![
         event(
             "timeout_packet",

@@ -100,7 +100,7 @@ impl NetworkSpec {
     }
 
     /// The bridge whose L2 is `chain`.
-    pub fn bridge_of_l2(&self, chain: &str) -> Option<&Bridge> {
+    pub(crate) fn bridge_of_l2(&self, chain: &str) -> Option<&Bridge> {
         self.bridges.iter().find(|b| b.l2_chain_id == chain)
     }
 }

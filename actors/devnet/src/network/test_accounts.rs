@@ -25,7 +25,7 @@ impl TestAccount {
 
 /// Account `index`: the same on every run and every machine (they do not depend on the
 /// world seed, so a README can list them).
-pub fn test_account(index: usize) -> TestAccount {
+pub(crate) fn test_account(index: usize) -> TestAccount {
     let entropy: [u8; 32] = Sha256::new()
         .chain_update(b"weaver devnet test account")
         .chain_update((index as u64).to_be_bytes())

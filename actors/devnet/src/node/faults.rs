@@ -220,19 +220,19 @@ impl Faults {
     }
 
     /// Notes a `/block` request for `height` (one the node has).
-    pub fn asked_block(&self, height: u64) {
+    pub(crate) fn asked_block(&self, height: u64) {
         self.highest_asked.fetch_max(height, Ordering::Relaxed);
     }
 
     /// The highest block asked for so far: the height [`Route::Status`] faults are due at.
-    pub fn highest_asked(&self) -> u64 {
+    pub(crate) fn highest_asked(&self) -> u64 {
         self.highest_asked.load(Ordering::Relaxed)
     }
 
     /// While a `tip_backwards` fault is due (a block at or above its height was asked for,
     /// and it still fires): the tip of the node fallen behind it plays, half the highest
     /// block asked for. `/block` and `/block_results` above it answer "not yet".
-    pub fn lagging_tip(&self) -> Option<u64> {
+    pub(crate) fn lagging_tip(&self) -> Option<u64> {
         let highest = self.highest_asked();
         let armed = self.armed.lock().recover();
         armed

@@ -55,7 +55,7 @@ impl Log {
     }
 
     /// The data as one 32-byte word.
-    pub fn data_word(&self) -> Result<[u8; 32], LogError> {
+    pub(crate) fn data_word(&self) -> Result<[u8; 32], LogError> {
         word(&self.data).ok_or_else(|| LogError::Word(self.data.clone()))
     }
 }
@@ -71,7 +71,7 @@ pub fn is_zero(word: &[u8; 32]) -> bool {
 }
 
 /// The address in the low 20 bytes of a topic word.
-pub fn word_address(word: &[u8; 32]) -> Vec<u8> {
+pub(crate) fn word_address(word: &[u8; 32]) -> Vec<u8> {
     word[12..].to_vec()
 }
 

@@ -15,7 +15,7 @@ pub mod query;
 pub mod source;
 pub mod timefmt;
 pub mod types;
-pub mod vm;
+pub(crate) mod vm;
 pub mod wire;
 
 pub use evm_source::{Evm, EvmError, EvmSource, LocalEvm};

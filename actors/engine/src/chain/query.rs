@@ -70,12 +70,12 @@ impl QueryRejection {
     /// found (gRPC code 5), an EVM call's own failure (code 0: reverted, out of gas), or a
     /// contract refusing the query. Anything else (unavailable, rate-limited, timed out,
     /// internal, pruned state) is a failure to get an answer.
-    pub fn is_final(&self) -> bool {
+    pub(crate) fn is_final(&self) -> bool {
         matches!(self.code, 0 | 5) || self.is_unknown_query()
     }
 
     /// The node no longer keeps the state of the asked height.
-    pub fn is_pruned(&self) -> bool {
+    pub(crate) fn is_pruned(&self) -> bool {
         let message = self.message.to_ascii_lowercase();
         message.contains("version does not exist")
             || message.contains("pruned")
@@ -113,7 +113,7 @@ impl Answers {
 
 impl ChainQuery {
     /// Read through the chain's EVM JSON-RPC rather than its REST API.
-    pub fn is_evm_json_rpc(&self) -> bool {
+    pub(crate) fn is_evm_json_rpc(&self) -> bool {
         matches!(
             self,
             ChainQuery::EvmBlockReceipts | ChainQuery::EvmTraceBlock

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer};
 
 /// Accepts `null` where a list (or any defaultable value) is expected.
-pub fn null_as_default<'de, D, T>(de: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(de: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,
@@ -13,7 +13,7 @@ where
 }
 
 /// Accepts an int64 carried as a decimal string (CometBFT) or as a plain number.
-pub fn int_string<'de, D>(de: D) -> Result<i64, D::Error>
+pub(crate) fn int_string<'de, D>(de: D) -> Result<i64, D::Error>
 where
     D: Deserializer<'de>,
 {

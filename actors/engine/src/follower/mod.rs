@@ -65,7 +65,7 @@ pub enum FollowError {
 impl FollowError {
     /// The source serves another chain: following it would mix chains, and retrying cannot
     /// help. The follower stops for good.
-    pub fn is_wrong_chain(&self) -> bool {
+    pub(crate) fn is_wrong_chain(&self) -> bool {
         matches!(
             self,
             FollowError::Source(SourceError::WrongChain { .. })
@@ -75,13 +75,13 @@ impl FollowError {
 
     /// Retrying cannot help: another chain behind the URLs, or a source that does not serve
     /// what a domain needs. The follower stops for good and says why.
-    pub fn is_permanent(&self) -> bool {
+    pub(crate) fn is_permanent(&self) -> bool {
         self.is_wrong_chain() || matches!(self, FollowError::Index(IndexError::Unsupported { .. }))
     }
 
     /// The disk refused a write (or a read): the store keeps refusing writes until it is
     /// reopened. Only IO errors: a corrupt store does not heal when the disk does.
-    pub fn is_store_fault(&self) -> bool {
+    pub(crate) fn is_store_fault(&self) -> bool {
         matches!(self, FollowError::Index(IndexError::Store(e)) if e.is_io())
     }
 }
@@ -119,7 +119,7 @@ impl<S: ChainSource + 'static> Follower<S> {
     }
 
     /// Publishes every tip learned from the node to `cell` (the status page reads it).
-    pub fn publishing_tip(mut self, cell: Arc<std::sync::atomic::AtomicU64>) -> Self {
+    pub(crate) fn publishing_tip(mut self, cell: Arc<std::sync::atomic::AtomicU64>) -> Self {
         self.tip_cell = Some(cell);
         self
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::chain::proto::Coin;
 
 /// Adds two non-negative decimal strings. Returns `None` if either is not a decimal.
-pub fn add_decimal(a: &str, b: &str) -> Option<String> {
+pub(crate) fn add_decimal(a: &str, b: &str) -> Option<String> {
     if a.is_empty() || b.is_empty() || !a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit()) {
         return None;
     }
@@ -39,7 +39,7 @@ pub fn add_decimal(a: &str, b: &str) -> Option<String> {
 
 /// Sums coins per denom, sorted by denom, dropping zero amounts (sdk.Coins semantics).
 /// Amounts that are not decimals are skipped.
-pub fn sum_coins<'a>(coins: impl IntoIterator<Item = &'a Coin>) -> Vec<Coin> {
+pub(crate) fn sum_coins<'a>(coins: impl IntoIterator<Item = &'a Coin>) -> Vec<Coin> {
     let mut totals: BTreeMap<String, String> = BTreeMap::new();
     for coin in coins {
         let entry = totals

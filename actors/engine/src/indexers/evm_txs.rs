@@ -72,7 +72,7 @@ pub fn served_receipt(receipt: &Value) -> Value {
 
 /// The accounts of a receipt: from, to, the created contract, and each log's address and
 /// address-shaped topics (a word with 12 zero bytes in front).
-pub fn receipt_accounts(receipt: &Value) -> BTreeSet<Vec<u8>> {
+pub(crate) fn receipt_accounts(receipt: &Value) -> BTreeSet<Vec<u8>> {
     let address = |v: &Value| {
         v.as_str()
             .and_then(parse_hex_address)

@@ -6,7 +6,7 @@
 
 pub mod accounts;
 pub mod blocks;
-pub mod coins;
+pub(crate) mod coins;
 mod domain;
 pub mod evm_internal_txs;
 pub mod evm_txs;
@@ -15,9 +15,9 @@ pub mod nft;
 pub mod records;
 pub mod relay;
 pub mod richlist;
-pub mod rpc_log;
+pub(crate) mod rpc_log;
 mod set;
-pub mod tx_log;
+pub(crate) mod tx_log;
 
 pub use blocks::BlocksIndexer;
 pub use domain::{

@@ -44,7 +44,11 @@ pub struct BlockRecord<'a> {
 }
 
 /// The block record. `total_fee` is `null` for a block without txs (a nil sdk.Coins).
-pub fn block_record(bundle: &BlockBundle, block_time_ms: i64, total_fee: &[Coin]) -> Vec<u8> {
+pub(crate) fn block_record(
+    bundle: &BlockBundle,
+    block_time_ms: i64,
+    total_fee: &[Coin],
+) -> Vec<u8> {
     let record = BlockRecord {
         chain_id: &bundle.chain_id,
         height: bundle.height.to_string(),

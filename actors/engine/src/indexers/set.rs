@@ -41,7 +41,7 @@ impl SetPreparer {
     }
 
     /// The chain-state reads to ask ahead for `bundle` (see [`DomainIndexer::lookahead`]).
-    pub fn lookahead(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
+    pub(crate) fn lookahead(&self, bundle: &BlockBundle) -> Vec<ChainQuery> {
         let mut queries: Vec<ChainQuery> = self.lookaheads.iter().flat_map(|l| l(bundle)).collect();
         queries.sort();
         queries.dedup();
@@ -92,7 +92,7 @@ impl DomainSet {
 
     /// Shared view of the lowest watermark as of the last block that committed without error
     /// (readers that must not trust a store after a failed write use it).
-    pub fn committed_handle(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+    pub(crate) fn committed_handle(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
         self.committed.clone()
     }
 
@@ -103,7 +103,7 @@ impl DomainSet {
     }
 
     /// The lowest height some domain still needs.
-    pub fn next_height(&self) -> u64 {
+    pub(crate) fn next_height(&self) -> u64 {
         self.slots
             .iter()
             .map(|s| match s.watermark {
@@ -124,7 +124,7 @@ impl DomainSet {
     }
 
     /// The highest watermark: the follower has fetched every height up to it.
-    pub fn highest_watermark(&self) -> u64 {
+    pub(crate) fn highest_watermark(&self) -> u64 {
         self.slots.iter().map(|s| s.watermark).max().unwrap_or(0)
     }
 
@@ -168,7 +168,7 @@ impl DomainSet {
     }
 
     /// The domains' stateless work, to run on blocks ahead of [`DomainSet::apply_prepared`].
-    pub fn preparer(&self) -> SetPreparer {
+    pub(crate) fn preparer(&self) -> SetPreparer {
         SetPreparer {
             preparers: self.slots.iter().map(|s| s.indexer.preparer()).collect(),
             lookaheads: self
@@ -191,7 +191,7 @@ impl DomainSet {
     }
 
     /// [`DomainSet::apply_answered`] with what [`DomainSet::preparer`] made of the block.
-    pub fn apply_prepared(
+    pub(crate) fn apply_prepared(
         &mut self,
         bundle: &BlockBundle,
         answers: &Answers,

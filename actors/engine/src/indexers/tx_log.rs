@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::store::{keys, BlocksStore, StoreError};
 
 /// One record to file under its sequence.
-pub struct TxEntry<'a> {
+pub(crate) struct TxEntry<'a> {
     pub sequence: u64,
     pub height: u64,
     pub hash: &'a [u8; 32],
@@ -23,7 +23,7 @@ pub struct TxEntry<'a> {
 
 /// Adds the entry's keys to `batch`; counter increments accumulate in `counters` (the caller
 /// adds them to the stored counts once per block).
-pub fn write(
+pub(crate) fn write(
     entry: &TxEntry,
     batch: &mut crate::store::Batch,
     counters: &mut HashMap<Vec<u8>, u64>,
@@ -69,14 +69,14 @@ const KNOWN_TOTALS: usize = 16_384;
 /// block does not read back every total it adds to (a log's indexer is the only writer of
 /// its tree). A block's totals are remembered only once its batch is committed.
 #[derive(Default)]
-pub struct CounterTotals {
+pub(crate) struct CounterTotals {
     known: HashMap<Vec<u8>, u64>,
     pending: Vec<(Vec<u8>, u64)>,
 }
 
 impl CounterTotals {
     /// Adds a block's counter increments to the stored totals, in `batch`.
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         store: &BlocksStore,
         counters: HashMap<Vec<u8>, u64>,
@@ -97,7 +97,7 @@ impl CounterTotals {
     }
 
     /// The batch of the last [`CounterTotals::add`] is committed.
-    pub fn committed(&mut self) {
+    pub(crate) fn committed(&mut self) {
         if self.known.len() + self.pending.len() > KNOWN_TOTALS {
             self.known.clear();
         }

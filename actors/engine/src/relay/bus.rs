@@ -77,7 +77,7 @@ impl RelayBus {
 
     /// The relay log of `chain_id` holds events up to `sequence` (a reopened indexer says so,
     /// in case the events of its last commit were never published).
-    pub fn note_committed(&self, chain_id: &str, sequence: u64) {
+    pub(crate) fn note_committed(&self, chain_id: &str, sequence: u64) {
         if let Some(feed) = self.feeds().get(chain_id) {
             feed.committed.fetch_max(sequence, Ordering::SeqCst);
         }

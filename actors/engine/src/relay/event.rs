@@ -217,7 +217,7 @@ impl RelayKind {
 
     /// The OPinit transfer this event is about (deposits and withdrawals have separate
     /// sequence spaces: the flag is true for a deposit).
-    pub fn bridge_key(&self) -> Option<(BridgeKey, bool)> {
+    pub(crate) fn bridge_key(&self) -> Option<(BridgeKey, bool)> {
         match self {
             RelayKind::InitiateTokenDeposit(d) => Some((d.key, true)),
             RelayKind::FinalizeTokenDeposit(d) => d.bridge_id.map(|bridge_id| {

@@ -5,7 +5,7 @@
 //! with replay from the store for anyone who restarts or falls behind. The [`txs::TxFeed`]
 //! tells subscribers every committed block's txs (hash and result).
 
-pub mod bus;
+pub(crate) mod bus;
 pub mod decode;
 mod event;
 pub mod txs;

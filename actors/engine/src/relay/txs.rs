@@ -68,7 +68,7 @@ impl TxFeed {
     }
 
     /// Whether anyone listens (if not, publishing builds nothing).
-    pub fn has_subscribers(&self) -> bool {
+    pub(crate) fn has_subscribers(&self) -> bool {
         self.sender.receiver_count() > 0
     }
 

@@ -89,7 +89,7 @@ impl BlocksStore {
             .map(Bytes::from_owner))
     }
 
-    pub fn sequence_of(&self, hash: &[u8; 32]) -> Result<Option<u64>, StoreError> {
+    pub(crate) fn sequence_of(&self, hash: &[u8; 32]) -> Result<Option<u64>, StoreError> {
         if let Some(hit) = self.hot.sequence_of(hash) {
             return Ok(Some(hit));
         }

@@ -38,7 +38,7 @@ impl DomainTree {
     }
 
     /// Counts one more change (see [`DomainTree::changes`]).
-    pub fn note_change(&self) {
+    pub(crate) fn note_change(&self) {
         self.changes.fetch_add(1, Ordering::Release);
     }
 
@@ -55,7 +55,7 @@ impl DomainTree {
         &self.tree
     }
 
-    pub fn meta_u64(&self, name: &str) -> Result<Option<u64>, StoreError> {
+    pub(crate) fn meta_u64(&self, name: &str) -> Result<Option<u64>, StoreError> {
         read_u64_at(&self.tree, &keys::meta(name))
     }
 

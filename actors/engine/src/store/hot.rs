@@ -142,7 +142,7 @@ impl HotTier {
         found
     }
 
-    pub fn sequence_of(&self, hash: &[u8; 32]) -> Option<u64> {
+    pub(crate) fn sequence_of(&self, hash: &[u8; 32]) -> Option<u64> {
         self.hashes.get(hash).map(|s| *s)
     }
 

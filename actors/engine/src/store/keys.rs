@@ -40,7 +40,7 @@ pub fn height_prefix(height: u64) -> Vec<u8> {
     by_u64(HEIGHT_EDGE, height).to_vec()
 }
 
-pub fn account_prefix(tag: u8, account: &[u8]) -> Vec<u8> {
+pub(crate) fn account_prefix(tag: u8, account: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(2 + account.len());
     key.push(tag);
     key.push(account.len() as u8);
@@ -48,7 +48,7 @@ pub fn account_prefix(tag: u8, account: &[u8]) -> Vec<u8> {
     key
 }
 
-pub fn msg_prefix(msg_type: &str) -> Vec<u8> {
+pub(crate) fn msg_prefix(msg_type: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(2 + msg_type.len());
     key.push(MSG_EDGE);
     key.extend_from_slice(msg_type.as_bytes());

@@ -43,7 +43,7 @@ pub use relay::RelayStore;
 pub use richlist::RichListStore;
 pub use tree::{Entry, Tree, Value};
 pub use upgrade::Upgrade;
-pub use write_failure::probe_write;
+pub(crate) use write_failure::probe_write;
 use write_failure::WriteFailure;
 
 use crate::system::Recover;
@@ -346,7 +346,7 @@ impl Store {
     /// opened as it is, one keyspace, until the upgrade moves its records
     /// ([`Store::split_records`]). sled keeps one tree either way: its B-tree has no
     /// compactions to spare the records.
-    pub fn tree_with_records(
+    pub(crate) fn tree_with_records(
         &self,
         name: &str,
         block_bytes: Option<u32>,
@@ -481,7 +481,7 @@ impl Store {
     /// Process-level metadata (the devnet world's genesis and the like).
     /// Whether the store holds nothing yet (no tree but `meta`, nothing in `meta`): a new
     /// data directory.
-    pub fn is_fresh(&self) -> Result<bool, StoreError> {
+    pub(crate) fn is_fresh(&self) -> Result<bool, StoreError> {
         let others = match &self.db {
             Db::Fjall(db) => db
                 .list_keyspace_names()
@@ -530,14 +530,6 @@ impl Store {
                 .map_err(|e| self.write_failure.explain(e)),
             #[cfg(feature = "sled")]
             Db::Sled(db) => Ok(db.flush().map(drop)?),
-        }
-    }
-
-    pub fn size_on_disk(&self) -> u64 {
-        match &self.db {
-            Db::Fjall(db) => db.disk_space().unwrap_or(0),
-            #[cfg(feature = "sled")]
-            Db::Sled(db) => db.size_on_disk().unwrap_or(0),
         }
     }
 }

@@ -63,7 +63,7 @@ pub struct Page<C = u64> {
 pub type Keys<'a, C = u64> = Box<dyn Iterator<Item = Result<C, StoreError>> + 'a>;
 
 /// Cursors of the family `prefix ‖ cursor` in `tree`, in `order`, strictly past `after`.
-pub fn keys_under<'a, C: CursorKey + 'a>(
+pub(crate) fn keys_under<'a, C: CursorKey + 'a>(
     tree: &Tree,
     prefix: &[u8],
     after: Option<&C>,
@@ -113,7 +113,7 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 /// Reads one page: skips `request.offset` cursors of `keys`, resolves up to `limit` of them
 /// to their records, and looks one row ahead. A cursor whose record is missing means the
 /// store is corrupt (an index entry without its record).
-pub fn collect_page<C>(
+pub(crate) fn collect_page<C>(
     keys: Keys<'_, C>,
     request: &PageRequest<C>,
     mut record: impl FnMut(&C) -> Result<Option<Bytes>, StoreError>,

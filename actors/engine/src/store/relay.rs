@@ -36,7 +36,7 @@ pub const META_TIME: &str = "time";
 
 /// IBC identifiers are at most 128 bytes (ICS-24), so a one-byte length never truncates
 /// a valid one.
-pub fn packet_prefix(side: PacketSide, key: &PacketKey) -> Vec<u8> {
+pub(crate) fn packet_prefix(side: PacketSide, key: &PacketKey) -> Vec<u8> {
     let mut prefix = vec![
         BY_PACKET,
         match side {
@@ -52,7 +52,7 @@ pub fn packet_prefix(side: PacketSide, key: &PacketKey) -> Vec<u8> {
     prefix
 }
 
-pub fn bridge_prefix(key: &BridgeKey, deposit: bool) -> Vec<u8> {
+pub(crate) fn bridge_prefix(key: &BridgeKey, deposit: bool) -> Vec<u8> {
     let mut prefix = vec![BY_BRIDGE];
     prefix.extend_from_slice(&key.bridge_id.to_be_bytes());
     prefix.push(if deposit { b'd' } else { b'w' });
@@ -60,7 +60,7 @@ pub fn bridge_prefix(key: &BridgeKey, deposit: bool) -> Vec<u8> {
     prefix
 }
 
-pub fn account_prefix(account: &[u8]) -> Vec<u8> {
+pub(crate) fn account_prefix(account: &[u8]) -> Vec<u8> {
     keys::account_prefix(BY_ACCOUNT, account)
 }
 

@@ -20,19 +20,19 @@ pub const DENOM: u8 = b'D';
 /// `c R` token → u64: holders of a token.
 pub const COUNT: u8 = b'c';
 
-pub fn balance_key(token: &[u8; 20], account: &[u8; 20]) -> Vec<u8> {
+pub(crate) fn balance_key(token: &[u8; 20], account: &[u8; 20]) -> Vec<u8> {
     [&[BALANCE][..], token, account].concat()
 }
 
-pub fn rank_prefix(token: &[u8; 20]) -> Vec<u8> {
+pub(crate) fn rank_prefix(token: &[u8; 20]) -> Vec<u8> {
     [&[RANK][..], token].concat()
 }
 
-pub fn holders_key(token: &[u8; 20]) -> Vec<u8> {
+pub(crate) fn holders_key(token: &[u8; 20]) -> Vec<u8> {
     [&[COUNT, RANK][..], token].concat()
 }
 
-pub fn denom_key(denom: &str) -> Vec<u8> {
+pub(crate) fn denom_key(denom: &str) -> Vec<u8> {
     [&[DENOM][..], denom.as_bytes()].concat()
 }
 

@@ -34,7 +34,7 @@ impl Store {
     /// sled store has one tree per domain either way). Also removes the records keyspace
     /// of a tree whose main keyspace is gone (a `weaver reindex` interrupted between its
     /// two deletions). Idempotent and resumable.
-    pub fn split_records(&self) -> Result<Upgrade, StoreError> {
+    pub(crate) fn split_records(&self) -> Result<Upgrade, StoreError> {
         let Some(db) = self.fjall_db() else {
             return Ok(Upgrade::default());
         };

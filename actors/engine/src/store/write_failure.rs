@@ -59,7 +59,7 @@ impl WriteFailure {
 
 /// Writes and syncs a file of `bytes` zeros at `path`, then removes it: the OS's own answer
 /// to "can this directory take a write".
-pub fn probe_write(path: &Path, bytes: usize) -> std::io::Result<()> {
+pub(crate) fn probe_write(path: &Path, bytes: usize) -> std::io::Result<()> {
     let written = std::fs::File::create(path).and_then(|mut file| {
         file.write_all(&vec![0u8; bytes])
             .and_then(|()| file.sync_all())

@@ -8,12 +8,12 @@
 //! lock-poisoning rule ([`lock`]), the runtime node clients fetch on ([`node_io`]) and the
 //! ingestion stages' CPU counters ([`stage_cpu`]) live here too.
 
-pub mod lock;
-pub mod node_io;
+pub(crate) mod lock;
+pub(crate) mod node_io;
 mod pool;
 pub mod retry;
 mod signal;
-pub mod stage_cpu;
+pub(crate) mod stage_cpu;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

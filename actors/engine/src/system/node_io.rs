@@ -27,7 +27,7 @@ fn runtime() -> &'static Runtime {
 
 /// Runs `work` on the node IO runtime and waits for it. Dropping the returned future (a
 /// follower that gave up on a step) cancels `work`; a panic in it resumes in the caller.
-pub async fn run<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> T {
+pub(crate) async fn run<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> T {
     match AbortOnDropHandle::new(runtime().spawn(work)).await {
         Ok(done) => done,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

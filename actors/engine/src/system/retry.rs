@@ -80,7 +80,7 @@ impl Backoff {
     }
 
     /// The attempts of one call, at most `limit` (at least one): see [`Attempts`].
-    pub fn attempts(self, limit: u32) -> Attempts {
+    pub(crate) fn attempts(self, limit: u32) -> Attempts {
         Attempts {
             backoff: self,
             limit: limit.max(1),

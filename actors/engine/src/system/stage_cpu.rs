@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 /// CPU time the calling thread has used so far.
-pub fn thread_cpu() -> Duration {
+pub(crate) fn thread_cpu() -> Duration {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -28,30 +28,30 @@ pub fn thread_cpu() -> Duration {
 
 /// The calling thread's CPU time from [`StageClock::start`] on, added to a stage's counter.
 #[must_use = "a stage clock counts nothing until it is stopped"]
-pub struct StageClock {
+pub(crate) struct StageClock {
     started: Duration,
 }
 
 impl StageClock {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         StageClock {
             started: thread_cpu(),
         }
     }
 
     /// The CPU time so far (the clock keeps running).
-    pub fn elapsed(&self) -> Duration {
+    pub(crate) fn elapsed(&self) -> Duration {
         thread_cpu().saturating_sub(self.started)
     }
 
     /// Adds the CPU time since the start to `stage` of `chain_id`.
-    pub fn stop(self, chain_id: &str, stage: &'static str) {
+    pub(crate) fn stop(self, chain_id: &str, stage: &'static str) {
         record(chain_id, stage, self.elapsed());
     }
 }
 
 /// Runs `work`, adding the calling thread's CPU time it took to `stage` of `chain_id`.
-pub fn timed<T>(chain_id: &str, stage: &'static str, work: impl FnOnce() -> T) -> T {
+pub(crate) fn timed<T>(chain_id: &str, stage: &'static str, work: impl FnOnce() -> T) -> T {
     let clock = StageClock::start();
     let done = work();
     clock.stop(chain_id, stage);
@@ -59,7 +59,7 @@ pub fn timed<T>(chain_id: &str, stage: &'static str, work: impl FnOnce() -> T) -
 }
 
 /// Adds `cpu` to `stage` of `chain_id`.
-pub fn record(chain_id: &str, stage: &'static str, cpu: Duration) {
+pub(crate) fn record(chain_id: &str, stage: &'static str, cpu: Duration) {
     metrics::counter!("weaver_ingest_cpu_microseconds_total", "chain_id" => chain_id.to_string(), "stage" => stage)
         .increment(cpu.as_micros() as u64);
 }

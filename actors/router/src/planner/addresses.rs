@@ -13,13 +13,13 @@ use weaver_engine::chain::address;
 
 /// Who signs a step and who receives what it moves.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parties {
+pub(crate) struct Parties {
     pub sender: String,
     pub receiver: String,
 }
 
 /// The sender and receiver of every step of `plan`.
-pub fn parties(
+pub(crate) fn parties(
     snapshot: &PlannerSnapshot,
     plan: &Plan,
     list: &[String],

@@ -86,12 +86,12 @@ pub fn constant_product_out(
 
 /// Price impact in percent with two decimals, as a decimal string: how much worse the
 /// execution price is than the pool's spot price (fee excluded).
-pub fn price_impact_percent(amount_in: &BigUint, reserve_in: &BigUint) -> String {
+pub(crate) fn price_impact_percent(amount_in: &BigUint, reserve_in: &BigUint) -> String {
     price_impact(amount_in, reserve_in).1
 }
 
 /// Price impact as (ten-thousandths of a percent, decimal text), comparable exactly.
-pub fn price_impact(amount_in: &BigUint, reserve_in: &BigUint) -> (BigUint, String) {
+pub(crate) fn price_impact(amount_in: &BigUint, reserve_in: &BigUint) -> (BigUint, String) {
     // impact = in / (R_in + in), in ten-thousandths of a percent.
     let scaled = amount_in * BigUint::from(1_000_000u32) / (reserve_in + amount_in);
     let value: u64 = (&scaled).try_into().unwrap_or(1_000_000);

@@ -12,7 +12,7 @@ use super::operation::{Operation, OperationKind};
 use super::snapshot::PlannerSnapshot;
 
 /// The registry edge `operations[i]` stands for.
-pub fn edge_of(
+pub(crate) fn edge_of(
     snapshot: &PlannerSnapshot,
     i: usize,
     echoed: &Value,

@@ -70,7 +70,7 @@ fn first_hop(path: &str) -> Option<(&str, &str)> {
 }
 
 /// The bank denom of a trace path: `ibc/<hash>` with hops, the base denom without.
-pub fn denom_of_path(path: &str) -> String {
+pub(crate) fn denom_of_path(path: &str) -> String {
     if first_hop(path).is_some() {
         ibc_denom(path)
     } else {

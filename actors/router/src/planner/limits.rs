@@ -34,7 +34,7 @@ pub const IBC_MAX_RECEIVER_BYTES: usize = 2_048;
 pub const MAX_OP_HOOK_BYTES: usize = IBC_MAX_MEMO_BYTES;
 
 /// At most [`MAX_ROUTE_HOPS`] operations; the error names the first one too many.
-pub fn check_hop_count(count: usize) -> Result<(), RouteError> {
+pub(crate) fn check_hop_count(count: usize) -> Result<(), RouteError> {
     if count > MAX_ROUTE_HOPS {
         return Err(invalid(format!(
             "operations[{MAX_ROUTE_HOPS}]: a route has at most {MAX_ROUTE_HOPS} operations, this one has {count}"
@@ -45,13 +45,16 @@ pub fn check_hop_count(count: usize) -> Result<(), RouteError> {
 
 /// Whether two consecutive steps are hops of the same `MsgTransfer` (its packet-forward
 /// memo): both IBC, in the same user tx, both in the op hook or both outside it.
-pub fn same_transfer(snapshot: &PlannerSnapshot, a: &Step, b: &Step) -> bool {
+pub(crate) fn same_transfer(snapshot: &PlannerSnapshot, a: &Step, b: &Step) -> bool {
     let ibc = |s: &Step| matches!(snapshot.graph.graph[s.edge], Edge::Ibc { .. });
     ibc(a) && ibc(b) && a.tx_index == b.tx_index && a.in_op_hook == b.in_op_hook
 }
 
 /// A simple path: no location twice, and no chain twice within one IBC transfer.
-pub fn check_simple_path(snapshot: &PlannerSnapshot, steps: &[Step]) -> Result<(), RouteError> {
+pub(crate) fn check_simple_path(
+    snapshot: &PlannerSnapshot,
+    steps: &[Step],
+) -> Result<(), RouteError> {
     let Some(first) = steps.first() else {
         return Ok(());
     };
@@ -91,7 +94,7 @@ pub fn check_simple_path(snapshot: &PlannerSnapshot, steps: &[Step]) -> Result<(
 
 /// Every `MsgTransfer` of a transfer over `hops` within ibc-go's limits: the first is sent
 /// by the user, each later one by the chain forwarding it, with the memo nested below it.
-pub fn check_transfer(hops: &[Hop]) -> Result<(), RouteError> {
+pub(crate) fn check_transfer(hops: &[Hop]) -> Result<(), RouteError> {
     for (k, hop) in hops.iter().enumerate() {
         let receiver = hop.receiver.len();
         if receiver > IBC_MAX_RECEIVER_BYTES {
@@ -112,7 +115,7 @@ pub fn check_transfer(hops: &[Hop]) -> Result<(), RouteError> {
 }
 
 /// The signed op hook a deposit carries, at most [`MAX_OP_HOOK_BYTES`].
-pub fn check_op_hook(hook: &str, rollup: &str) -> Result<(), RouteError> {
+pub(crate) fn check_op_hook(hook: &str, rollup: &str) -> Result<(), RouteError> {
     if hook.len() > MAX_OP_HOOK_BYTES {
         return Err(invalid(format!(
             "signed_op_hook.hook is {} bytes; the hook for {rollup} may be at most {MAX_OP_HOOK_BYTES} (the IBC memo limit of ibc-go)",
@@ -125,7 +128,7 @@ pub fn check_op_hook(hook: &str, rollup: &str) -> Result<(), RouteError> {
 /// Everything `/msgs` will check of a planned route that does not depend on the addresses
 /// it is given: the hop count, a simple path, swap amounts within `u64`, and every transfer
 /// within ibc-go's limits with the longest receivers `/msgs` accepts (32-byte accounts).
-pub fn check_route(
+pub(crate) fn check_route(
     snapshot: &PlannerSnapshot,
     plan: &Plan,
     amounts: &NonEmpty<StepAmounts>,

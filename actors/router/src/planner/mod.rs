@@ -5,26 +5,26 @@
 //! checks the addresses (`addresses`) and builds messages per protocol (`messages`).
 //! `discovery` answers which assets a source reaches, from the routes `route` would plan.
 
-pub mod addresses;
+pub(crate) mod addresses;
 pub mod amount;
 pub mod denom;
 pub mod discovery;
-pub mod echo;
+pub(crate) mod echo;
 pub mod error;
-pub mod graph;
+pub(crate) mod graph;
 pub mod limits;
 pub mod messages;
 pub mod msgs_answer;
 pub mod non_empty;
 pub mod op_hook;
 pub mod operation;
-pub mod plan;
+pub(crate) mod plan;
 pub mod registry;
 pub mod request;
 pub mod route;
-pub mod search;
-pub mod slippage;
-pub mod snapshot;
+pub(crate) mod search;
+pub(crate) mod slippage;
+pub(crate) mod snapshot;
 pub mod synthetic;
 
 pub use snapshot::{PlannerSnapshot, RegistrySnapshot, SnapshotHandle};

@@ -18,7 +18,7 @@ impl<T> NonEmpty<T> {
     }
 
     /// `None` for an empty vector.
-    pub fn from_vec(items: Vec<T>) -> Option<Self> {
+    pub(crate) fn from_vec(items: Vec<T>) -> Option<Self> {
         let mut items = items.into_iter();
         let first = items.next()?;
         Some(NonEmpty {
@@ -82,7 +82,7 @@ impl<T> NonEmpty<T> {
     }
 
     /// Maps every element with its index, stopping at the first error.
-    pub fn try_map<U, E>(
+    pub(crate) fn try_map<U, E>(
         &self,
         mut f: impl FnMut(usize, &T) -> Result<U, E>,
     ) -> Result<NonEmpty<U>, E> {
@@ -106,7 +106,7 @@ impl<T> NonEmpty<T> {
     }
 
     /// Runs of consecutive elements for which `same` holds between neighbours.
-    pub fn chunk_by(self, same: impl Fn(&T, &T) -> bool) -> NonEmpty<NonEmpty<T>> {
+    pub(crate) fn chunk_by(self, same: impl Fn(&T, &T) -> bool) -> NonEmpty<NonEmpty<T>> {
         let mut chunks = NonEmpty::new(NonEmpty::new(self.first));
         for item in self.rest {
             let current = chunks.last_mut();

@@ -279,12 +279,12 @@ impl Swap {
         self.swap_in.as_ref().or(self.swap_out.as_ref())
     }
 
-    pub fn venue_name(&self) -> &str {
+    pub(crate) fn venue_name(&self) -> &str {
         self.exact().map_or("", |e| e.swap_venue.name.as_str())
     }
 
     /// The pool of the first (weaver writes only one) swap operation.
-    pub fn first_pool(&self) -> &str {
+    pub(crate) fn first_pool(&self) -> &str {
         self.exact()
             .and_then(|e| e.swap_operations.first())
             .map_or("", |leg| leg.pool.as_str())

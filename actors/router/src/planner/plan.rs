@@ -15,13 +15,13 @@ use super::snapshot::PlannerSnapshot;
 /// The amount entering and leaving one step; both positive, since a step that would
 /// deliver nothing is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepAmounts {
+pub(crate) struct StepAmounts {
     pub amount_in: Amount,
     pub amount_out: Amount,
 }
 
 /// A planned route with the amounts of every step.
-pub struct Planned {
+pub(crate) struct Planned {
     pub plan: Plan,
     /// One entry per step of `plan`, in order.
     pub amounts: NonEmpty<StepAmounts>,
@@ -31,18 +31,18 @@ pub struct Planned {
 
 impl Planned {
     /// What arrives at the destination.
-    pub fn amount_out(&self) -> &Amount {
+    pub(crate) fn amount_out(&self) -> &Amount {
         &self.amounts.last().amount_out
     }
 
     /// Every step with its amounts.
-    pub fn steps(&self) -> impl Iterator<Item = (&Step, &StepAmounts)> {
+    pub(crate) fn steps(&self) -> impl Iterator<Item = (&Step, &StepAmounts)> {
         self.plan.steps.iter().zip(self.amounts.iter())
     }
 }
 
 /// The graph node of an asset; unknown chains and assets are told apart.
-pub fn locate(snapshot: &PlannerSnapshot, asset: Asset) -> Result<NodeIndex, RouteError> {
+pub(crate) fn locate(snapshot: &PlannerSnapshot, asset: Asset) -> Result<NodeIndex, RouteError> {
     if snapshot.graph.chain(asset.chain_id).is_none() {
         return Err(RouteError::UnknownChain(asset.chain_id.into()));
     }
@@ -55,7 +55,7 @@ pub fn locate(snapshot: &PlannerSnapshot, asset: Asset) -> Result<NodeIndex, Rou
         })
 }
 
-pub fn plan(
+pub(crate) fn plan(
     snapshot: &PlannerSnapshot,
     source: Asset,
     dest: Asset,
@@ -79,7 +79,7 @@ pub fn plan(
 }
 
 /// The amount entering and leaving every step, and the worst swap price impact.
-pub fn amounts_along(
+pub(crate) fn amounts_along(
     snapshot: &PlannerSnapshot,
     plan: &Plan,
     amount_in: &Amount,
@@ -123,7 +123,7 @@ pub fn amounts_along(
 }
 
 /// The chains some steps touch, in order, without repeats in a row.
-pub fn chain_ids<'a>(
+pub(crate) fn chain_ids<'a>(
     snapshot: &PlannerSnapshot,
     steps: impl IntoIterator<Item = &'a Step>,
 ) -> Vec<String> {

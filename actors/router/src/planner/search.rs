@@ -57,7 +57,7 @@ pub struct SearchOptions {
 
 /// One step of a found route.
 #[derive(Debug, Clone)]
-pub struct Step {
+pub(crate) struct Step {
     pub edge: EdgeIndex,
     pub from: NodeIndex,
     pub to: NodeIndex,
@@ -68,7 +68,7 @@ pub struct Step {
 }
 
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub steps: NonEmpty<Step>,
     pub txs_required: u32,
     pub duration_seconds: u64,
@@ -157,7 +157,7 @@ fn whole_seconds(millis: u64) -> u64 {
     millis.div_ceil(1000)
 }
 
-pub fn search(
+pub(crate) fn search(
     graph: &RouteGraph,
     source: NodeIndex,
     dest: NodeIndex,
@@ -273,7 +273,7 @@ fn steps_to(previous: &Previous, mut state: State) -> Vec<Step> {
 /// Re-checks a given sequence of edges (echoed operations) as a route from `source`: each
 /// edge must start where the previous one ended and be allowed after it. Transactions and
 /// op-hook steps are counted by the same rules as the search.
-pub fn evaluate(
+pub(crate) fn evaluate(
     graph: &RouteGraph,
     source: NodeIndex,
     edges: &NonEmpty<EdgeIndex>,

@@ -45,7 +45,7 @@ impl Slippage {
 
     /// The least of `amount` that arrives when the price moves by the whole tolerance
     /// (rounded down; may be zero).
-    pub fn minimum_of(&self, amount: &BigUint) -> BigUint {
+    pub(crate) fn minimum_of(&self, amount: &BigUint) -> BigUint {
         amount * (&self.denominator - &self.numerator) / &self.denominator
     }
 }

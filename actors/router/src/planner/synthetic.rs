@@ -20,7 +20,7 @@ pub fn usdc_on_rollup(_rollup: usize) -> String {
 
 const USDC_ROLLUP_PATH: &str = "transfer/channel-0/transfer/channel-0/uusdc";
 
-pub fn usdc_on_hub() -> String {
+pub(crate) fn usdc_on_hub() -> String {
     ibc_denom("transfer/channel-0/uusdc")
 }
 

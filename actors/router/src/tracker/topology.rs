@@ -75,7 +75,7 @@ impl Topology {
             .map(|(l1, l2, _)| (l1.as_str(), l2.as_str()))
     }
 
-    pub fn finalization_period_secs(&self, bridge_id: u64) -> u64 {
+    pub(crate) fn finalization_period_secs(&self, bridge_id: u64) -> u64 {
         self.bridges.get(&bridge_id).map(|b| b.2).unwrap_or(0)
     }
 

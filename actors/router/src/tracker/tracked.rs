@@ -253,7 +253,7 @@ impl IbcHop {
 
     /// The denom the tokens left the source as. A base denom may contain '/' (`move/…`,
     /// `evm/…`, `factory/…`, `l2/…`): only a `transfer/channel-N/` prefix is a trace.
-    pub fn sent_denom(&self) -> String {
+    pub(crate) fn sent_denom(&self) -> String {
         denom_of_path(&self.carried.denom)
     }
 }

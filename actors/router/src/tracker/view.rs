@@ -205,7 +205,7 @@ impl TrackerView {
 
     /// Open registrations of `client` (keyed as the HTTP limits key clients: an IPv4
     /// address or an IPv6 /64).
-    pub fn open_of(&self, client: &IpAddr) -> usize {
+    pub(crate) fn open_of(&self, client: &IpAddr) -> usize {
         self.open_by_client.get(client).map(|n| *n).unwrap_or(0)
     }
 

@@ -24,7 +24,7 @@ use weaver_engine::chain::address::eip55;
 use weaver_engine::chain::evm_types::CallFrame;
 use weaver_engine::chain::types::Event;
 
-pub struct EvmContracts;
+pub(crate) struct EvmContracts;
 
 /// The activity's name: its streams, its accounts, and how the EVM view finds its lane.
 pub(crate) const NAME: &str = "evm_contracts";

@@ -22,7 +22,7 @@ use crate::{DevnetSpec, Vm};
 use script::{Collection, Script, Step, CYCLE};
 use weaver_engine::chain::types::Event;
 
-pub struct Nfts;
+pub(crate) struct Nfts;
 
 /// The activity's name: its streams, its accounts, and how state queries find its lane.
 pub(crate) const NAME: &str = "nfts";

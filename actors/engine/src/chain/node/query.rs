@@ -108,7 +108,7 @@ impl NodeClient {
 
     /// [`NodeClient::query`] asked once: no retry, no backoff (a read asked ahead, which is
     /// asked again, with retries, if the block turns out to need it).
-    pub async fn query_ahead(
+    pub(crate) async fn query_ahead(
         &self,
         query: &ChainQuery,
         height: u64,

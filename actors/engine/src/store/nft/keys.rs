@@ -40,18 +40,18 @@ pub const COUNT: u8 = b'c';
 /// `m collections`: the last creation number assigned.
 pub const META_COLLECTIONS: &str = "collections";
 
-pub fn push_addr(key: &mut Vec<u8>, addr: &[u8]) {
+pub(crate) fn push_addr(key: &mut Vec<u8>, addr: &[u8]) {
     key.push(addr.len() as u8);
     key.extend_from_slice(addr);
 }
 
-pub fn push_token(key: &mut Vec<u8>, token_id: &str) {
+pub(crate) fn push_token(key: &mut Vec<u8>, token_id: &str) {
     key.extend_from_slice(token_id.as_bytes());
     key.push(0);
 }
 
 /// `tag ‖ addr`.
-pub fn with_addr(tag: u8, addr: &[u8]) -> Vec<u8> {
+pub(crate) fn with_addr(tag: u8, addr: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(2 + addr.len());
     key.push(tag);
     push_addr(&mut key, addr);
@@ -59,7 +59,7 @@ pub fn with_addr(tag: u8, addr: &[u8]) -> Vec<u8> {
 }
 
 /// `tag ‖ addr ‖ addr`.
-pub fn with_addrs(tag: u8, first: &[u8], second: &[u8]) -> Vec<u8> {
+pub(crate) fn with_addrs(tag: u8, first: &[u8], second: &[u8]) -> Vec<u8> {
     let mut key = with_addr(tag, first);
     push_addr(&mut key, second);
     key

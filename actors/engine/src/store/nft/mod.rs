@@ -16,7 +16,7 @@ use super::pager::{collect_page, keys_under, CursorKey, Order, Page, PageRequest
 use super::{corrupt, DomainTree, StoreError};
 use keys::*;
 pub use names::{NameIndex, NameMatches};
-pub use records::{normalise_name, CollectionRecord, ContractOrigin, TokenRecord};
+pub use records::{CollectionRecord, ContractOrigin, TokenRecord};
 
 /// The domain's name: its tree is `chain/<chain_id>/nft`.
 pub const DOMAIN: &str = "nft";
@@ -113,12 +113,12 @@ impl NftStore {
 
     /// Whether `addr` is a collection, or a contract already found not to be one: either way
     /// its metadata need not be asked again.
-    pub fn is_settled(&self, addr: &[u8]) -> Result<bool, StoreError> {
+    pub(crate) fn is_settled(&self, addr: &[u8]) -> Result<bool, StoreError> {
         Ok(self.tree().contains_key(collection(addr))? || self.is_refused(addr)?)
     }
 
     /// Whether `addr` is a contract found not to be a collection.
-    pub fn is_refused(&self, addr: &[u8]) -> Result<bool, StoreError> {
+    pub(crate) fn is_refused(&self, addr: &[u8]) -> Result<bool, StoreError> {
         self.tree().contains_key(with_addr(NOT_COLLECTION, addr))
     }
 

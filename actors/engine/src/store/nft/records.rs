@@ -49,12 +49,6 @@ pub struct ContractOrigin {
     pub time_ns: i64,
 }
 
-pub fn hex_addr(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(2 + 2 * bytes.len());
-    push_hex_addr(&mut out, bytes);
-    out
-}
-
 /// Appends `0x` + lower-case hex of `bytes` (nothing for no bytes).
 fn push_hex_addr(out: &mut String, bytes: &[u8]) {
     if bytes.is_empty() {
@@ -104,7 +98,11 @@ impl TokenRecord {
 
     /// [`TokenRecord::render`] with the owner already in bech32 (a page of one owner's
     /// tokens encodes it once).
-    pub fn render_owned_by(&self, collection: Option<&CollectionRecord>, owner: &str) -> String {
+    pub(crate) fn render_owned_by(
+        &self,
+        collection: Option<&CollectionRecord>,
+        owner: &str,
+    ) -> String {
         let mut out = String::with_capacity(400 + self.uri.len());
         out.push_str("{\"collection_addr\":\"");
         push_hex_addr(&mut out, &self.collection);
@@ -134,7 +132,7 @@ impl TokenRecord {
 
 /// The name-search form of a collection name: every character that is not a letter, mark or
 /// number dropped, the rest lower-cased (as the reference indexer matches names).
-pub fn normalise_name(name: &str) -> String {
+pub(crate) fn normalise_name(name: &str) -> String {
     name.chars()
         .filter(|c| c.is_alphanumeric() || is_combining_mark(*c))
         .flat_map(char::to_lowercase)
