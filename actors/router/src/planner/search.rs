@@ -75,6 +75,19 @@ pub(crate) struct Plan {
     pub requires_op_hook: bool,
 }
 
+impl Plan {
+    /// The plan of `steps`, which cost `cost` in all.
+    fn of(steps: NonEmpty<Step>, cost: Cost) -> Plan {
+        let requires_op_hook = steps.iter().any(|s| s.in_op_hook);
+        Plan {
+            requires_op_hook,
+            steps,
+            txs_required: cost.txs,
+            duration_seconds: whole_seconds(cost.millis),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SearchError {
     #[error("no route found: {0}")]
@@ -174,13 +187,7 @@ pub(crate) fn search(
         // Only the source is reached without a step, and it is never the destination.
         return Err(SearchError::NoRoute(explain(graph, source, dest, &options)));
     };
-    let requires_op_hook = steps.iter().any(|s| s.in_op_hook);
-    Ok(Plan {
-        requires_op_hook,
-        steps,
-        txs_required: cost.txs,
-        duration_seconds: whole_seconds(cost.millis),
-    })
+    Ok(Plan::of(steps, cost))
 }
 
 /// Per reached state, the state it was reached from by the cheapest way: that state, the
@@ -316,13 +323,7 @@ pub(crate) fn evaluate(
             in_op_hook: in_hook,
         })
     })?;
-    let requires_op_hook = steps.iter().any(|s| s.in_op_hook);
-    Ok(Plan {
-        requires_op_hook,
-        steps,
-        txs_required: cost.txs,
-        duration_seconds: whole_seconds(cost.millis),
-    })
+    Ok(Plan::of(steps, cost))
 }
 
 /// Why there is no route: which chains the source reaches and which reach the destination.
