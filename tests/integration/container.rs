@@ -1,7 +1,8 @@
 //! Issue #39: the OCI image (`ops/container/Containerfile`) built and run for real. A
 //! `debian:bookworm-slim` stand-in is made from the Debian archive with `mmdebstrap` (no image
-//! registry is reachable here or in CI; the tarball is kept in `target/container/` for a week,
-//! so reruns skip it), imported under that name, and the Containerfile is built unchanged
+//! registry is reachable here or in CI; the tarball is kept for a week in the user's cache,
+//! `$WEAVER_TEST_CACHE` or `${XDG_CACHE_HOME:-~/.cache}/weaver-tests/`, like the package
+//! caches apt, npm and cargo keep, so reruns and fresh clones on the same machine skip it), imported under that name, and the Containerfile is built unchanged
 //! with the package `.ci/run` made (`CI_WEAVER_DEB`). The image then runs as its users run
 //! it — ports published on loopback, data on a named volume, and a read-only root file
 //! system (what Kubernetes' `readOnlyRootFilesystem` gives): `/ready` answers 200, the
@@ -93,12 +94,27 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Where the base tarball is kept between runs: outside the checkout (a clean clone would
+/// otherwise make it again every time, 30–90 s of mmdebstrap), in `$WEAVER_TEST_CACHE`, else
+/// `$XDG_CACHE_HOME/weaver-tests`, else `$HOME/.cache/weaver-tests`; `target/` when none is set.
+fn cache_dir() -> PathBuf {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("WEAVER_TEST_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("weaver-tests")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache/weaver-tests")))
+        .unwrap_or_else(|| repo().join("target/container"))
+}
+
 /// The `debian:bookworm-slim` stand-in: `mmdebstrap --variant=minbase` of bookworm (with its
 /// updates and security suites) with the slim image's dpkg excludes (no man pages, docs but
-/// copyright files, locales) and merged /usr. Reused from `target/container/` while younger
-/// than a week. Returns the tarball and the seconds spent making it (None: reused).
+/// copyright files, locales) and merged /usr. Reused from [`cache_dir`] while younger than a
+/// week. Returns the tarball and the seconds spent making it (None: reused).
 fn base_tarball(mmdebstrap: &Path) -> (PathBuf, Option<f64>) {
-    let dir = repo().join("target/container");
+    let dir = cache_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let tarball = dir.join("debian-bookworm-slim.tar");
     let fresh = std::fs::metadata(&tarball)

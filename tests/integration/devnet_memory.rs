@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::devnet_network::{
-    network_config, wait_for, Mode, Network, INIT_MOVE, L1, MOVE_ROLLUP, ONE_NETWORK,
+    network_config, wait_for, Mode, Network, INIT_MOVE, L1, MOVE_ROLLUP, NETWORKS,
 };
 use crate::harness::BIN;
 
@@ -146,7 +146,7 @@ fn send_while_balances_are_polled(net: &Network) -> String {
 
 #[test]
 fn the_devnet_remembers_what_was_sent_across_a_restart() {
-    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = NETWORKS.take();
     let mut net = Network::start_with(Mode::Embedded, network_config());
     let hash = send_while_balances_are_polled(&net);
     let sender = net.address(0, L1);

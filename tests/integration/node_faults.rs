@@ -131,9 +131,7 @@ fn clear_fault(node: &DevnetNode, fault: &str) {
 fn a_misbehaving_node_is_refused_and_retried_and_nothing_wrong_is_indexed() {
     // Not next to a whole devnet network test on a 2-core machine: not needed for the
     // assertions, which wait for what they count, but it keeps the run short.
-    let _quiet = crate::devnet_network::ONE_NETWORK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _quiet = crate::devnet_network::NETWORKS.take();
     let genesis = genesis_ms_for_history(150, 200);
     // Every fault is held: the node corrupts every answer it covers until the test clears it,
     // which it does once the daemon counted a refusal of it. A faulty answer the follower

@@ -87,11 +87,11 @@ fn skip_go_client_sdk_talks_to_the_router() {
 #[test]
 fn the_skip_go_client_sdk_calls_every_endpoint_on_the_default_devnet() {
     use crate::devnet_network::{
-        network_config, Mode, Network, EVM_ROLLUP, INIT_MOVE, L1, MOVE_ROLLUP, NOBLE, ONE_NETWORK,
+        network_config, Mode, Network, EVM_ROLLUP, INIT_MOVE, L1, MOVE_ROLLUP, NETWORKS, NOBLE,
         USDC_DIRECT_MOVE, USDC_MOVE,
     };
     use serde_json::json;
-    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = NETWORKS.take();
     let dir = npm_dir("skip_client", "@skip-go/client");
     let net = Network::start_with(Mode::Embedded, network_config());
     let address = net.address(0, MOVE_ROLLUP);

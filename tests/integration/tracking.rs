@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::devnet_network::{
     network_config, wait_for, Mode, Network, EVM_ROLLUP, INDEXED, INIT_MOVE, L1, MOVE_ROLLUP,
-    NOBLE, ONE_NETWORK, USDC_DIRECT_MOVE, USDC_L1, USDC_MOVE,
+    NETWORKS, NOBLE, USDC_DIRECT_MOVE, USDC_L1, USDC_MOVE,
 };
 use crate::transfer_history;
 
@@ -763,7 +763,7 @@ fn http_errors(net: &Network) -> String {
 
 #[test]
 fn tracked_transfers_reach_their_terminal_state_on_the_devnet_network() {
-    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = NETWORKS.take();
     let boot = Instant::now();
     let mut net = start(Mode::Embedded);
     let boot_seconds = boot.elapsed().as_secs_f64();
@@ -1042,7 +1042,7 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
 /// follows it through its node client; the relayer is paused until the daemon is down.
 #[test]
 fn a_tracked_transfer_survives_a_daemon_restart() {
-    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = NETWORKS.take();
     let boot = Instant::now();
     let mut net = start(Mode::Served);
     let boot_seconds = boot.elapsed().as_secs_f64();
@@ -1188,7 +1188,7 @@ fn a_tracked_transfer_survives_a_daemon_restart() {
 /// transfer back to the L1, both done.
 #[test]
 fn a_deposit_with_an_op_hook_is_tracked_through_its_hook() {
-    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = NETWORKS.take();
     let net = start(Mode::Embedded);
     const INIT_MOVE_ON_L1: &str =
         "ibc/CE2C64BB7F0067A8585269B28A9B3217D12BB2E20BCFB11E17C7281C52006AF5";
@@ -1338,7 +1338,7 @@ fn real_transfer_completes(net: &Network, account: usize) -> String {
 /// its block may be there), never one per backoff for the whole unseen window.
 #[test]
 fn junk_registrations_do_not_keep_a_real_transfer_out_even_after_a_restart() {
-    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = NETWORKS.take();
     let mut config = network_config();
     config["devnet"]["network"]
         .as_table_mut()
@@ -1496,7 +1496,7 @@ fn stream_slots_are_freed_as_soon_as_their_clients_leave() {
 /// abandoned, and completes once they catch up.
 #[test]
 fn a_restart_after_a_downtime_longer_than_the_deadlines_completes_the_transfer() {
-    let _one = ONE_NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = NETWORKS.take();
     const DEADLINE_SECS: i64 = 6;
     let mut config = network_config();
     config["devnet"]["network"]
