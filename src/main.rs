@@ -219,7 +219,8 @@ struct DevnetServe {
     #[arg(long)]
     listeners_file: Option<PathBuf>,
     /// Misbehave on schedule, for drills: `kind@height[xcount|xheld],…` with kinds 5xx,
-    /// timeout, truncated, invalid_json, height_mismatch, chain_id, txs_mismatch, rest_height,
+    /// timeout, truncated, invalid_json, height_mismatch, chain_id, tx_byte and header_field
+    /// (a tampered block the header does not commit to), txs_mismatch, rest_height,
     /// tip_backwards (a node fallen behind, once block @N is asked for), lookup_501 (the
     /// chain-state lookups answered 501 from height @N) and validator_501 (the proposer's
     /// validator answered 501 once block @N was asked for), e.g.

@@ -63,15 +63,18 @@ enum Counted {
     Retry(&'static str),
     /// `weaver_malformed_chain_data_total{kind}`.
     Refusal(&'static str),
+    /// `weaver_blocks_refused_total{check}`: a block that fails verification (issue #43).
+    Unverified(&'static str),
 }
 
-use Counted::{Refusal, Retry};
+use Counted::{Refusal, Retry, Unverified};
 
 impl Counted {
     fn value(self, metrics: &str) -> f64 {
         let (name, label, value) = match self {
             Retry(reason) => ("weaver_source_retries_total", "reason", reason),
             Refusal(kind) => ("weaver_malformed_chain_data_total", "kind", kind),
+            Unverified(check) => ("weaver_blocks_refused_total", "check", check),
         };
         metric_value(metrics, name, &[("chain_id", CHAIN), (label, value)])
     }
@@ -97,7 +100,7 @@ const fn phase(fault: &'static str, height: u64, counted: Counted, blocks_indexi
     }
 }
 
-const PHASES: [Phase; 8] = [
+const PHASES: [Phase; 10] = [
     phase("5xx", 10, Retry("http_5xx"), true),
     phase("timeout", 20, Retry("timeout"), false),
     phase("truncated", 30, Refusal("invalid_json"), true),
@@ -109,6 +112,11 @@ const PHASES: [Phase; 8] = [
     // 70 (and all its blocks in flight then) is behind it, with at least 84 indexed: the node
     // plays one fallen back to half the highest block asked for, 50 or more.
     phase("tip_backwards", 100, Refusal("tip_backwards"), false),
+    // Tampered blocks (issue #43), after the backward tip (whose "not yet" above its tip
+    // would keep them from being served): a tx byte the header's data_hash no longer
+    // matches, a header field its block ID no longer hashes.
+    phase("tx_byte", 110, Unverified("data_hash"), true),
+    phase("header_field", 120, Unverified("block_hash"), true),
 ];
 
 fn node_faults(node: &DevnetNode) -> Value {

@@ -175,7 +175,35 @@ fn recording_of(tx: &RealTx, mocks: &[RestExchange]) -> Recording {
     let height = tx.height();
     let response = &tx.response;
     let raw = tx.raw.as_ref().unwrap();
-    let block_hash = hex::encode_upper(sha2::Sha256::digest(format!("{chain_id}/{height}")));
+    // A header a verifying client accepts: its data_hash over the tx, its hash the block's
+    // ID (the rest of it stands in for the real block's, which was not recorded).
+    let time_ns =
+        weaver_engine::chain::timefmt::parse_rfc3339(response["timestamp"].as_str().unwrap())
+            .expect("the tx's timestamp");
+    let stand_in = |tag: &str| -> [u8; 32] {
+        sha2::Sha256::digest(format!("{tag}/{chain_id}/{height}")).into()
+    };
+    let header = weaver_engine::chain::verify::HeaderFields {
+        chain_id: &chain_id,
+        height,
+        time_ns,
+        last_block: Some(weaver_engine::chain::verify::LastBlock {
+            hash: stand_in("last_block"),
+            parts_hash: stand_in("last_parts"),
+        }),
+        last_commit_hash: stand_in("last_commit"),
+        data_hash: weaver_engine::chain::verify::data_hash([raw.as_slice()]),
+        validators_hash: stand_in("validators"),
+        consensus_hash: stand_in("consensus"),
+        app_hash: stand_in("app"),
+        last_results_hash: weaver_engine::chain::verify::results_hash([]),
+        proposer_address: hex::decode("E7DDEA46E6BD763C1610F0544F5CF9DC8C623B5C")
+            .unwrap()
+            .try_into()
+            .unwrap(),
+    }
+    .header();
+    let block_hash = hex::encode_upper(weaver_engine::chain::verify::header_hash(&header));
     let data = hex::decode(response["data"].as_str().unwrap_or_default()).unwrap_or_default();
     let mut recording = Recording::new(&chain_id);
     recording.meta.unrecorded = Unrecorded::NotFound;
@@ -187,13 +215,7 @@ fn recording_of(tx: &RealTx, mocks: &[RestExchange]) -> Recording {
             block: json!({
                 "block_id": {"hash": block_hash, "parts": {"total": 1, "hash": block_hash}},
                 "block": {
-                    "header": {
-                        "version": {"block": "11", "app": "0"},
-                        "chain_id": chain_id,
-                        "height": height.to_string(),
-                        "time": response["timestamp"],
-                        "proposer_address": "E7DDEA46E6BD763C1610F0544F5CF9DC8C623B5C"
-                    },
+                    "header": header,
                     "data": {"txs": [B64.encode(raw)]},
                     "evidence": {"evidence": []},
                     "last_commit": {"height": (height - 1).to_string(), "round": 0, "signatures": []}
@@ -812,6 +834,43 @@ fn every_real_relay_event_decodes_to_its_attributes() {
     );
 }
 
+/// `block` and `results` (the `result`s of `/block` and `/block_results`) of `height`, with
+/// `rest_txs` as the block's REST txs, served by a replay node and fetched by the node client.
+fn through_node_client(
+    chain_id: &str,
+    height: u64,
+    block: &Value,
+    results: &Value,
+    rest_txs: &[Value],
+) -> Result<weaver_engine::chain::BlockBundle, weaver_engine::chain::SourceError> {
+    let mut recording = Recording::new(chain_id);
+    recording.blocks.insert(
+        height,
+        RecordedBlock {
+            block: block.clone(),
+            block_results: results.clone(),
+            txs: rest_txs.to_vec(),
+            rest_block_id: Value::Null,
+        },
+    );
+    let nodes = replay_nodes(vec![recording]);
+    let (rpc, rest) = nodes[chain_id].clone();
+    let chain_id = chain_id.to_string();
+    actix_web::rt::System::new().block_on(async move {
+        let client =
+            weaver_engine::chain::node::NodeClient::new(weaver_engine::chain::node::NodeConfig {
+                rpc: vec![rpc],
+                rest: vec![rest],
+                timeout: Duration::from_secs(5),
+                retries: 1,
+                bech32_prefix: "init".into(),
+                chain_id,
+            })
+            .unwrap();
+        client.block(height).await
+    })
+}
+
 /// A real node's `/block` and `/block_results` of one height (Cronos testnet: 5 txs, events
 /// in `finalize_block_events`; Crypto.org testnet: 1 tx) served by a replay node: the node
 /// client hands over a block whose tx hashes are the sha256 of the raw bytes (the Cronos tx 0
@@ -851,39 +910,34 @@ fn real_cometbft_block_pairs_come_through_the_node_client() {
         assert_eq!(raws.len(), txs, "{prefix}");
         // The REST txs of a block are not in the recording: each raw tx's REST form is given
         // as its signatures only (what the node client matches them by).
-        let rest_txs = raws
+        let rest_txs: Vec<Value> = raws
             .iter()
             .map(|raw| {
                 let tx = <weaver_engine::chain::proto::TxRaw as prost::Message>::decode(raw.as_slice()).unwrap();
                 json!({"signatures": tx.signatures.iter().map(|s| B64.encode(s)).collect::<Vec<_>>()})
             })
             .collect();
-        let mut recording = Recording::new(&chain_id);
-        recording.blocks.insert(
-            height,
-            RecordedBlock {
-                block: block.clone(),
-                block_results: results.clone(),
-                txs: rest_txs,
-                rest_block_id: Value::Null,
-            },
-        );
-        let nodes = replay_nodes(vec![recording]);
-        let (rpc, rest) = nodes[&chain_id].clone();
-        let bundle = actix_web::rt::System::new().block_on(async move {
-            let client = weaver_engine::chain::node::NodeClient::new(
-                weaver_engine::chain::node::NodeConfig {
-                    rpc: vec![rpc],
-                    rest: vec![rest],
-                    timeout: Duration::from_secs(5),
-                    retries: 1,
-                    bech32_prefix: "init".into(),
-                    chain_id: chain_id.clone(),
-                },
-            )
-            .unwrap();
-            client.block(height).await.unwrap()
-        });
+        let bundle = through_node_client(&chain_id, height, &block, &results, &rest_txs)
+            .unwrap_or_else(|e| panic!("{prefix}: {e}"));
+        // The real block verifies; tampered, it is refused with the check named (issue #43):
+        // a tx byte flipped under the header, a header field changed under the block ID.
+        let mut tx_byte = block.clone();
+        let mut raw = raws[0].clone();
+        *raw.last_mut().unwrap() ^= 1;
+        tx_byte["block"]["data"]["txs"][0] = json!(B64.encode(raw));
+        let mut header_field = block.clone();
+        header_field["block"]["header"]["app_hash"] = json!(hex::encode_upper([0xAB; 32]));
+        for (tampered, check) in [(tx_byte, "data_hash"), (header_field, "block_hash")] {
+            match through_node_client(&chain_id, height, &tampered, &results, &rest_txs) {
+                Err(weaver_engine::chain::SourceError::Unverified(refusal)) => {
+                    assert_eq!(refusal.check.as_str(), check, "{prefix}: {refusal}");
+                    assert_eq!(refusal.height, height);
+                }
+                other => {
+                    panic!("{prefix}: a block tampered for {check} was not refused: {other:?}")
+                }
+            }
+        }
         assert_eq!(bundle.height, height);
         assert_eq!(
             hex::encode_upper(&bundle.hash),

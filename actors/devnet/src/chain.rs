@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use super::accounts::Account;
 use super::activity::{self, Activity, Lane};
 use super::erc20::{self, BankState, ChainCtx, Token};
+use super::header::{self, Link, Links};
 use super::schedule::IdleHeights;
 use super::signed_tx::{fee_amount, module_address};
 use super::state_query;
@@ -18,6 +19,7 @@ use super::{now_ns, DevnetSpec};
 use weaver_engine::chain::address;
 use weaver_engine::chain::evm_types::CallFrame;
 use weaver_engine::chain::types::{BlockBundle, Event, Proposer, TxBundle};
+use weaver_engine::chain::verify;
 use weaver_engine::chain::{ChainQuery, QueryAnswer, QueryRejection};
 use weaver_engine::system::Recover;
 
@@ -44,6 +46,8 @@ pub struct Devnet {
     tokens: RwLock<Tokens>,
     /// EVM chains: the bank replayed from the blocks, for balances.
     replay: Mutex<BankReplay>,
+    /// Each made height's header hash and results root, which the next header names.
+    links: Links,
 }
 
 #[derive(Default)]
@@ -92,6 +96,7 @@ impl Devnet {
             genesis: OnceLock::new(),
             tokens: RwLock::default(),
             replay: Mutex::default(),
+            links: Links::default(),
         }
     }
 
@@ -193,9 +198,41 @@ impl Devnet {
             .sum()
     }
 
-    /// Produces one block. Heights start at 1.
+    /// Produces one block. Heights start at 1. Its hash is its CometBFT header's
+    /// ([`crate::header`]), which names the block before: that one's hash is made first if
+    /// no thread has made it yet.
     pub fn block(&self, height: u64) -> BlockBundle {
         assert!(height >= 1, "devnet heights start at 1");
+        // Only a height whose time has come is final (a network seals its txs then): the
+        // hashes of later ones are not kept.
+        let sealed = height <= self.tip_now();
+        let claim = if sealed {
+            self.links.claim(height)
+        } else {
+            None
+        };
+        let mut bundle = self.unhashed_block(height);
+        let last = (height > 1).then(|| self.link_of(height - 1));
+        let header = header::fields(&bundle, last).header();
+        bundle.hash = verify::header_hash(&header).to_vec();
+        if sealed {
+            self.links.record(height, Link::of(&bundle));
+        }
+        drop(claim);
+        bundle
+    }
+
+    /// What the header after `height` takes from it.
+    fn link_of(&self, height: u64) -> Link {
+        if height <= self.tip_now() {
+            self.links.get(height, &|h| Link::of(&self.block(h)))
+        } else {
+            Link::of(&self.block(height))
+        }
+    }
+
+    /// A block without its hash.
+    fn unhashed_block(&self, height: u64) -> BlockBundle {
         let mut txs: Vec<_> = self
             .activity_txs(height)
             .into_iter()
@@ -203,13 +240,6 @@ impl Devnet {
             .collect();
         txs.extend(self.network_txs(height).iter().cloned());
         let time_ns = self.block_time_ns(height);
-        let mut hasher = Sha256::new()
-            .chain_update(self.spec.chain_id.as_bytes())
-            .chain_update(height.to_be_bytes())
-            .chain_update(time_ns.to_be_bytes());
-        for tx in &txs {
-            hasher.update(weaver_engine::chain::decode::tx_hash(&tx.raw));
-        }
         let finalize_events = match &self.spec.bank {
             // minievm keeps fees in the fee collector (no distribution module); height 1
             // carries the genesis allocation.
@@ -220,7 +250,7 @@ impl Devnet {
         BlockBundle {
             chain_id: self.spec.chain_id.clone(),
             height,
-            hash: hasher.finalize().to_vec(),
+            hash: vec![],
             time_ns,
             proposer_address: self.validator.clone(),
             proposer: self.proposer(),

@@ -19,6 +19,7 @@ pub(crate) mod activity;
 mod chain;
 pub(crate) mod erc20;
 pub mod evm;
+pub(crate) mod header;
 mod message;
 pub mod network;
 #[cfg(test)]

@@ -43,7 +43,7 @@ struct Pinned {
 const PINNED: [Pinned; 3] = [
     Pinned {
         vm: Vm::Move,
-        blocks: "9085551a3bf262148f5ac64adef201b2089021d65a38dd940af7c23da305d96d",
+        blocks: "c48b9dd590fd401d9efd390815279601e937492d68a07ff3874a027bf697aad2",
         activities: [
             (
                 "bank_sends",
@@ -69,7 +69,7 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "3eebe712d8a3cd261f31549d8a3d39ca05fa598fd29d401aeb086b8a91a71580",
+        blocks: "3a0db58d6854dac079e5a9a5aa775b437b360289baed8836c7ff561de1847a7f",
         activities: [
             (
                 "bank_sends",
@@ -95,7 +95,7 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Wasm,
-        blocks: "81f6e9965fa94262e3e2069be554c7b5fac8e349a64363a1cefbfc66f907863b",
+        blocks: "2022b7991fef3a2e4f4c78b4915d58987d49929635706f3b17c6861bd589fd69",
         activities: [
             (
                 "bank_sends",

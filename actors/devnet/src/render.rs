@@ -7,21 +7,13 @@ use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::header::{self, Link};
 use super::Devnet;
 use weaver_engine::chain::timefmt::rfc3339_nano;
 use weaver_engine::chain::types::{BlockBundle, Event};
 
 fn upper(bytes: &[u8]) -> String {
     hex::encode_upper(bytes)
-}
-
-fn filler(tag: &str, bundle: &BlockBundle) -> String {
-    upper(
-        &Sha256::new()
-            .chain_update(tag.as_bytes())
-            .chain_update(&bundle.hash)
-            .finalize(),
-    )
 }
 
 /// The JSON-RPC 2.0 envelope of a successful call.
@@ -84,7 +76,19 @@ pub fn status(devnet: &Devnet, tip: Option<&BlockBundle>) -> Value {
 }
 
 fn block_id(bundle: &BlockBundle) -> Value {
-    json!({"hash": upper(&bundle.hash), "parts": {"total": 1, "hash": filler("parts", bundle)}})
+    json!({"hash": upper(&bundle.hash), "parts": {"total": 1, "hash": upper(&header::parts_hash(&bundle.hash))}})
+}
+
+/// The header as CometBFT renders it (`block.header` of `/block`, `header` of `/header`):
+/// the one whose hash is the block's ([`crate::header`]), after `previous`.
+pub(crate) fn header(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Value {
+    let fields = header::fields(bundle, previous.map(Link::of));
+    let mut header = serde_json::to_value(fields.header()).expect("a header serializes");
+    if previous.is_none() {
+        // Go writes the empty block ID of height 1, where tendermint-rs writes null.
+        header["last_block_id"] = json!({"hash": "", "parts": {"total": 0, "hash": ""}});
+    }
+    header
 }
 
 pub fn block(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Value {
@@ -96,22 +100,7 @@ pub fn block(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Value {
     json!({
         "block_id": block_id(bundle),
         "block": {
-            "header": {
-                "version": {"block": "11", "app": "0"},
-                "chain_id": bundle.chain_id,
-                "height": bundle.height.to_string(),
-                "time": rfc3339_nano(bundle.time_ns),
-                "last_block_id": last_block_id,
-                "last_commit_hash": filler("last_commit", bundle),
-                "data_hash": filler("data", bundle),
-                "validators_hash": filler("validators", bundle),
-                "next_validators_hash": filler("validators", bundle),
-                "consensus_hash": filler("consensus", bundle),
-                "app_hash": filler("app", bundle),
-                "last_results_hash": filler("results", bundle),
-                "evidence_hash": filler("evidence", bundle),
-                "proposer_address": proposer
-            },
+            "header": header(bundle, previous),
             "data": {"txs": bundle.txs.iter().map(|t| B64.encode(&t.raw)).collect::<Vec<_>>()},
             "evidence": {"evidence": []},
             "last_commit": {

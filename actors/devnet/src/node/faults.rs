@@ -21,6 +21,8 @@
 //! | `invalid_json` | `/block` | a body that is not JSON, with HTTP 200 |
 //! | `height_mismatch` | `/block` | the block of another height |
 //! | `chain_id` | `/block` | the header names another chain |
+//! | `tx_byte` | `/block` | one byte of the first tx flipped (a block without txs gets one), the header unchanged: its `data_hash` no longer matches |
+//! | `header_field` | `/block` | the header's `app_hash` changed, the block ID unchanged: the header no longer hashes to it |
 //! | `txs_mismatch` | `/block_results` | one tx result more than the block has txs |
 //! | `rest_height` | `/cosmos/tx/v1beta1/txs/block/{h}` | the txs of another height |
 //! | `tip_backwards` | `/status` (once block `height` was asked for) | a latest height half the highest block asked for (and "not yet" above it on `/block`, `/block_results`) |
@@ -41,6 +43,8 @@ pub enum FaultKind {
     InvalidJson,
     HeightMismatch,
     ChainId,
+    TxByte,
+    HeaderField,
     TxsMismatch,
     RestHeight,
     TipBackwards,
@@ -61,13 +65,15 @@ pub enum Route {
 }
 
 impl FaultKind {
-    const ALL: [(&'static str, FaultKind); 11] = [
+    const ALL: [(&'static str, FaultKind); 13] = [
         ("5xx", FaultKind::Http5xx),
         ("timeout", FaultKind::Timeout),
         ("truncated", FaultKind::Truncated),
         ("invalid_json", FaultKind::InvalidJson),
         ("height_mismatch", FaultKind::HeightMismatch),
         ("chain_id", FaultKind::ChainId),
+        ("tx_byte", FaultKind::TxByte),
+        ("header_field", FaultKind::HeaderField),
         ("txs_mismatch", FaultKind::TxsMismatch),
         ("rest_height", FaultKind::RestHeight),
         ("tip_backwards", FaultKind::TipBackwards),

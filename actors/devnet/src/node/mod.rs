@@ -16,6 +16,8 @@ use crate::network::Network;
 use crate::{render, Devnet};
 use actix_web::error::BlockingError;
 use actix_web::{web, HttpRequest, HttpResponse, HttpServer};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
 use serde_json::{json, Value};
 use weaver_engine::chain::types::BlockBundle;
 use weaver_engine::system::Recover;
@@ -167,6 +169,18 @@ async fn rpc_call(
             .await
             .map_err(pool_failure)
         }
+        // CometBFT 0.35+: a block's header alone.
+        "header" => {
+            let h = node.rpc_height(height.as_deref(), false)?;
+            let heights = if h > 1 { vec![h - 1, h] } else { vec![h] };
+            with_blocks(node, heights, |blocks| match blocks {
+                [previous, block] => json!({"header": render::header(block, Some(previous))}),
+                [block] => json!({"header": render::header(block, None)}),
+                _ => unreachable!("one or two heights asked"),
+            })
+            .await
+            .map_err(pool_failure)
+        }
         "block_results" => {
             let h = node.rpc_height(height.as_deref(), true)?;
             with_blocks(node, vec![h], |blocks| render::block_results(&blocks[0]))
@@ -226,6 +240,22 @@ async fn rpc_answer(
             FaultKind::ChainId => {
                 let wrong = format!("not-{}", node.devnet.spec().chain_id);
                 result["block"]["header"]["chain_id"] = json!(wrong);
+            }
+            FaultKind::TxByte => {
+                let txs = &mut result["block"]["data"]["txs"];
+                let first = txs.get(0).and_then(Value::as_str).and_then(|t| B64.decode(t).ok());
+                match first {
+                    Some(mut raw) => {
+                        if let Some(byte) = raw.last_mut() {
+                            *byte ^= 1;
+                        }
+                        txs[0] = json!(B64.encode(raw));
+                    }
+                    None => *txs = json!([B64.encode(b"tampered")]),
+                }
+            }
+            FaultKind::HeaderField => {
+                result["block"]["header"]["app_hash"] = json!(hex::encode_upper([0xAB; 32]));
             }
             FaultKind::TxsMismatch => {
                 let extra = json!({"code": 0, "data": null, "log": "", "info": "", "gas_wanted": "0", "gas_used": "0", "events": [], "codespace": ""});

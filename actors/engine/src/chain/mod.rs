@@ -15,6 +15,7 @@ pub mod query;
 pub mod source;
 pub mod timefmt;
 pub mod types;
+pub mod verify;
 pub(crate) mod vm;
 pub mod wire;
 

@@ -21,6 +21,11 @@ pub enum SourceError {
     /// The node answered something we cannot parse; logged and counted, then retried.
     #[error("malformed answer to {path}: {reason}")]
     Malformed { path: String, reason: String },
+    /// The block fails verification against its header ([`super::verify`]): refused,
+    /// counted by check, and fetched again (from the next node URL where several are
+    /// configured); never indexed.
+    #[error("{0}")]
+    Unverified(#[from] super::verify::Refusal),
     /// The source serves another chain (`at`: where it was seen: a URL or a block). Fatal:
     /// following it would mix chains.
     #[error("wrong chain: {at} belongs to chain {got:?}, this follower indexes {expected:?}")]

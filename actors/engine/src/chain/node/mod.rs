@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use super::proto::TxRaw;
 use super::timefmt::parse_rfc3339;
 use super::types::{BlockBundle, Proposer, TxBundle, TxJson, TxResult};
-use super::{address, SourceError};
+use super::{address, verify, SourceError};
 use crate::system::retry::{Attempts, NODE_CALL};
 use crate::system::stage_cpu;
 use wire::*;
@@ -321,7 +321,9 @@ impl NodeClient {
             };
             match wrong_chain.after(error) {
                 Ok(()) => self.rotate(&Api::Rpc),
-                Err(SourceError::Malformed { .. }) if attempts.left() => {
+                Err(SourceError::Malformed { .. } | SourceError::Unverified(_))
+                    if attempts.left() =>
+                {
                     self.rotate(&Api::Rpc);
                     self.rotate(&Api::Rest);
                     attempts.retry().await;
@@ -339,16 +341,23 @@ impl NodeClient {
             self.rpc::<BlockResults>(&results_path, Some(height)),
         )
         .await?;
-        self.check_block_of(height, &block, &results, &block_path)?;
-        let raws = self.raw_txs(&block, &results, &block_path, &results_path)?;
+        let header: Header = serde_json::from_str(block.block.header_text.get()).map_err(|e| {
+            self.malformed(&block_path, "invalid_json", format!("block header: {e}"))
+        })?;
+        self.check_block_of(height, &header, &results, &block_path)?;
+        let raws = self.raw_txs(&block, &block_path)?;
         let hash = hex::decode(&block.block_id.hash)
             .map_err(|e| self.malformed(&block_path, "encoding", format!("block hash: {e}")))?;
+        // Before the results are matched to the txs: a tx added to the block is a refusal of
+        // the block, not a mismatch with its results.
+        self.verify(height, &block, &hash, &raws)?;
+        self.check_results_count(&raws, &results, &results_path)?;
         let jsons = if raws.is_empty() {
             vec![]
         } else {
             self.rest_txs(height, &hash, &raws).await?
         };
-        let proposer_address = hex::decode(&block.block.header.proposer_address).map_err(|e| {
+        let proposer_address = hex::decode(&header.proposer_address).map_err(|e| {
             self.malformed(&block_path, "encoding", format!("proposer_address: {e}"))
         })?;
         let proposer = self.proposer(&proposer_address).await;
@@ -357,16 +366,16 @@ impl NodeClient {
         finalize_events.extend(results.end_block_events);
         let txs = self.tx_bundles(raws, results.txs_results, jsons, &results_path)?;
         Ok(BlockBundle {
-            chain_id: block.block.header.chain_id,
             height,
             hash,
-            time_ns: parse_rfc3339(&block.block.header.time).ok_or_else(|| {
+            time_ns: parse_rfc3339(&header.time).ok_or_else(|| {
                 self.malformed(
                     &block_path,
                     "encoding",
-                    format!("bad time {:?}", block.block.header.time),
+                    format!("bad time {:?}", header.time),
                 )
             })?,
+            chain_id: header.chain_id,
             proposer_address,
             proposer,
             txs,
@@ -378,44 +387,75 @@ impl NodeClient {
     fn check_block_of(
         &self,
         height: u64,
-        block: &BlockResponse,
+        header: &Header,
         results: &BlockResults,
         block_path: &str,
     ) -> Result<(), SourceError> {
-        self.check_chain(&block.block.header.chain_id, || {
+        self.check_chain(&header.chain_id, || {
             format!("block {height} from {}", self.base(&Api::Rpc))
         })?;
-        if block.block.header.height != height as i64 || results.height != height as i64 {
+        if header.height != height as i64 || results.height != height as i64 {
             return Err(self.malformed(
                 block_path,
                 "height_mismatch",
                 format!(
                     "asked for height {height}, got a block of height {} and results of height {}",
-                    block.block.header.height, results.height
+                    header.height, results.height
                 ),
             ));
         }
         Ok(())
     }
 
-    /// The block's raw txs, decoded from base64; there must be one result per tx.
+    /// The block against its header ([`verify::check_block`]): a refusal is logged and
+    /// counted by check (`weaver_blocks_refused_total`), then fetched again.
+    fn verify(
+        &self,
+        height: u64,
+        block: &BlockResponse,
+        hash: &[u8],
+        raws: &[Vec<u8>],
+    ) -> Result<(), SourceError> {
+        let checked = stage_cpu::timed(&self.config.chain_id, "verify", || {
+            let header = verify::parse_header(height, block.block.header_text.get())?;
+            verify::check_block(&verify::Given {
+                chain_id: &self.config.chain_id,
+                height,
+                block_id: hash,
+                header: &header,
+                txs: raws,
+            })
+        });
+        checked.map(|_| ()).map_err(|refusal| {
+            metrics::counter!("weaver_blocks_refused_total", "chain_id" => self.config.chain_id.clone(), "check" => refusal.check.as_str()).increment(1);
+            tracing::error!(chain_id = %self.config.chain_id, height, check = %refusal.check, node = %self.base(&Api::Rpc), "refused a block: {}", refusal.detail);
+            SourceError::Unverified(refusal)
+        })
+    }
+
+    /// The block's raw txs, decoded from base64.
     fn raw_txs(
         &self,
         block: &BlockResponse,
-        results: &BlockResults,
         block_path: &str,
-        results_path: &str,
     ) -> Result<Vec<Vec<u8>>, SourceError> {
-        let raws: Vec<Vec<u8>> = block
+        block
             .block
             .data
             .txs
             .iter()
             .map(|t| B64.decode(t))
             .collect::<Result<_, _>>()
-            .map_err(|e| {
-                self.malformed(block_path, "encoding", format!("tx is not base64: {e}"))
-            })?;
+            .map_err(|e| self.malformed(block_path, "encoding", format!("tx is not base64: {e}")))
+    }
+
+    /// There must be one result per tx.
+    fn check_results_count(
+        &self,
+        raws: &[Vec<u8>],
+        results: &BlockResults,
+        results_path: &str,
+    ) -> Result<(), SourceError> {
         if raws.len() != results.txs_results.len() {
             return Err(self.malformed(
                 results_path,
@@ -427,7 +467,7 @@ impl NodeClient {
                 ),
             ));
         }
-        Ok(raws)
+        Ok(())
     }
 
     /// Each tx's raw bytes, REST form and result (its data decoded from base64), in order.

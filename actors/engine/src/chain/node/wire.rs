@@ -52,7 +52,10 @@ pub struct BlockId {
 
 #[derive(Debug, Deserialize)]
 pub struct Block {
-    pub header: Header,
+    /// The header as the node wrote it: read for its fields ([`Header`]) and hashed as
+    /// CometBFT hashes it ([`crate::chain::verify`]).
+    #[serde(rename = "header")]
+    pub header_text: Box<serde_json::value::RawValue>,
     #[serde(default)]
     pub data: BlockData,
 }

@@ -1,0 +1,370 @@
+//! What a block's header commits to, and the checks a node's block must pass before it is
+//! indexed (issue #43): the header hashes to the block ID the node gave, it is of the chain
+//! and height asked for, and its `data_hash` is the Merkle root over the txs weaver stores.
+//! Hashing is CometBFT's own, through the `tendermint` crate (`Header::hash`, the simple
+//! Merkle tree); the results root follows CometBFT 0.38's `deterministicExecTxResult` (code,
+//! data, gas wanted, gas used — events are not part of it: no header commits to them).
+//!
+//! The devnet builds its headers with [`HeaderFields::header`], so what it serves hashes like
+//! a CometBFT chain and passes these checks; the real blocks recorded from live chains pass
+//! them too (tests/integration/realchain.rs).
+
+use sha2::{Digest, Sha256};
+use tendermint::block::{self, header::Version, parts, Header, Height};
+use tendermint::crypto::default::Sha256 as MerkleSha256;
+use tendermint::merkle::simple_hash_from_byte_vectors;
+use tendermint::{account, chain, AppHash, Hash, Time};
+
+use super::types::TxResult;
+
+/// One check a block can fail, named in `/status`, the log and
+/// `weaver_blocks_refused_total{check}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The header's hash is not the block ID the node gave with it.
+    BlockHash,
+    /// The header is of another chain.
+    ChainId,
+    /// The header is of another height than asked for.
+    Height,
+    /// `data_hash` is not the Merkle root over the block's txs.
+    DataHash,
+    /// The header is not one weaver can hash (a field CometBFT would not write).
+    Header,
+}
+
+impl Check {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::BlockHash => "block_hash",
+            Check::ChainId => "chain_id",
+            Check::Height => "height",
+            Check::DataHash => "data_hash",
+            Check::Header => "header",
+        }
+    }
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A block refused: which check it failed and how.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("block {height} failed verification ({check}): {detail}")]
+pub struct Refusal {
+    pub height: u64,
+    pub check: Check,
+    pub detail: String,
+}
+
+impl Refusal {
+    fn new(height: u64, check: Check, detail: String) -> Self {
+        Refusal {
+            height,
+            check,
+            detail,
+        }
+    }
+}
+
+/// CometBFT's `Txs.Hash()`: the simple Merkle root over the sha256 of each tx's bytes (not
+/// over the bytes themselves); sha256 of nothing for a block without txs.
+pub fn data_hash<'a>(txs: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
+    let leaves: Vec<[u8; 32]> = txs
+        .into_iter()
+        .map(|tx| Sha256::digest(tx).into())
+        .collect();
+    simple_hash_from_byte_vectors::<MerkleSha256>(&leaves)
+}
+
+/// CometBFT 0.38's `TxResultsHash`, which the next block's `last_results_hash` carries: the
+/// simple Merkle root over each result's protobuf `ExecTxResult` with only its deterministic
+/// fields (code 1, data 2, gas_wanted 5, gas_used 6; proto3 leaves zero fields out).
+pub fn results_hash<'a>(results: impl IntoIterator<Item = &'a TxResult>) -> [u8; 32] {
+    let leaves: Vec<Vec<u8>> = results.into_iter().map(deterministic_result).collect();
+    simple_hash_from_byte_vectors::<MerkleSha256>(&leaves)
+}
+
+/// The protobuf bytes of a result's deterministic part. Four scalar fields written by hand:
+/// `tendermint-proto` would need a second `prost` (0.14 beside the workspace's 0.13) for
+/// its `Message::encode_to_vec`; the bytes are checked against it in the tests below.
+fn deterministic_result(result: &TxResult) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut value: u64) {
+        while value >= 0x80 {
+            out.push(value as u8 | 0x80);
+            value >>= 7;
+        }
+        out.push(value as u8);
+    }
+    let mut out = Vec::with_capacity(24 + result.data.len());
+    if result.code != 0 {
+        out.push(0x08);
+        varint(&mut out, u64::from(result.code));
+    }
+    if !result.data.is_empty() {
+        out.push(0x12);
+        varint(&mut out, result.data.len() as u64);
+        out.extend_from_slice(&result.data);
+    }
+    // int64 as a varint: a negative one is its two's complement, ten bytes (proto3).
+    if result.gas_wanted != 0 {
+        out.push(0x28);
+        varint(&mut out, result.gas_wanted as u64);
+    }
+    if result.gas_used != 0 {
+        out.push(0x30);
+        varint(&mut out, result.gas_used as u64);
+    }
+    out
+}
+
+/// Parses a header as a node renders it (`block.header` of `/block`).
+pub(crate) fn parse_header(height: u64, json: &str) -> Result<Header, Refusal> {
+    serde_json::from_str(json).map_err(|e| {
+        Refusal::new(
+            height,
+            Check::Header,
+            format!("the header does not parse: {e}"),
+        )
+    })
+}
+
+/// The header's hash: what its block ID must be.
+pub fn header_hash(header: &Header) -> [u8; 32] {
+    match header.hash() {
+        Hash::Sha256(hash) => hash,
+        // `Header::hash` always hashes with sha256.
+        Hash::None => unreachable!("a header hash is a sha256"),
+    }
+}
+
+/// What the node gave for one block, as far as the checks need it.
+pub(crate) struct Given<'a> {
+    /// The chain asked for (empty: any).
+    pub(crate) chain_id: &'a str,
+    pub(crate) height: u64,
+    /// The block ID's hash the node gave with the header.
+    pub(crate) block_id: &'a [u8],
+    pub(crate) header: &'a Header,
+    /// The block's txs, in order.
+    pub(crate) txs: &'a [Vec<u8>],
+}
+
+/// Checks one block on its own (its links to the blocks around it are checked where the
+/// chain of blocks is known): the header's hash against the block ID, its chain id and
+/// height, its `data_hash` against the txs. The header's hash, or the first check failed.
+pub(crate) fn check_block(given: &Given<'_>) -> Result<[u8; 32], Refusal> {
+    let (height, header) = (given.height, given.header);
+    if !given.chain_id.is_empty() && header.chain_id.as_str() != given.chain_id {
+        return Err(Refusal::new(
+            height,
+            Check::ChainId,
+            format!(
+                "the header is of chain {:?}, not {:?}",
+                header.chain_id.as_str(),
+                given.chain_id
+            ),
+        ));
+    }
+    if header.height.value() != height {
+        return Err(Refusal::new(
+            height,
+            Check::Height,
+            format!("the header is of height {}", header.height.value()),
+        ));
+    }
+    let hash = header_hash(header);
+    if hash.as_slice() != given.block_id {
+        return Err(Refusal::new(
+            height,
+            Check::BlockHash,
+            format!(
+                "the header hashes to {}, the node gave block ID {}",
+                hex::encode_upper(hash),
+                hex::encode_upper(given.block_id)
+            ),
+        ));
+    }
+    let txs = data_hash(given.txs.iter().map(Vec::as_slice));
+    let committed = header
+        .data_hash
+        .map(|h| h.as_bytes().to_vec())
+        .unwrap_or_default();
+    if committed != txs {
+        return Err(Refusal::new(
+            height,
+            Check::DataHash,
+            format!(
+                "the header's data_hash is {}, its {} txs hash to {}",
+                hex::encode_upper(&committed),
+                given.txs.len(),
+                hex::encode_upper(txs)
+            ),
+        ));
+    }
+    Ok(hash)
+}
+
+/// The block before one, as its successor's header names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastBlock {
+    pub hash: [u8; 32],
+    pub parts_hash: [u8; 32],
+}
+
+/// What a header is made of, for a chain that makes its own blocks (the devnet): every
+/// hash a CometBFT header carries, computed or given.
+pub struct HeaderFields<'a> {
+    pub chain_id: &'a str,
+    pub height: u64,
+    pub time_ns: i64,
+    /// `None` at height 1.
+    pub last_block: Option<LastBlock>,
+    pub last_commit_hash: [u8; 32],
+    pub data_hash: [u8; 32],
+    pub validators_hash: [u8; 32],
+    pub consensus_hash: [u8; 32],
+    pub app_hash: [u8; 32],
+    /// [`results_hash`] of the block before (of no results at height 1).
+    pub last_results_hash: [u8; 32],
+    pub proposer_address: [u8; 20],
+}
+
+impl HeaderFields<'_> {
+    /// The header, as CometBFT 0.38 would make it (block protocol 11).
+    pub fn header(&self) -> Header {
+        let time = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.time_ns))
+            .ok()
+            .and_then(|t| Time::try_from(t).ok())
+            .unwrap_or_else(Time::unix_epoch);
+        let empty = simple_hash_from_byte_vectors::<MerkleSha256>(&[] as &[Vec<u8>]);
+        Header {
+            version: Version { block: 11, app: 0 },
+            chain_id: chain::Id::try_from(self.chain_id.to_string())
+                .expect("a devnet chain id is a valid CometBFT chain id"),
+            height: Height::try_from(self.height).expect("a height within CometBFT's range"),
+            time,
+            last_block_id: self.last_block.map(|last| block::Id {
+                hash: Hash::Sha256(last.hash),
+                part_set_header: parts::Header::new(1, Hash::Sha256(last.parts_hash))
+                    .expect("one part"),
+            }),
+            last_commit_hash: Some(Hash::Sha256(self.last_commit_hash)),
+            data_hash: Some(Hash::Sha256(self.data_hash)),
+            validators_hash: Hash::Sha256(self.validators_hash),
+            next_validators_hash: Hash::Sha256(self.validators_hash),
+            consensus_hash: Hash::Sha256(self.consensus_hash),
+            app_hash: AppHash::try_from(self.app_hash.to_vec()).expect("any length"),
+            last_results_hash: Some(Hash::Sha256(self.last_results_hash)),
+            evidence_hash: Some(Hash::Sha256(empty)),
+            proposer_address: account::Id::new(self.proposer_address),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header of the devnet's shape, parsed back from the JSON its serde writes.
+    fn devnet_header(txs: &[Vec<u8>]) -> Header {
+        HeaderFields {
+            chain_id: "verify-1",
+            height: 2,
+            time_ns: 1_700_000_000_123_456_789,
+            last_block: Some(LastBlock {
+                hash: [1; 32],
+                parts_hash: [2; 32],
+            }),
+            last_commit_hash: [3; 32],
+            data_hash: data_hash(txs.iter().map(Vec::as_slice)),
+            validators_hash: [4; 32],
+            consensus_hash: [5; 32],
+            app_hash: [6; 32],
+            last_results_hash: results_hash(&[]),
+            proposer_address: [7; 20],
+        }
+        .header()
+    }
+
+    #[test]
+    fn a_header_written_as_json_parses_to_the_same_hash() {
+        let header = devnet_header(&[b"tx".to_vec()]);
+        let json = serde_json::to_string(&header).unwrap();
+        let parsed = parse_header(2, &json).unwrap();
+        assert_eq!(header_hash(&parsed), header_hash(&header));
+    }
+
+    #[test]
+    fn each_check_names_what_differs() {
+        let txs = vec![b"one".to_vec(), b"two".to_vec()];
+        let header = devnet_header(&txs);
+        let hash = header_hash(&header);
+        let ok = Given {
+            chain_id: "verify-1",
+            height: 2,
+            block_id: &hash,
+            header: &header,
+            txs: &txs,
+        };
+        assert_eq!(check_block(&ok), Ok(hash));
+        let other_chain = Given {
+            chain_id: "other-1",
+            ..ok
+        };
+        assert_eq!(check_block(&other_chain).unwrap_err().check, Check::ChainId);
+        let other_height = Given { height: 3, ..ok };
+        assert_eq!(check_block(&other_height).unwrap_err().check, Check::Height);
+        let wrong_id = [0u8; 32];
+        let other_id = Given {
+            block_id: &wrong_id,
+            ..ok
+        };
+        assert_eq!(check_block(&other_id).unwrap_err().check, Check::BlockHash);
+        let mut tampered = txs.clone();
+        tampered[1][0] ^= 1;
+        let other_txs = Given {
+            txs: &tampered,
+            ..ok
+        };
+        let refusal = check_block(&other_txs).unwrap_err();
+        assert_eq!(refusal.check, Check::DataHash);
+        assert!(refusal
+            .to_string()
+            .contains("block 2 failed verification (data_hash)"));
+    }
+
+    /// The roots of no txs and no results are sha256 of nothing, as in every real header of
+    /// a block after an empty one.
+    #[test]
+    fn empty_roots_are_the_sha256_of_nothing() {
+        let nothing = hex::encode_upper(Sha256::digest(b""));
+        assert_eq!(hex::encode_upper(data_hash([])), nothing);
+        assert_eq!(hex::encode_upper(results_hash(&[])), nothing);
+    }
+
+    /// The hand-written deterministic result bytes against protobuf's rules: zero fields
+    /// left out, a negative int64 as ten bytes.
+    #[test]
+    fn deterministic_results_encode_like_protobuf() {
+        let result = TxResult {
+            code: 5,
+            data: vec![0xAA, 0xBB],
+            gas_wanted: 200_000,
+            gas_used: -1,
+            log: "dropped".into(),
+            ..Default::default()
+        };
+        let bytes = deterministic_result(&result);
+        let mut want = vec![
+            0x08, 0x05, 0x12, 0x02, 0xAA, 0xBB, 0x28, 0xC0, 0x9A, 0x0C, 0x30,
+        ];
+        want.extend([0xFF; 9]);
+        want.push(0x01);
+        assert_eq!(bytes, want);
+        assert!(deterministic_result(&TxResult::default()).is_empty());
+    }
+}
