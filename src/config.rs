@@ -1083,6 +1083,18 @@ impl Config {
                 ),
             ));
         }
+        // CometBFT's `MaxChainIDLen`: a node's headers cannot name a longer one, and the
+        // devnet's would not hash.
+        if chain.chain_id.len() > 50 {
+            return Err(invalid(
+                key("chain_id"),
+                format!(
+                    "{:?} is {} bytes: a CometBFT chain id is at most 50",
+                    chain.chain_id,
+                    chain.chain_id.len()
+                ),
+            ));
+        }
         if let Some(other) = ids.insert(chain.chain_id.clone(), i) {
             return Err(invalid(
                 key("chain_id"),
@@ -1349,6 +1361,21 @@ mod tests {
         listen = "127.0.0.1:8080"
         source = { kind = "devnet" }
     "#;
+
+    /// CometBFT refuses chain ids over 50 bytes, and the devnet hashes its headers with the
+    /// chain id in them: a longer one panicked on the first block (issue #43's review).
+    #[test]
+    fn a_chain_id_longer_than_cometbft_allows_is_refused() {
+        let long = "a".repeat(51);
+        let error = Config::from_toml(&MINIMAL.replace("minimove-1", &long))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("chains[0].chain_id") && error.contains("50"),
+            "{error}"
+        );
+        Config::from_toml(&MINIMAL.replace("minimove-1", &"a".repeat(50))).unwrap();
+    }
 
     /// A served domain without `blocks` and a listener was "valid" but its listener was never
     /// bound (the indexer listener is the blocks domain's): refused, saying what to add.

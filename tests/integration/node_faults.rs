@@ -137,8 +137,8 @@ fn clear_fault(node: &DevnetNode, fault: &str) {
 
 #[test]
 fn a_misbehaving_node_is_refused_and_retried_and_nothing_wrong_is_indexed() {
-    // Not next to a whole devnet network test on a 2-core machine: not needed for the
-    // assertions, which wait for what they count, but it keeps the run short.
+    // Counted as a network test (at most two at once on a 2-core machine): not needed for
+    // the assertions, which wait for what they count, but it keeps the run short.
     let _quiet = crate::devnet_network::NETWORKS.take();
     let genesis = genesis_ms_for_history(150, 200);
     // Every fault is held: the node corrupts every answer it covers until the test clears it,
