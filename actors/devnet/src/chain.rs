@@ -212,7 +212,8 @@ impl Devnet {
             None
         };
         let mut bundle = self.unhashed_block(height);
-        let last = (height > 1).then(|| self.link_of(height - 1));
+        // Below a sealed height every height is sealed: no second look at the tip.
+        let last = (height > 1).then(|| self.link_of(height - 1, sealed));
         let header = header::fields(&bundle, last).header();
         bundle.hash = verify::header_hash(&header).to_vec();
         if sealed {
@@ -222,9 +223,10 @@ impl Devnet {
         bundle
     }
 
-    /// What the header after `height` takes from it.
-    fn link_of(&self, height: u64) -> Link {
-        if height <= self.tip_now() {
+    /// What the header after `height` takes from it (`sealed`: known to be at or below the
+    /// tip, which is otherwise asked).
+    fn link_of(&self, height: u64, sealed: bool) -> Link {
+        if sealed || height <= self.tip_now() {
             self.links.get(height, &|h| Link::of(&self.block(h)))
         } else {
             Link::of(&self.block(height))
