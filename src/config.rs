@@ -863,6 +863,11 @@ pub struct NodeSourceConfig {
     pub timeout_ms: u64,
     #[serde(default = "default_retries")]
     pub retries: u32,
+    /// Each block's results are checked against the next block's header
+    /// (`last_results_hash`): a block is indexed once its successor exists, one block
+    /// behind the node's tip. Off only for a node whose results hash unlike CometBFT 0.38's.
+    #[serde(default = "default_true")]
+    pub verify_results: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -876,6 +881,20 @@ pub struct FollowerConfig {
     pub poll_interval_ms: u64,
     #[serde(default = "default_start_height")]
     pub start_height: u64,
+    /// The block ID hash (64 hex digits) the block at `start_height` must have: the anchor
+    /// every indexed block is linked back to. Unset: the first block indexed is trusted on
+    /// first use, and shown in `/status`.
+    #[serde(default)]
+    pub trusted_hash: Option<String>,
+}
+
+impl FollowerConfig {
+    /// `trusted_hash` as bytes (validated at load).
+    pub(crate) fn trusted_hash_bytes(&self) -> Option<Vec<u8>> {
+        self.trusted_hash
+            .as_deref()
+            .and_then(|h| hex::decode(h).ok())
+    }
 }
 
 impl Default for FollowerConfig {
@@ -885,6 +904,7 @@ impl Default for FollowerConfig {
             batch_blocks: default_batch_blocks(),
             poll_interval_ms: default_poll_interval_ms(),
             start_height: default_start_height(),
+            trusted_hash: None,
         }
     }
 }
@@ -953,6 +973,9 @@ fn default_poll_interval_ms() -> u64 {
 }
 fn default_start_height() -> u64 {
     1
+}
+fn default_true() -> bool {
+    true
 }
 
 impl Config {
@@ -1131,16 +1154,7 @@ impl Config {
         if let Some(listen) = chain.listen {
             listeners.claim(listen, key("listen"))?;
         }
-        let f = &chain.follower;
-        if f.in_flight == 0 || f.in_flight > 1000 {
-            return Err(invalid(
-                key("follower.in_flight"),
-                "must be between 1 and 1000",
-            ));
-        }
-        if f.batch_blocks == 0 {
-            return Err(invalid(key("follower.batch_blocks"), "must be at least 1"));
-        }
+        validate_follower(&chain.follower, &key)?;
         validate_source(&chain.source, &key)
     }
 }
@@ -1163,6 +1177,28 @@ impl Listeners {
             None => Ok(()),
         }
     }
+}
+
+/// A chain's `[chains.follower]`.
+fn validate_follower(f: &FollowerConfig, key: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+    if f.in_flight == 0 || f.in_flight > 1000 {
+        return Err(invalid(
+            key("follower.in_flight"),
+            "must be between 1 and 1000",
+        ));
+    }
+    if f.batch_blocks == 0 {
+        return Err(invalid(key("follower.batch_blocks"), "must be at least 1"));
+    }
+    if let Some(hash) = &f.trusted_hash {
+        if hash.len() != 64 || hex::decode(hash).is_err() {
+            return Err(invalid(
+                key("follower.trusted_hash"),
+                format!("{hash:?} is not a block hash (64 hex digits, as /block's block_id.hash)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A chain's `[chains.source]`: the devnet's bounds, or a node's URLs and timeout.
@@ -1375,6 +1411,28 @@ mod tests {
             "{error}"
         );
         Config::from_toml(&MINIMAL.replace("minimove-1", &"a".repeat(50))).unwrap();
+    }
+
+    /// `trusted_hash` is a block ID: 64 hex digits, or the config is refused naming it.
+    #[test]
+    fn a_trusted_hash_that_is_not_a_block_hash_is_refused() {
+        let with = |hash: &str| {
+            Config::from_toml(&format!(
+                "{MINIMAL}\n        follower = {{ trusted_hash = \"{hash}\" }}\n"
+            ))
+        };
+        for bad in ["ab", &"zz".repeat(32), &"ab".repeat(33)] {
+            let error = with(bad).unwrap_err().to_string();
+            assert!(
+                error.contains("chains[0].follower.trusted_hash") && error.contains("64 hex"),
+                "{error}"
+            );
+        }
+        let config = with(&"Ab".repeat(32)).unwrap();
+        assert_eq!(
+            config.chains[0].follower.trusted_hash_bytes(),
+            Some(vec![0xAB; 32])
+        );
     }
 
     /// A served domain without `blocks` and a listener was "valid" but its listener was never

@@ -111,7 +111,9 @@ pub async fn record(args: &RecordArgs) -> anyhow::Result<()> {
         rest: args.rest.clone(),
         json_rpc: args.json_rpc.clone(),
         timeout: node_timeout,
-        tip_cap: Some(args.to),
+        // One above the range: a follower that verifies results indexes up to the block
+        // before the tip, asking the header after it (recorded with the range's last block).
+        tip_cap: Some(args.to + 1),
     };
     let (servers, bound, captured) = capture::bind(upstream, Listen::default())?;
     for server in servers {

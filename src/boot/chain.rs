@@ -85,9 +85,12 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
     ));
     let domains = Arc::new(domains);
     let ingestion = start_followers(shared, chain, domains.clone(), &source);
-    let status = chain_status(chain, &ingestion, &domains);
+    let mut status = chain_status(chain, &ingestion, &domains);
     let listener = bind_indexer_listener(shared, chain, &domains, &source, &ingestion)?;
     let stores = &domains.stores;
+    if let Some(blocks) = &stores.blocks {
+        status = status.anchored(blocks.clone(), chain.follower.trusted_hash.is_some());
+    }
     let tx_index = stores.blocks.clone().filter(|_| chain.indexes(Domain::Txs));
     Ok(StartedChain {
         ingestion,
@@ -247,6 +250,7 @@ fn start_followers(
         batch_blocks: chain.follower.batch_blocks,
         poll_interval: Duration::from_millis(chain.follower.poll_interval_ms),
         start_height: chain.follower.start_height,
+        trusted_hash: chain.follower.trusted_hash_bytes(),
         ..Default::default()
     };
     let chain_id = chain.chain_id.clone();
@@ -421,6 +425,7 @@ fn chain_api(
 ) -> http::indexer::ChainApi {
     http::indexer::ChainApi::new(blocks.clone(), ingestion.main.clone())
         .with_txs_kept(chain.domains.contains(&Domain::Txs))
+        .with_anchor_configured(chain.follower.trusted_hash.is_some())
         .with_own_followers(
             ingestion
                 .own

@@ -79,6 +79,7 @@ pub(super) fn source_for(
             retries: n.retries,
             bech32_prefix: chain.bech32_prefix.clone(),
             chain_id: chain.chain_id.clone(),
+            verify_results: n.verify_results,
         })?)),
     })
 }

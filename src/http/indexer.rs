@@ -36,6 +36,8 @@ pub(crate) struct ChainApi {
     /// The chain keeps the `txs` domain; without it the tx routes answer 404 "not kept"
     /// (as the EVM lists do), not an empty list beside a block that has txs.
     txs_kept: bool,
+    /// The chain's first block is the one `trusted_hash` names (else: trusted on first use).
+    anchor_configured: bool,
 }
 
 impl ChainApi {
@@ -49,7 +51,15 @@ impl ChainApi {
             last_height: AtomicU64::new(0),
             store_format: weaver_engine::store::format::FORMAT_VERSION,
             txs_kept: true,
+            anchor_configured: false,
         }
+    }
+
+    /// Whether the chain's first block was named by `trusted_hash` (default: trusted on
+    /// first use).
+    pub(crate) fn with_anchor_configured(mut self, configured: bool) -> Self {
+        self.anchor_configured = configured;
+        self
     }
 
     /// Whether the chain keeps the `txs` domain (default: it does).
@@ -178,6 +188,41 @@ pub(crate) struct Status<'a> {
     held_domains: Vec<HeldDomain>,
     /// weaver's addition: the data directory's store format version.
     store_format: u64,
+    /// weaver's addition: every block up to this height was verified before it was indexed
+    /// (its header's hash, chain id, height, data_hash and link to the block before; from a
+    /// node, its results against the next header) and links back to `anchor`.
+    verified_height: u64,
+    /// weaver's addition: the block the indexed history is linked to; `null` before the first.
+    anchor: Option<Anchor>,
+}
+
+/// The block a chain's indexed history is linked back to.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Anchor {
+    pub(crate) height: u64,
+    /// Its block ID hash, upper-case hex.
+    pub(crate) hash: String,
+    /// `trusted_hash`: named in the config; `first_use`: the first block indexed, trusted
+    /// as the node served it.
+    pub(crate) trust: &'static str,
+}
+
+impl Anchor {
+    /// The oldest block `store` keeps (`configured`: `trusted_hash` named it); `None`:
+    /// nothing indexed, or the store cannot be read.
+    pub(crate) fn of(store: &BlocksStore, configured: bool) -> Option<Anchor> {
+        let height = store.first_height().ok().filter(|h| *h > 0)?;
+        let hash = store.block_hash(height).ok()??;
+        Some(Anchor {
+            height,
+            hash: hex::encode_upper(hash),
+            trust: if configured {
+                "trusted_hash"
+            } else {
+                "first_use"
+            },
+        })
+    }
 }
 
 /// A domain held while its chain goes on.
@@ -220,6 +265,8 @@ pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
         ingestion: api.ingestion.status(),
         held_domains: api.held_domains(),
         store_format: api.store_format,
+        verified_height: height,
+        anchor: Anchor::of(&api.store, api.anchor_configured),
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
 }

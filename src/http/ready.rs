@@ -173,6 +173,7 @@ mod tests {
             source: "node",
             ingestion: ingestion(state, Some("the node answers 502")),
             node_height,
+            anchor: None,
             domains,
         }
     }

@@ -60,6 +60,9 @@ pub(crate) struct ChainStatus {
     source: &'static str,
     ingestion: Ingestion,
     domains: Vec<DomainStatus>,
+    /// The chain's blocks, whose oldest is the anchor shown (`None`: no blocks domain), and
+    /// whether `trusted_hash` named it.
+    anchor: Option<(weaver_engine::store::BlocksStore, bool)>,
 }
 
 struct DomainStatus {
@@ -87,7 +90,19 @@ impl ChainStatus {
             source,
             ingestion,
             domains: Vec::new(),
+            anchor: None,
         }
+    }
+
+    /// The chain's blocks, whose oldest block is shown as the anchor its history is linked
+    /// to (`configured`: `trusted_hash` named it).
+    pub(crate) fn anchored(
+        mut self,
+        blocks: weaver_engine::store::BlocksStore,
+        configured: bool,
+    ) -> Self {
+        self.anchor = Some((blocks, configured));
+        self
     }
 
     /// A domain of the chain named `name`, whose watermark lives in `tree`; `own_follower`:
@@ -132,6 +147,9 @@ pub(crate) struct ChainSnapshot {
     pub ingestion: IngestionStatus,
     /// The node's latest height as last learned; `null` before the follower asked.
     pub node_height: Option<u64>,
+    /// The block the chain's indexed history is linked back to; `null` before the first
+    /// block (or without the blocks domain).
+    pub anchor: Option<super::indexer::Anchor>,
     pub domains: Vec<DomainSnapshot>,
 }
 
@@ -268,6 +286,10 @@ fn chain_snapshot(chain: &ChainStatus) -> ChainSnapshot {
         source: chain.source,
         ingestion: chain.ingestion.status(),
         node_height,
+        anchor: chain
+            .anchor
+            .as_ref()
+            .and_then(|(blocks, configured)| super::indexer::Anchor::of(blocks, *configured)),
         domains,
     }
 }
@@ -416,6 +438,16 @@ fn render_chain_cell(html: &mut String, chain: &ChainSnapshot) {
     );
     if let Some(reason) = &chain.ingestion.reason {
         let _ = write!(html, "<br><span class=\"reason\">{}</span>", escape(reason));
+    }
+    if let Some(anchor) = &chain.anchor {
+        let _ = write!(
+            html,
+            "<br><span class=\"note\" title=\"{hash}\">anchored at {height} ({trust}): {short}…</span>",
+            hash = escape(&anchor.hash),
+            height = anchor.height,
+            trust = escape(anchor.trust),
+            short = escape(anchor.hash.get(..12).unwrap_or(&anchor.hash)),
+        );
     }
     html.push_str("</th>");
 }

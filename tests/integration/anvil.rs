@@ -578,6 +578,7 @@ fn eth_client_reads_receipts_traces_and_balances_from_anvil() {
             retries: 1,
             bech32_prefix: "init".into(),
             chain_id: CHAIN.into(),
+            verify_results: true,
         })
         .unwrap();
         let access = ChainAccess::new(

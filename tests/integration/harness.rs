@@ -238,6 +238,11 @@ impl Daemon {
             .unwrap()
     }
 
+    /// The config file the daemon was started with (rewrite it before a restart).
+    pub fn config_path(&self) -> PathBuf {
+        self.config.clone()
+    }
+
     /// SIGTERM and wait: the clean shutdown path.
     pub fn stop(mut self) -> (tempfile::TempDir, PathBuf, std::process::ExitStatus) {
         unsafe_signal(&self.child, "TERM");

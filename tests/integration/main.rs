@@ -5,6 +5,7 @@ mod answer_cache;
 mod anvil;
 mod api;
 mod backup;
+mod block_trust;
 mod cli;
 mod container;
 mod cors;

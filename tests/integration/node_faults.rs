@@ -1,8 +1,9 @@
 //! The real-node client against a misbehaving node (`weaver devnet serve --faults`): 5xx
 //! bursts, timeouts, truncated and invalid JSON, a block of another height, a block whose
-//! txs do not match its results, a REST page of another block and a tip that goes backwards
-//! are refused (counted by kind) and retried, and what gets indexed equals a clean run of the
-//! same devnet world. A node that switches to another chain stops only that chain's
+//! txs do not match its results, a REST page of another block, a tip that goes backwards and
+//! tampered blocks (a tx byte, a header field, a fork's block, a tx result) are refused
+//! (counted by kind or by the verification check failed) and retried, and what gets indexed
+//! equals a clean run of the same devnet world. A node that switches to another chain stops only that chain's
 //! follower, and `/status` says why.
 
 use std::time::{Duration, Instant};
@@ -100,7 +101,7 @@ const fn phase(fault: &'static str, height: u64, counted: Counted, blocks_indexi
     }
 }
 
-const PHASES: [Phase; 10] = [
+const PHASES: [Phase; 12] = [
     phase("5xx", 10, Retry("http_5xx"), true),
     phase("timeout", 20, Retry("timeout"), false),
     phase("truncated", 30, Refusal("invalid_json"), true),
@@ -117,6 +118,11 @@ const PHASES: [Phase; 10] = [
     // matches, a header field its block ID no longer hashes.
     phase("tx_byte", 110, Unverified("data_hash"), true),
     phase("header_field", 120, Unverified("block_hash"), true),
+    // A block of a fork, consistent in itself: the next header does not name it.
+    phase("last_block_id", 130, Unverified("last_block_id"), true),
+    // A tx result changed: the next header's last_results_hash does not commit to it. (A
+    // block without txs has no result to change: served as it is, and indexed.)
+    phase("result_field", 140, Unverified("last_results_hash"), false),
 ];
 
 fn node_faults(node: &DevnetNode) -> Value {

@@ -106,6 +106,7 @@ fn node_client_queries_answer_what_the_embedded_devnet_answers() {
             retries: 3,
             bech32_prefix: "init".into(),
             chain_id: chain_id.clone(),
+            verify_results: true,
         })
         .unwrap();
         let queries = queries(&devnet);

@@ -203,8 +203,41 @@ fn recording_of(tx: &RealTx, mocks: &[RestExchange]) -> Recording {
             .unwrap(),
     }
     .header();
-    let block_hash = hex::encode_upper(weaver_engine::chain::verify::header_hash(&header));
+    let header_hash = weaver_engine::chain::verify::header_hash(&header);
+    let block_hash = hex::encode_upper(header_hash);
     let data = hex::decode(response["data"].as_str().unwrap_or_default()).unwrap_or_default();
+    // The header after, committing to the tx's result as CometBFT does: the block verifies
+    // its results against it.
+    let int = |v: &Value| {
+        v.as_str()
+            .and_then(|s| s.parse().ok())
+            .or(v.as_i64())
+            .unwrap_or(0)
+    };
+    let result = weaver_engine::chain::types::TxResult {
+        code: response["code"].as_u64().unwrap_or(0) as u32,
+        data: data.clone(),
+        gas_wanted: int(&response["gas_wanted"]),
+        gas_used: int(&response["gas_used"]),
+        ..Default::default()
+    };
+    let next_header = weaver_engine::chain::verify::HeaderFields {
+        chain_id: &chain_id,
+        height: height + 1,
+        time_ns: time_ns + 1_000_000_000,
+        last_block: Some(weaver_engine::chain::verify::LastBlock {
+            hash: header_hash,
+            parts_hash: header_hash,
+        }),
+        last_commit_hash: stand_in("next_commit"),
+        data_hash: weaver_engine::chain::verify::data_hash([]),
+        validators_hash: stand_in("validators"),
+        consensus_hash: stand_in("consensus"),
+        app_hash: stand_in("next_app"),
+        last_results_hash: weaver_engine::chain::verify::results_hash([&result]),
+        proposer_address: header.proposer_address.as_bytes().try_into().unwrap(),
+    }
+    .header();
     let mut recording = Recording::new(&chain_id);
     recording.meta.unrecorded = Unrecorded::NotFound;
     let mut rest_tx = response["tx"].clone();
@@ -240,6 +273,7 @@ fn recording_of(tx: &RealTx, mocks: &[RestExchange]) -> Recording {
             }),
             txs: vec![rest_tx],
             rest_block_id: Value::Null,
+            next_header: serde_json::to_value(&next_header).unwrap(),
         },
     );
     recording.rest.extend(mocks.iter().cloned());
@@ -851,6 +885,7 @@ fn through_node_client(
             block_results: results.clone(),
             txs: rest_txs.to_vec(),
             rest_block_id: Value::Null,
+            next_header: Value::Null,
         },
     );
     let nodes = replay_nodes(vec![recording]);
@@ -865,6 +900,8 @@ fn through_node_client(
                 retries: 1,
                 bech32_prefix: "init".into(),
                 chain_id,
+                // One recorded block: no next header to check its results against.
+                verify_results: false,
             })
             .unwrap();
         client.block(height).await

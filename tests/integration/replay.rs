@@ -12,12 +12,13 @@ use serde_json::Value;
 use crate::harness::{config_with, devnet_node_args, metric_value, walk, Daemon, DevnetNode, BIN};
 
 const CHAIN: &str = "minievm-1";
-/// The node's tip, which stays put for the test: one block an hour.
+/// The last height recorded and indexed: the node's tip stays one above it for the test (one
+/// block an hour), since a block's results are verified against the header after it.
 const TIP: u64 = 30;
 
-/// A devnet EVM node whose tip stays at [`TIP`] for half an hour.
+/// A devnet EVM node whose tip stays at [`TIP`] + 1 for half an hour.
 fn frozen_node() -> DevnetNode {
-    frozen_node_of(TIP, 4)
+    frozen_node_of(TIP + 1, 4)
 }
 
 /// A devnet EVM node of `txs_per_block` whose tip stays at `tip` for half an hour.
@@ -219,7 +220,8 @@ fn a_recorded_range_replays_to_the_same_store() {
 /// node's `next_key`): the recording holds every tx of each, and replays to the same txs.
 #[test]
 fn blocks_of_more_than_a_page_of_txs_record_whole() {
-    let node = frozen_node_of(3, 400);
+    // Block 4 only for its header, which commits to block 3's results.
+    let node = frozen_node_of(4, 400);
     let dir = tempfile::tempdir().unwrap();
     let recording = dir.path().join("recording");
     let out = record(&node, 1, 3, &recording);

@@ -216,6 +216,7 @@ impl Devnet {
         let last = (height > 1).then(|| self.link_of(height - 1, sealed));
         let header = header::fields(&bundle, last).header();
         bundle.hash = verify::header_hash(&header).to_vec();
+        bundle.last_block_hash = last.map(|link| link.hash.to_vec()).unwrap_or_default();
         if sealed {
             self.links.record(height, Link::of(&bundle));
         }
@@ -253,6 +254,7 @@ impl Devnet {
             chain_id: self.spec.chain_id.clone(),
             height,
             hash: vec![],
+            last_block_hash: vec![],
             time_ns,
             proposer_address: self.validator.clone(),
             proposer: self.proposer(),

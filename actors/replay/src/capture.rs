@@ -196,7 +196,7 @@ fn query_param(req: &HttpRequest, name: &str) -> Option<String> {
 
 async fn rpc(proxy: web::Data<Proxy>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
     let height = query_param(&req, "height").and_then(|h| h.parse::<u64>().ok());
-    if let (Some(cap), Some(h), "/block" | "/block_results") =
+    if let (Some(cap), Some(h), "/block" | "/block_results" | "/header") =
         (proxy.upstream.tip_cap, height, req.path())
     {
         if h > cap {
@@ -233,6 +233,11 @@ async fn rpc(proxy: web::Data<Proxy>, req: HttpRequest, body: web::Bytes) -> Htt
             ("/block", Some(h)) => recording.blocks.entry(h).or_default().block = result,
             ("/block_results", Some(h)) => {
                 recording.blocks.entry(h).or_default().block_results = result
+            }
+            // Kept with the block before, whose results it commits to (and which is the
+            // one asked for with it).
+            ("/header", Some(h)) if h > 1 => {
+                recording.blocks.entry(h - 1).or_default().next_header = result["header"].clone()
             }
             _ => {}
         }

@@ -4,7 +4,8 @@
 //! ```text
 //! recording.json      {"format": 1, "chain_id", "node_info", "from", "to", "unrecorded"}
 //! blocks/<height>.json {"block": /block result, "block_results": /block_results result,
-//!                       "txs": [REST txs of the block], "rest_block_id": REST block_id}
+//!                       "txs": [REST txs of the block], "rest_block_id": REST block_id,
+//!                       "next_header": the /header after it, for the last block}
 //! rest.jsonl          one REST answer per line: {"method","path","height","body","status","answer"}
 //! json_rpc.jsonl      one EVM JSON-RPC answer per line: {"method","params","response"}
 //! ```
@@ -63,6 +64,11 @@ pub struct RecordedBlock {
     /// The `block_id` of the REST txs answer, when the node gave one.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub rest_block_id: Value,
+    /// The header of the height after (CometBFT `/header`'s `header`), when it was asked
+    /// and that height is not recorded itself: it commits to this block's results, so the
+    /// recording's last block verifies on replay too.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub next_header: Value,
 }
 
 /// One REST answer other than a block's txs.
@@ -175,6 +181,31 @@ impl Recording {
     /// The highest height recorded (0: none).
     pub fn tip(&self) -> u64 {
         self.blocks.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// The header at `height`: the recorded block's, or the one recorded after the block
+    /// before.
+    pub(crate) fn header(&self, height: u64) -> Option<&Value> {
+        let own = self
+            .blocks
+            .get(&height)
+            .map(|b| &b.block["block"]["header"])
+            .filter(|h| !h.is_null());
+        own.or_else(|| {
+            let before = self.blocks.get(&height.checked_sub(1)?)?;
+            Some(&before.next_header).filter(|h| !h.is_null())
+        })
+    }
+
+    /// The tip a node serving the recording reports: its highest block, or the height after
+    /// when that one's header was recorded (a follower that verifies results indexes up to
+    /// the block before the tip).
+    pub(crate) fn served_tip(&self) -> u64 {
+        let tip = self.tip();
+        match self.blocks.get(&tip) {
+            Some(block) if !block.next_header.is_null() => tip + 1,
+            _ => tip,
+        }
     }
 
     /// The lowest height recorded (0: none).
@@ -350,6 +381,7 @@ mod tests {
                 block_results: json!({"height": "7"}),
                 txs: vec![json!({"body": {}})],
                 rest_block_id: json!({"hash": "AAAA"}),
+                next_header: json!({"height": "8"}),
             },
         );
         recording.rest.push(RestExchange {

@@ -1,5 +1,5 @@
 //! The replay node: answers as the recorded node did, with the wire formats a real node
-//! speaks — CometBFT RPC (`/status`, `/block`, `/block_results`), Cosmos REST (a block's txs,
+//! speaks — CometBFT RPC (`/status`, `/block`, `/block_results`, `/header`), Cosmos REST (a block's txs,
 //! paged as the gRPC gateway pages them; every other recorded answer as it was) and the EVM
 //! JSON-RPC (single and batched calls).
 //!
@@ -100,6 +100,7 @@ pub fn bind(
             .route("/status", web::get().to(status))
             .route("/block", web::get().to(block))
             .route("/block_results", web::get().to(block_results))
+            .route("/header", web::get().to(header))
             .default_service(web::to(rpc_unknown))
     })
     .workers(1)
@@ -204,6 +205,7 @@ async fn status(replay: web::Data<Replay>) -> HttpResponse {
     let recording = &replay.recording;
     let tip = recording.tip();
     let tip_block = recording.blocks.get(&tip);
+    let served_tip = recording.served_tip();
     let header = |field: &str| {
         tip_block
             .and_then(|b| b.block["block"]["header"][field].as_str())
@@ -222,7 +224,7 @@ async fn status(replay: web::Data<Replay>) -> HttpResponse {
                 .and_then(|b| b.block["block_id"]["hash"].as_str())
                 .unwrap_or_default(),
             "latest_app_hash": header("app_hash"),
-            "latest_block_height": tip.to_string(),
+            "latest_block_height": served_tip.to_string(),
             "latest_block_time": header("time"),
             "earliest_block_height": recording.earliest().to_string(),
             "catching_up": false
@@ -265,6 +267,21 @@ fn rendered_answer(replay: &Replay, req: &HttpRequest, results: bool) -> HttpRes
             .content_type("application/json")
             .body(if results { block_results } else { block }.clone()),
         None if height > tip => not_yet(height, tip, results),
+        None => rpc_error(format!(
+            "height {height} is not available, lowest height is {} (not in the recording)",
+            recording.earliest()
+        )),
+    }
+}
+
+/// CometBFT `/header`: a recorded block's header, or the one recorded after the tip.
+async fn header(replay: web::Data<Replay>, req: HttpRequest) -> HttpResponse {
+    let recording = &replay.recording;
+    let tip = recording.served_tip();
+    let height = query_height(&req).unwrap_or(tip);
+    match recording.header(height) {
+        Some(header) => rpc_result(json!({ "header": header })),
+        None if height > tip => not_yet(height, tip, false),
         None => rpc_error(format!(
             "height {height} is not available, lowest height is {} (not in the recording)",
             recording.earliest()

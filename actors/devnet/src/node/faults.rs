@@ -23,7 +23,9 @@
 //! | `chain_id` | `/block` | the header names another chain |
 //! | `tx_byte` | `/block` | one byte of the first tx flipped (a block without txs gets one), the header unchanged: its `data_hash` no longer matches |
 //! | `header_field` | `/block` | the header's `app_hash` changed, the block ID unchanged: the header no longer hashes to it |
+//! | `last_block_id` | `/block` | the header names another block before it, and the block ID is its new hash: a block of a fork, consistent in itself, that does not link to the chain indexed |
 //! | `txs_mismatch` | `/block_results` | one tx result more than the block has txs |
+//! | `result_field` | `/block_results` | the first tx result's `gas_used` one higher (a block without txs is served as it is): the next header's `last_results_hash` no longer matches |
 //! | `rest_height` | `/cosmos/tx/v1beta1/txs/block/{h}` | the txs of another height |
 //! | `tip_backwards` | `/status` (once block `height` was asked for) | a latest height half the highest block asked for (and "not yet" above it on `/block`, `/block_results`) |
 //! | `lookup_501` | the chain-state lookups (`POST /minievm/evm/v1/call`, Move resources, Wasm contract info and smart queries) at a height (`x-cosmos-block-height`) | HTTP 501 with a plain-text body, as a gateway without the route answers |
@@ -45,7 +47,9 @@ pub enum FaultKind {
     ChainId,
     TxByte,
     HeaderField,
+    LastBlockId,
     TxsMismatch,
+    ResultField,
     RestHeight,
     TipBackwards,
     Lookup501,
@@ -65,7 +69,7 @@ pub enum Route {
 }
 
 impl FaultKind {
-    const ALL: [(&'static str, FaultKind); 13] = [
+    const ALL: [(&'static str, FaultKind); 15] = [
         ("5xx", FaultKind::Http5xx),
         ("timeout", FaultKind::Timeout),
         ("truncated", FaultKind::Truncated),
@@ -74,7 +78,9 @@ impl FaultKind {
         ("chain_id", FaultKind::ChainId),
         ("tx_byte", FaultKind::TxByte),
         ("header_field", FaultKind::HeaderField),
+        ("last_block_id", FaultKind::LastBlockId),
         ("txs_mismatch", FaultKind::TxsMismatch),
+        ("result_field", FaultKind::ResultField),
         ("rest_height", FaultKind::RestHeight),
         ("tip_backwards", FaultKind::TipBackwards),
         ("lookup_501", FaultKind::Lookup501),
@@ -103,7 +109,7 @@ impl FaultKind {
 
     fn route(self) -> Route {
         match self {
-            FaultKind::TxsMismatch => Route::BlockResults,
+            FaultKind::TxsMismatch | FaultKind::ResultField => Route::BlockResults,
             FaultKind::RestHeight => Route::RestTxs,
             FaultKind::TipBackwards => Route::Status,
             FaultKind::Lookup501 => Route::Lookup,

@@ -20,6 +20,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
 use weaver_engine::chain::types::BlockBundle;
+use weaver_engine::chain::verify;
 use weaver_engine::system::Recover;
 
 use faults::{FaultKind, Faults, Route};
@@ -236,40 +237,7 @@ async fn rpc_answer(
         params = json!({ "height": other.to_string() });
     }
     let outcome = rpc_call(node, method, &params).await.map(|mut result| {
-        match fault {
-            FaultKind::ChainId => {
-                let wrong = format!("not-{}", node.devnet.spec().chain_id);
-                result["block"]["header"]["chain_id"] = json!(wrong);
-            }
-            FaultKind::TxByte => {
-                let txs = &mut result["block"]["data"]["txs"];
-                let first = txs.get(0).and_then(Value::as_str).and_then(|t| B64.decode(t).ok());
-                match first {
-                    Some(mut raw) => {
-                        if let Some(byte) = raw.last_mut() {
-                            *byte ^= 1;
-                        }
-                        txs[0] = json!(B64.encode(raw));
-                    }
-                    None => *txs = json!([B64.encode(b"tampered")]),
-                }
-            }
-            FaultKind::HeaderField => {
-                result["block"]["header"]["app_hash"] = json!(hex::encode_upper([0xAB; 32]));
-            }
-            FaultKind::TxsMismatch => {
-                let extra = json!({"code": 0, "data": null, "log": "", "info": "", "gas_wanted": "0", "gas_used": "0", "events": [], "codespace": ""});
-                match result["txs_results"].as_array_mut() {
-                    Some(results) => results.push(extra),
-                    None => result["txs_results"] = json!([extra]),
-                }
-            }
-            FaultKind::TipBackwards => {
-                // `height`: the highest block asked for, which the follower saw a tip of.
-                result["sync_info"]["latest_block_height"] = json!((height / 2).to_string());
-            }
-            _ => {}
-        }
+        tamper(node, fault, height, &mut result);
         result
     });
     let (status, body) = match outcome {
@@ -283,6 +251,60 @@ async fn rpc_answer(
         serde_json::to_vec(&body).unwrap_or_default(),
     )
     .await
+}
+
+/// `result` (of the call the fault is due for at `height`) as the fault serves it.
+fn tamper(node: &web::Data<DevnetNode>, fault: FaultKind, height: u64, result: &mut Value) {
+    match fault {
+        FaultKind::ChainId => {
+            let wrong = format!("not-{}", node.devnet.spec().chain_id);
+            result["block"]["header"]["chain_id"] = json!(wrong);
+        }
+        FaultKind::TxByte => {
+            let txs = &mut result["block"]["data"]["txs"];
+            let first = txs
+                .get(0)
+                .and_then(Value::as_str)
+                .and_then(|t| B64.decode(t).ok());
+            match first {
+                Some(mut raw) => {
+                    if let Some(byte) = raw.last_mut() {
+                        *byte ^= 1;
+                    }
+                    txs[0] = json!(B64.encode(raw));
+                }
+                None => *txs = json!([B64.encode(b"tampered")]),
+            }
+        }
+        FaultKind::HeaderField => {
+            result["block"]["header"]["app_hash"] = json!(hex::encode_upper([0xAB; 32]));
+        }
+        FaultKind::LastBlockId => {
+            let forked = verify::relinked(&result["block"]["header"], [0xCD; 32]);
+            if let Some((header, hash)) = forked {
+                result["block"]["header"] = header;
+                result["block_id"]["hash"] = json!(hex::encode_upper(hash));
+            }
+        }
+        FaultKind::ResultField => {
+            if let Some(gas) = result["txs_results"][0]["gas_used"].as_str() {
+                let more = gas.parse::<i64>().unwrap_or(0) + 1;
+                result["txs_results"][0]["gas_used"] = json!(more.to_string());
+            }
+        }
+        FaultKind::TxsMismatch => {
+            let extra = json!({"code": 0, "data": null, "log": "", "info": "", "gas_wanted": "0", "gas_used": "0", "events": [], "codespace": ""});
+            match result["txs_results"].as_array_mut() {
+                Some(results) => results.push(extra),
+                None => result["txs_results"] = json!([extra]),
+            }
+        }
+        FaultKind::TipBackwards => {
+            // `height`: the highest block asked for, which the follower saw a tip of.
+            result["sync_info"]["latest_block_height"] = json!((height / 2).to_string());
+        }
+        _ => {}
+    }
 }
 
 /// Applies a transport-level fault to a rendered answer.

@@ -60,6 +60,10 @@ pub trait ChainSource: Send + Sync {
     ) -> impl Future<Output = Result<QueryAnswer, SourceError>> + Send {
         self.query(query, height)
     }
+    /// The block at `height` failed a check made above the source (its link to the block
+    /// before): forget any copy kept of it and of the blocks above it, and ask the next node
+    /// URL next time.
+    fn refuse(&self, _height: u64) {}
 }
 
 /// A chain generated in this process (the devnet crate's world): every call is synchronous
@@ -125,6 +129,12 @@ impl ChainSource for Source {
         match self {
             Source::Local(chain) => Ok(chain.query(query, height)),
             Source::Node(node) => node_query(node, query, height, true).await,
+        }
+    }
+
+    fn refuse(&self, _height: u64) {
+        if let Source::Node(node) = self {
+            node.next_urls();
         }
     }
 }
@@ -267,5 +277,20 @@ impl ChainSource for ChainAccess {
             return self.evm_query(query, height).await;
         }
         self.source.query_ahead(query, height).await
+    }
+
+    fn refuse(&self, height: u64) {
+        // The blocks above came from the same node, likely fetched from it in the same
+        // window: forgotten too.
+        let forgotten: std::collections::VecDeque<_> = {
+            let mut recent = self.recent();
+            let (kept, forgotten) = recent.drain(..).partition(|b| b.height < height);
+            *recent = kept;
+            forgotten
+        };
+        for block in forgotten {
+            super::types::release(block);
+        }
+        self.source.refuse(height);
     }
 }

@@ -138,6 +138,9 @@ pub struct BlockBundle {
     pub height: u64,
     /// Block ID hash (32 bytes).
     pub hash: Vec<u8>,
+    /// The hash the header names as the block before's (`last_block_id`), checked against
+    /// the block indexed there (empty: none named, or a source without headers).
+    pub last_block_hash: Vec<u8>,
     /// Header time, nanoseconds since the Unix epoch.
     pub time_ns: i64,
     pub proposer_address: Vec<u8>,
@@ -165,6 +168,7 @@ impl BlockBundle {
             chain_id: chain_id.to_string(),
             height,
             hash: vec![0; 32],
+            last_block_hash: vec![],
             time_ns,
             proposer_address: vec![],
             proposer: Proposer::default(),

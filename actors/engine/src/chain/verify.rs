@@ -31,6 +31,13 @@ pub enum Check {
     DataHash,
     /// The header is not one weaver can hash (a field CometBFT would not write).
     Header,
+    /// The header's `last_block_id` is not the block indexed at the height before (or the
+    /// next header's is not this block).
+    LastBlockId,
+    /// The next header's `last_results_hash` is not the root over this block's results.
+    LastResultsHash,
+    /// The chain's first block is not the one `trusted_hash` names.
+    TrustedHash,
 }
 
 impl Check {
@@ -41,6 +48,9 @@ impl Check {
             Check::Height => "height",
             Check::DataHash => "data_hash",
             Check::Header => "header",
+            Check::LastBlockId => "last_block_id",
+            Check::LastResultsHash => "last_results_hash",
+            Check::TrustedHash => "trusted_hash",
         }
     }
 }
@@ -61,12 +71,19 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn new(height: u64, check: Check, detail: String) -> Self {
+    pub(crate) fn new(height: u64, check: Check, detail: String) -> Self {
         Refusal {
             height,
             check,
             detail,
         }
+    }
+
+    /// Logs the refusal (`from`: the node it came from) and counts it by check
+    /// (`weaver_blocks_refused_total`).
+    pub(crate) fn count(&self, chain_id: &str, from: &str) {
+        metrics::counter!("weaver_blocks_refused_total", "chain_id" => chain_id.to_string(), "check" => self.check.as_str()).increment(1);
+        tracing::error!(chain_id, height = self.height, check = %self.check, node = from, "refused a block: {}", self.detail);
     }
 }
 
@@ -209,6 +226,101 @@ pub(crate) fn check_block(given: &Given<'_>) -> Result<[u8; 32], Refusal> {
         ));
     }
     Ok(hash)
+}
+
+/// The header after a block (`next`, of height + 1) against the block: it names the block's
+/// hash as its last block and commits to the block's results (`last_results_hash`, over
+/// what [`results_hash`] keeps of them). A block's results are committed only by the next
+/// header, so a block is verified once its successor exists.
+pub(crate) fn check_next<'a>(
+    chain_id: &str,
+    height: u64,
+    hash: &[u8],
+    next: &Header,
+    results: impl IntoIterator<Item = &'a TxResult>,
+) -> Result<(), Refusal> {
+    let refuse = |check, detail| Err(Refusal::new(height, check, detail));
+    if !chain_id.is_empty() && next.chain_id.as_str() != chain_id {
+        return refuse(
+            Check::ChainId,
+            format!(
+                "the next header is of chain {:?}, not {chain_id:?}",
+                next.chain_id.as_str()
+            ),
+        );
+    }
+    if next.height.value() != height + 1 {
+        return refuse(
+            Check::Height,
+            format!(
+                "asked for the header at {}, got one of height {}",
+                height + 1,
+                next.height.value()
+            ),
+        );
+    }
+    check_link(height + 1, hash, next).map_err(|mut refusal| {
+        refusal.height = height;
+        refusal.detail = format!("the next header: {}", refusal.detail);
+        refusal
+    })?;
+    let root = results_hash(results);
+    let committed = next
+        .last_results_hash
+        .map(|h| h.as_bytes().to_vec())
+        .unwrap_or_default();
+    if committed != root {
+        return refuse(
+            Check::LastResultsHash,
+            format!(
+                "the next header's last_results_hash is {}, this block's results hash to {}",
+                hex::encode_upper(&committed),
+                hex::encode_upper(root)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A header at `height` names `previous` (the hash of the block at height − 1) as its last
+/// block.
+pub(crate) fn check_link(height: u64, previous: &[u8], header: &Header) -> Result<(), Refusal> {
+    let named = last_block_hash(header);
+    if named != previous {
+        return Err(Refusal::new(
+            height,
+            Check::LastBlockId,
+            format!(
+                "the header's last_block_id is {}, the block at {} hashes to {}",
+                hex::encode_upper(&named),
+                height.saturating_sub(1),
+                hex::encode_upper(previous)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The hash a header names as its last block's (empty at height 1, which names none).
+pub(crate) fn last_block_hash(header: &Header) -> Vec<u8> {
+    header
+        .last_block_id
+        .map(|id| id.hash.as_bytes().to_vec())
+        .unwrap_or_default()
+}
+
+/// A header (as a node renders it) naming `last_hash` as its last block instead, and its
+/// new hash: a block of a fork, consistent in itself (the devnet's `last_block_id` fault).
+/// `None`: not a header, or one at height 1 (which names no block before).
+pub fn relinked(
+    header: &serde_json::Value,
+    last_hash: [u8; 32],
+) -> Option<(serde_json::Value, [u8; 32])> {
+    let mut header: Header = serde_json::from_value(header.clone()).ok()?;
+    let last = header.last_block_id.as_mut()?;
+    last.hash = Hash::Sha256(last_hash);
+    let hash = header_hash(&header);
+    Some((serde_json::to_value(&header).ok()?, hash))
 }
 
 /// The block before one, as its successor's header names it.

@@ -20,6 +20,7 @@ pub use ingestion::{
 };
 
 use crate::chain::types::BlockBundle;
+use crate::chain::verify::{Check, Refusal};
 use crate::chain::{Answers, ChainQuery, ChainSource, QueryAnswer, SourceError};
 use crate::indexers::{DomainSet, IndexError, PreparedBlock, SetPreparer};
 use progress::ProgressLog;
@@ -34,6 +35,9 @@ pub struct FollowerSettings {
     pub poll_interval: Duration,
     /// First height to index when the store is empty (0 or 1 = from genesis).
     pub start_height: u64,
+    /// The hash the block at `start_height` must have (`trusted_hash`): the anchor every
+    /// later block is linked to. `None`: the first block indexed is trusted on first use.
+    pub trusted_hash: Option<Vec<u8>>,
     /// Which follower of the chain this is (`chain`, or the domain a follower of its own
     /// serves): labels its logs and metrics; only `chain` reports the chain's height.
     pub role: &'static str,
@@ -46,6 +50,7 @@ impl Default for FollowerSettings {
             batch_blocks: 256,
             poll_interval: Duration::from_millis(200),
             start_height: 1,
+            trusted_hash: None,
             role: CHAIN_ROLE,
         }
     }
@@ -60,6 +65,10 @@ pub enum FollowError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The store was indexed from another block than `trusted_hash` names: following on
+    /// would extend a history the operator does not trust. The follower stops for good.
+    #[error("{0}")]
+    Untrusted(Refusal),
 }
 
 impl FollowError {
@@ -76,7 +85,11 @@ impl FollowError {
     /// Retrying cannot help: another chain behind the URLs, or a source that does not serve
     /// what a domain needs. The follower stops for good and says why.
     pub(crate) fn is_permanent(&self) -> bool {
-        self.is_wrong_chain() || matches!(self, FollowError::Index(IndexError::Unsupported { .. }))
+        self.is_wrong_chain()
+            || matches!(
+                self,
+                FollowError::Index(IndexError::Unsupported { .. }) | FollowError::Untrusted(_)
+            )
     }
 
     /// The disk refused a write (or a read): the store keeps refusing writes until it is
@@ -102,6 +115,11 @@ pub struct Follower<S> {
     /// Where the tip is published (the chain's [`Ingestion`]), if anywhere.
     tip_cell: Option<Arc<std::sync::atomic::AtomicU64>>,
     progress: ProgressLog,
+    /// The height and hash of the last block indexed (read back from the store at the first
+    /// step): the next block must name it as its last block.
+    link: Option<(u64, Vec<u8>)>,
+    /// The store's anchor was checked against `trusted_hash` (at the first step).
+    anchor_checked: bool,
 }
 
 impl<S: ChainSource + 'static> Follower<S> {
@@ -115,6 +133,8 @@ impl<S: ChainSource + 'static> Follower<S> {
             tip: 0,
             tip_cell: None,
             progress: ProgressLog::new(chain_id, role),
+            link: None,
+            anchor_checked: false,
         }
     }
 
@@ -135,6 +155,7 @@ impl<S: ChainSource + 'static> Follower<S> {
 
     pub async fn step(&mut self) -> Result<Progress, FollowError> {
         let next = self.next_height();
+        self.resume_links(next)?;
         if next > self.tip {
             self.refresh_tip().await?;
         }
@@ -180,9 +201,11 @@ impl<S: ChainSource + 'static> Follower<S> {
                 Err(e) => return Err(e.into()),
             };
             self.check_fetched(&bundle, height_of(next, indexed))?;
+            self.check_link(&bundle)?;
             let answers = self.answer_lookups(&bundle, answered_ahead).await?;
             self.domains.apply_prepared(&bundle, &answers, prepared)?;
             indexed += 1;
+            self.link = Some((bundle.height, bundle.hash.clone()));
             self.progress
                 .indexed(bundle.height, bundle.txs.len() as u64, self.tip);
             // Off this thread, and only by the last holder: the source's cache of recent
@@ -244,6 +267,88 @@ impl<S: ChainSource + 'static> Follower<S> {
             });
         }
         Ok(())
+    }
+
+    /// At the first step: the hash of the block indexed before `next` (the link the next
+    /// block must name), and the store's first block against `trusted_hash` — a store indexed
+    /// from another anchor is refused for good.
+    fn resume_links(&mut self, next: u64) -> Result<(), FollowError> {
+        if !self.anchor_checked {
+            self.anchor_checked = true;
+            let anchor = self.settings.start_height.max(1);
+            if let (Some(trusted), Some(stored)) = (
+                &self.settings.trusted_hash,
+                self.domains.block_hash(anchor)?,
+            ) {
+                if *trusted != stored {
+                    let refusal = Refusal::new(
+                        anchor,
+                        Check::TrustedHash,
+                        format!(
+                            "this store was indexed from block {anchor} of hash {}, trusted_hash is {}: point trusted_hash at that block if it is trusted, or rebuild the chain's domains from the trusted one with `weaver reindex --chain {} --domain NAME` for each (blocks first)",
+                            hex::encode_upper(&stored),
+                            hex::encode_upper(trusted),
+                            self.progress.chain_id()
+                        ),
+                    );
+                    refusal.count(self.progress.chain_id(), "the store");
+                    return Err(FollowError::Untrusted(refusal));
+                }
+            }
+        }
+        if self.link.is_none() && next > 1 {
+            self.link = self
+                .domains
+                .block_hash(next - 1)?
+                .map(|hash| (next - 1, hash));
+        }
+        Ok(())
+    }
+
+    /// A block names the block indexed before it as its last block (where both are known),
+    /// and the chain's first block is the trusted one (`trusted_hash`). A refusal is counted,
+    /// and the source forgets the block and asks the next URL next time.
+    fn check_link(&self, bundle: &BlockBundle) -> Result<(), SourceError> {
+        let anchor = self.settings.start_height.max(1);
+        let refusal = match (&self.link, &self.settings.trusted_hash) {
+            (Some((height, hash)), _)
+                if height + 1 == bundle.height && !bundle.last_block_hash.is_empty() =>
+            {
+                (bundle.last_block_hash != *hash).then(|| {
+                    Refusal::new(
+                        bundle.height,
+                        Check::LastBlockId,
+                        format!(
+                            "the header's last_block_id is {}, the block indexed at {height} is {}",
+                            hex::encode_upper(&bundle.last_block_hash),
+                            hex::encode_upper(hash)
+                        ),
+                    )
+                })
+            }
+            (_, Some(trusted)) if bundle.height == anchor && self.domains.watermark() == 0 => {
+                (bundle.hash != *trusted).then(|| {
+                    Refusal::new(
+                        anchor,
+                        Check::TrustedHash,
+                        format!(
+                            "the node's block {anchor} hashes to {}, trusted_hash is {}: the node serves another chain or fork than the one trusted",
+                            hex::encode_upper(&bundle.hash),
+                            hex::encode_upper(trusted)
+                        ),
+                    )
+                })
+            }
+            _ => None,
+        };
+        match refusal {
+            None => Ok(()),
+            Some(refusal) => {
+                refusal.count(self.progress.chain_id(), "the node");
+                self.source.refuse(bundle.height);
+                Err(SourceError::Unverified(refusal))
+            }
+        }
     }
 
     /// The answers to the chain-state reads the domains want for `bundle`: those asked ahead
@@ -444,6 +549,70 @@ mod tests {
         while follower.domains().watermark() < TIP {
             follower.step().await.unwrap();
         }
+    }
+
+    /// A chain whose blocks name the one before by hash; once `forked`, each names a block
+    /// of another chain before it (a node switched to a fork).
+    #[derive(Default)]
+    struct LinkedChain {
+        forked: std::sync::atomic::AtomicBool,
+    }
+
+    fn linked_hash(height: u64, fork: bool) -> Vec<u8> {
+        vec![height as u8 | if fork { 0x80 } else { 0 }; 32]
+    }
+
+    impl LocalChain for LinkedChain {
+        fn latest_height(&self) -> u64 {
+            TIP
+        }
+
+        fn block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+            if height > TIP {
+                return Err(SourceError::FutureHeight(height));
+            }
+            let fork = self.forked.load(std::sync::atomic::Ordering::SeqCst);
+            let mut bundle = BlockBundle::of_events(CHAIN, height, height as i64, vec![]);
+            bundle.hash = linked_hash(height, false);
+            if height > 1 {
+                bundle.last_block_hash = linked_hash(height - 1, fork);
+            }
+            Ok(bundle)
+        }
+
+        fn query(&self, query: &ChainQuery, _height: u64) -> QueryAnswer {
+            panic!("no domain here reads chain state: {query:?}")
+        }
+    }
+
+    /// A block that does not name the block indexed before it is refused (check
+    /// `last_block_id`), nothing of it indexed, and forgotten by the source's cache: once
+    /// the node serves the chain again, indexing goes on.
+    #[tokio::test]
+    async fn a_block_not_linked_to_the_one_indexed_before_is_refused() {
+        let chain = Arc::new(LinkedChain::default());
+        let access = Arc::new(ChainAccess::new(Source::Local(chain.clone()), None));
+        let dir = tempfile::tempdir().unwrap();
+        let mut follower = follower(&access, &dir);
+        follower.settings.batch_blocks = 3;
+        while follower.domains().watermark() < 6 {
+            follower.step().await.unwrap();
+        }
+        chain
+            .forked
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        match follower.step().await {
+            Err(FollowError::Source(SourceError::Unverified(refusal))) => {
+                assert_eq!((refusal.height, refusal.check), (7, Check::LastBlockId));
+            }
+            other => panic!("the forked block was not refused: {other:?}"),
+        }
+        assert_eq!(follower.domains().watermark(), 6);
+        chain
+            .forked
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        follow_to_tip(&mut follower).await;
+        assert_eq!(follower.domains().watermark(), TIP);
     }
 
     /// A domain that reads one value of chain state per block, asked ahead.

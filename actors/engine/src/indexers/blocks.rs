@@ -118,6 +118,10 @@ impl DomainIndexer for BlocksIndexer {
         self.store.domain()
     }
 
+    fn block_hash(&self, height: u64) -> Result<Option<Vec<u8>>, IndexError> {
+        Ok(self.store.block_hash(height)?)
+    }
+
     fn preparer(&self) -> Option<Preparer> {
         let accounts = self.accounts.clone();
         let index_txs = self.index_txs;

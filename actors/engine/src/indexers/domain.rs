@@ -52,6 +52,12 @@ pub trait DomainIndexer: Send + 'static {
     fn lookahead(&self) -> Option<Lookahead> {
         None
     }
+
+    /// The hash of the block indexed at `height`, where the domain keeps one (the blocks
+    /// domain): after a restart the follower checks the next block's link against it.
+    fn block_hash(&self, _height: u64) -> Result<Option<Vec<u8>>, IndexError> {
+        Ok(None)
+    }
 }
 
 /// A domain's reads to ask ahead of indexing a block, callable from any thread.

@@ -294,6 +294,7 @@ mod tests {
             chain_id: "c".into(),
             height: 1,
             hash: vec![0; 32],
+            last_block_hash: vec![],
             time_ns: 0,
             proposer_address: vec![],
             proposer: Proposer::default(),

@@ -123,6 +123,17 @@ impl DomainSet {
         self.slots.iter().map(|s| s.watermark).min().unwrap_or(0)
     }
 
+    /// The hash of the block indexed at `height`, from the first domain that keeps one and
+    /// has indexed it.
+    pub(crate) fn block_hash(&self, height: u64) -> Result<Option<Vec<u8>>, IndexError> {
+        for slot in self.slots.iter().filter(|s| s.watermark >= height) {
+            if let Some(hash) = slot.indexer.block_hash(height)? {
+                return Ok(Some(hash));
+            }
+        }
+        Ok(None)
+    }
+
     /// The highest watermark: the follower has fetched every height up to it.
     pub(crate) fn highest_watermark(&self) -> u64 {
         self.slots.iter().map(|s| s.watermark).max().unwrap_or(0)

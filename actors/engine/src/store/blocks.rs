@@ -60,6 +60,25 @@ impl BlocksStore {
             .map(Bytes::from_owner))
     }
 
+    /// The block ID hash of the block at `height`, read from its record (its `hash` field,
+    /// upper-case hex).
+    pub fn block_hash(&self, height: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct Hashed<'a> {
+            #[serde(borrow)]
+            hash: std::borrow::Cow<'a, str>,
+        }
+        let Some(record) = self.block(height)? else {
+            return Ok(None);
+        };
+        let key = keys::by_u64(keys::BLOCK, height);
+        let hashed: Hashed<'_> = serde_json::from_slice(&record)
+            .map_err(|e| corrupt(&key, &format!("block record: {e}")))?;
+        hex::decode(hashed.hash.as_ref())
+            .map(Some)
+            .map_err(|e| corrupt(&key, &format!("block hash: {e}")))
+    }
+
     pub fn block_time_ns(&self, height: u64) -> Result<Option<i64>, StoreError> {
         Ok(read_u64_at(self.tree(), &keys::by_u64(keys::BLOCK_TIME, height))?.map(|n| n as i64))
     }

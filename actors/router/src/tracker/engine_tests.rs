@@ -1376,6 +1376,7 @@ fn chain_block(chain: &str, height: u64, txs: Vec<TxBundle>) -> BlockBundle {
         chain_id: chain.into(),
         height,
         hash: vec![0; 32],
+        last_block_hash: vec![],
         time_ns: now(),
         proposer_address: vec![],
         proposer: Default::default(),

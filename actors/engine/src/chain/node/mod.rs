@@ -45,6 +45,10 @@ pub struct NodeConfig {
     /// The chain this node must serve: a node or block of another chain is refused, and the
     /// follower stops (empty: not checked).
     pub chain_id: String,
+    /// Each block's results are checked against the next header's `last_results_hash`
+    /// (issue #43): a block is indexed once its successor exists, so the tip reported is
+    /// the node's latest height minus one.
+    pub verify_results: bool,
 }
 
 pub struct NodeClient {
@@ -101,6 +105,13 @@ impl NodeClient {
             Api::Rpc => self.rpc_cursor.fetch_add(1, Ordering::Relaxed),
             Api::Rest => self.rest_cursor.fetch_add(1, Ordering::Relaxed),
         };
+    }
+
+    /// Asks the next RPC and REST URLs from now on: what the current ones served was refused
+    /// above the client.
+    pub(crate) fn next_urls(&self) {
+        self.rotate(&Api::Rpc);
+        self.rotate(&Api::Rest);
     }
 
     /// The attempts of one call: `retries` of them, with the node backoff between.
@@ -285,6 +296,8 @@ impl NodeClient {
                 Err(e) => Err(e),
             };
             match answer {
+                // The newest block's results are committed by a header not made yet.
+                Ok(tip) if self.config.verify_results => return Ok(tip.saturating_sub(1)),
                 Ok(tip) => return Ok(tip),
                 Err(e) => {
                     wrong_chain.after(e)?;
@@ -336,9 +349,10 @@ impl NodeClient {
     async fn fetch_block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let block_path = format!("/block?height={height}");
         let results_path = format!("/block_results?height={height}");
-        let (block, results) = futures_util::future::try_join(
+        let (block, results, next) = futures_util::future::try_join3(
             self.rpc::<BlockResponse>(&block_path, Some(height)),
             self.rpc::<BlockResults>(&results_path, Some(height)),
+            self.next_header(height),
         )
         .await?;
         let header: Header = serde_json::from_str(block.block.header_text.get()).map_err(|e| {
@@ -350,7 +364,7 @@ impl NodeClient {
             .map_err(|e| self.malformed(&block_path, "encoding", format!("block hash: {e}")))?;
         // Before the results are matched to the txs: a tx added to the block is a refusal of
         // the block, not a mismatch with its results.
-        self.verify(height, &block, &hash, &raws)?;
+        let verified = self.verify(height, &block, &hash, &raws)?;
         self.check_results_count(&raws, &results, &results_path)?;
         let jsons = if raws.is_empty() {
             vec![]
@@ -365,9 +379,21 @@ impl NodeClient {
         finalize_events.extend(results.begin_block_events);
         finalize_events.extend(results.end_block_events);
         let txs = self.tx_bundles(raws, results.txs_results, jsons, &results_path)?;
+        if let Some(next) = &next {
+            self.refused(stage_cpu::timed(&self.config.chain_id, "verify", || {
+                verify::check_next(
+                    &self.config.chain_id,
+                    height,
+                    &hash,
+                    next,
+                    txs.iter().map(|tx| &tx.result),
+                )
+            }))?;
+        }
         Ok(BlockBundle {
             height,
             hash,
+            last_block_hash: verify::last_block_hash(&verified),
             time_ns: parse_rfc3339(&header.time).ok_or_else(|| {
                 self.malformed(
                     &block_path,
@@ -381,6 +407,24 @@ impl NodeClient {
             txs,
             finalize_events,
         })
+    }
+
+    /// The header after `height`, which commits to its results (`None` when results are not
+    /// verified). Not made yet: [`SourceError::FutureHeight`].
+    async fn next_header(
+        &self,
+        height: u64,
+    ) -> Result<Option<tendermint::block::Header>, SourceError> {
+        if !self.config.verify_results {
+            return Ok(None);
+        }
+        let next = height + 1;
+        let path = format!("/header?height={next}");
+        let answer = self.rpc::<HeaderResponse>(&path, Some(next)).await?;
+        let parsed = stage_cpu::timed(&self.config.chain_id, "verify", || {
+            verify::parse_header(next, answer.header.get())
+        });
+        self.refused(parsed).map(Some)
     }
 
     /// The block is of the configured chain, and it and its results of the height asked for.
@@ -407,16 +451,15 @@ impl NodeClient {
         Ok(())
     }
 
-    /// The block against its header ([`verify::check_block`]): a refusal is logged and
-    /// counted by check (`weaver_blocks_refused_total`), then fetched again.
+    /// The block against its header ([`verify::check_block`]); the header, parsed.
     fn verify(
         &self,
         height: u64,
         block: &BlockResponse,
         hash: &[u8],
         raws: &[Vec<u8>],
-    ) -> Result<(), SourceError> {
-        let checked = stage_cpu::timed(&self.config.chain_id, "verify", || {
+    ) -> Result<tendermint::block::Header, SourceError> {
+        self.refused(stage_cpu::timed(&self.config.chain_id, "verify", || {
             let header = verify::parse_header(height, block.block.header_text.get())?;
             verify::check_block(&verify::Given {
                 chain_id: &self.config.chain_id,
@@ -425,10 +468,15 @@ impl NodeClient {
                 header: &header,
                 txs: raws,
             })
-        });
-        checked.map(|_| ()).map_err(|refusal| {
-            metrics::counter!("weaver_blocks_refused_total", "chain_id" => self.config.chain_id.clone(), "check" => refusal.check.as_str()).increment(1);
-            tracing::error!(chain_id = %self.config.chain_id, height, check = %refusal.check, node = %self.base(&Api::Rpc), "refused a block: {}", refusal.detail);
+            .map(|_| header)
+        }))
+    }
+
+    /// A refusal is logged and counted by check (`weaver_blocks_refused_total`); the block
+    /// is fetched again from the next URL.
+    fn refused<T>(&self, checked: Result<T, verify::Refusal>) -> Result<T, SourceError> {
+        checked.map_err(|refusal| {
+            refusal.count(&self.config.chain_id, self.base(&Api::Rpc));
             SourceError::Unverified(refusal)
         })
     }

@@ -60,6 +60,12 @@ pub struct Block {
     pub data: BlockData,
 }
 
+/// CometBFT's `/header` answer: the header alone, kept as written for hashing.
+#[derive(Debug, Deserialize)]
+pub struct HeaderResponse {
+    pub header: Box<serde_json::value::RawValue>,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct Header {
     pub chain_id: String,

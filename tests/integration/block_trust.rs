@@ -1,0 +1,149 @@
+//! What a chain's indexed history is linked to (issue #43): a follower with two node URLs,
+//! one of them lying, ends on the truthful one; `trusted_hash` anchors the history — a node
+//! whose first block differs is refused, and so is a store indexed from another block — and
+//! without it the first block is trusted on first use and shown in `/status`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::harness::{
+    config_with, devnet_chain, devnet_node_args, genesis_ms_for_history, metric_value, Daemon,
+    DevnetNode,
+};
+
+const CHAIN: &str = "minievm-1";
+
+/// The hash of the block at `height` as `d` indexed it.
+fn indexed_hash(d: &Daemon, chain_id: &str, height: u64) -> String {
+    let url = format!("{}/indexer/block/v1/blocks/{height}", d.chain_url(chain_id));
+    d.ok(&url)["block"]["hash"].as_str().unwrap().to_string()
+}
+
+/// The block ID hash `node` serves at `height`.
+fn served_hash(node: &DevnetNode, height: u64) -> String {
+    let answer: Value = reqwest::blocking::get(format!("{}/block?height={height}", node.rpc))
+        .unwrap()
+        .json()
+        .unwrap();
+    answer["result"]["block_id"]["hash"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Waits (bounded) until `done` holds for the chain's `/status`; that status.
+fn wait_status(d: &Daemon, chain_id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let status = d.status(chain_id);
+        if done(&status) {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "{what}: {status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_follower_with_one_lying_node_url_ends_on_the_truthful_one() {
+    let genesis = genesis_ms_for_history(60, 200);
+    // The same world twice: the first node tampers with every block from 20 on (a tx byte
+    // its header's data_hash no longer matches), for as long as the test runs.
+    let lying_args = devnet_node_args(CHAIN, genesis, &["--faults", "tx_byte@20xheld"]);
+    let lying = DevnetNode::start(&lying_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let truthful_args = devnet_node_args(CHAIN, genesis, &[]);
+    let truthful = DevnetNode::start(&truthful_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let chain = format!(
+        "\n[[chains]]\nchain_id = \"{CHAIN}\"\nvm = \"evm\"\nlisten = \"127.0.0.1:0\"\n[chains.source]\nkind = \"node\"\nrpc = [\"{}\", \"{}\"]\nrest = [\"{}\", \"{}\"]\ntimeout_ms = 2000\nretries = 4\n",
+        lying.rpc, truthful.rpc, lying.rest, truthful.rest
+    );
+    let daemon = Daemon::start(&config_with(&chain));
+    daemon.wait_height(CHAIN, 40);
+    for height in [19, 20, 30, 40] {
+        assert_eq!(
+            indexed_hash(&daemon, CHAIN, height),
+            served_hash(&truthful, height),
+            "block {height} is not the truthful node's"
+        );
+    }
+    let refused = metric_value(
+        &daemon.metrics(),
+        "weaver_blocks_refused_total",
+        &[("chain_id", CHAIN), ("check", "data_hash")],
+    );
+    assert!(refused >= 1.0, "the lying node was never asked: {refused}");
+    let status = daemon.status(CHAIN);
+    assert_eq!(status["ingestion"]["state"], "running", "{status}");
+    assert!(
+        status["verified_height"].as_u64().unwrap() >= 40,
+        "{status}"
+    );
+}
+
+#[test]
+fn trusted_hash_anchors_the_indexed_history() {
+    let chain = devnet_chain(CHAIN, "evm", "");
+    let trusting = |hash: &str| format!("{chain}[chains.follower]\ntrusted_hash = \"{hash}\"\n");
+    let forged = "AB".repeat(32);
+
+    // A first block that is not the trusted one: nothing is indexed, and the chain shows why.
+    let refused = Daemon::start(&config_with(&trusting(&forged)));
+    let status = wait_status(&refused, CHAIN, "the chain was not held", |s| {
+        s["ingestion"]["state"] == "stalled"
+    });
+    let reason = status["ingestion"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("trusted_hash") && reason.contains(&forged),
+        "{reason}"
+    );
+    assert_eq!(status["height"], 0, "{status}");
+    assert!(
+        metric_value(
+            &refused.metrics(),
+            "weaver_blocks_refused_total",
+            &[("chain_id", CHAIN), ("check", "trusted_hash")],
+        ) >= 1.0
+    );
+    drop(refused);
+
+    // No trusted_hash: the first block is trusted on first use, and shown.
+    let mut daemon = Daemon::start(&config_with(&chain));
+    daemon.wait_height(CHAIN, 5);
+    let first = indexed_hash(&daemon, CHAIN, 1);
+    let status = daemon.status(CHAIN);
+    assert_eq!(status["anchor"]["height"], 1, "{status}");
+    assert_eq!(status["anchor"]["hash"], first.as_str(), "{status}");
+    assert_eq!(status["anchor"]["trust"], "first_use", "{status}");
+    assert!(status["verified_height"].as_u64().unwrap() >= 5, "{status}");
+    // The status page shows it too.
+    let page = daemon.ok(&daemon.metrics_url().replace("/metrics", "/status.json"));
+    let shown = page["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["chain_id"] == CHAIN)
+        .unwrap();
+    assert_eq!(shown["anchor"], status["anchor"], "{page}");
+
+    // The same block named as trusted_hash: the history goes on from it.
+    let config = daemon.config_path();
+    daemon.restart(|| std::fs::write(&config, config_with(&trusting(&first))).unwrap());
+    let before = daemon.height(CHAIN);
+    daemon.wait_height(CHAIN, before + 3);
+    let status = daemon.status(CHAIN);
+    assert_eq!(status["anchor"]["trust"], "trusted_hash", "{status}");
+    assert_eq!(status["anchor"]["hash"], first.as_str(), "{status}");
+
+    // Another trusted_hash over the same store: refused for good, the store left as it was.
+    daemon.restart(|| std::fs::write(&config, config_with(&trusting(&forged))).unwrap());
+    let status = wait_status(&daemon, CHAIN, "the follower did not stop", |s| {
+        s["ingestion"]["state"] == "stopped"
+    });
+    let reason = status["ingestion"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&first) && reason.contains("weaver reindex"),
+        "{reason}"
+    );
+    assert_eq!(indexed_hash(&daemon, CHAIN, 1), first);
+}
