@@ -47,7 +47,7 @@ run() { # side bin round
   local side=$1 bin=$2 round=$3 config=""
   [ "$side" = ref ] && config="$ref_config"
   if [[ ",$stages," == *",catchup,"* ]]; then
-    RESULT_JSON="$results/catchup-$side-$round.json" BENCH_BIN="$bin" \
+    RESULT_JSON="$results/catchup-$side-$round.json" BENCH_BIN="$bin" RECORD_BIN="$work_bin" \
       python3 benches/catchup_http.py 2000 20 move
   fi
   if [[ ",$stages," == *",appliance,"* ]]; then

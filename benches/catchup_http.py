@@ -20,7 +20,11 @@ made per block (`weaver_node_requests_total`).
     (builds with `cargo build --release` first, unless BENCH_BIN names a binary to run;
      LATENCY_MS=20 makes the replay node hold every answer 20 ms, a node across a network;
      IN_FLIGHT=N sets the follower's blocks in flight; DOMAINS=blocks,txs keeps only those;
-     RESULT_JSON=path also writes the figures as JSON, for benches/ab.sh)
+     RESULT_JSON=path also writes the figures as JSON, for benches/ab.sh;
+     RECORD_BIN=path makes the recording with another binary than the one measured (ab.sh:
+     the working tree's, whose recordings keep the header after the last block);
+     VERIFY_COMMITS=1 follows a live `weaver devnet serve` node instead of the replay, in
+     light-client mode: the daemon's stages are what to read then, not the node's CPU)
 """
 
 import json
@@ -38,6 +42,7 @@ VM = sys.argv[3] if len(sys.argv) > 3 else "move"
 LATENCY_MS = int(os.environ.get("LATENCY_MS", "0"))
 IN_FLIGHT = int(os.environ.get("IN_FLIGHT", "0"))  # 0: the daemon's default
 DOMAINS = os.environ.get("DOMAINS", "")  # e.g. blocks,txs (empty: the VM's defaults)
+VERIFY_COMMITS = os.environ.get("VERIFY_COMMITS") == "1"
 TIMEOUT = 900
 HOUR_MS = 3_600_000
 
@@ -165,7 +170,8 @@ def result(seconds, half, end):
 
 
 def report(seconds, half, end, rss, faults):
-    print(f"{BLOCKS} blocks x {TXS} txs ({VM}) from a loopback replay node"
+    source = "live devnet node, light-client mode" if VERIFY_COMMITS else "replay node"
+    print(f"{BLOCKS} blocks x {TXS} txs ({VM}) from a loopback {source}"
           f"{f' answering after {LATENCY_MS} ms' if LATENCY_MS else ''}:")
     print(f"  whole run: {seconds:.1f} s (the daemon's start included), "
           f"{BLOCKS / seconds:.0f} blocks/s; peak RSS {rss / 1024:.0f} MiB, "
@@ -183,7 +189,7 @@ def report(seconds, half, end, rss, faults):
     for group in sorted(end["threads"], key=lambda g: -delta("threads", g)):
         spent = ms(delta("threads", group))
         inside = {
-            "node IO (HTTP, JSON parse)": ["parse"],
+            "node IO (HTTP, JSON parse)": ["parse", "verify", "verify_commit"],
             "follower (index, commit)": ["index", "commit"],
             "prepare (decode, render)": ["prepare"],
         }.get(group, [])
@@ -207,19 +213,27 @@ def node_process(weaver, command, work, name, extra=()):
     return proc, wait_file(listeners, proc, name)
 
 
-def recording(weaver, work):
-    """The recording of this (BLOCKS, TXS, VM), made once."""
-    path = os.path.join(TARGET, "bench-recordings", f"{VM}-{BLOCKS}x{TXS}")
-    if os.path.exists(os.path.join(path, "recording.json")):
-        return path
-    shutil.rmtree(path, ignore_errors=True)
-    genesis = int(time.time() * 1000) - BLOCKS * HOUR_MS - HOUR_MS // 2
-    node, bound = node_process(
+def devnet_node(weaver, work):
+    """A `weaver devnet serve` chain frozen at BLOCKS + 1 (the block after the last one
+    indexed commits to its results)."""
+    genesis = int(time.time() * 1000) - (BLOCKS + 1) * HOUR_MS - HOUR_MS // 2
+    return node_process(
         weaver,
         ["devnet", "serve", "--chain-id", CHAIN, "--vm", VM, "--seed", "9",
          "--block-interval-ms", str(HOUR_MS), "--txs-per-block", str(TXS),
          "--genesis-unix-ms", str(genesis)],
         work, "devnet")
+
+
+def recording(weaver, work):
+    """The recording of this (BLOCKS, TXS, VM), made once (with the header after its last
+    block: `-next`)."""
+    path = os.path.join(TARGET, "bench-recordings", f"{VM}-{BLOCKS}x{TXS}-next")
+    if os.path.exists(os.path.join(path, "recording.json")):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    weaver = os.environ.get("RECORD_BIN", weaver)
+    node, bound = devnet_node(weaver, work)
     try:
         print(f"recording {BLOCKS} blocks of {TXS} txs ({VM}) once, into {path} ...", flush=True)
         command = [weaver, "node", "record", "--vm", VM, "--rpc", f"http://{bound['rpc']}",
@@ -239,9 +253,13 @@ def main():
     work = tempfile.mkdtemp(prefix="weaver-catchup-")
     procs = []
     try:
-        rec = recording(weaver, work)
-        replay, bound = node_process(weaver, ["node", "replay", rec], work, "replay",
-                                     ["--latency-ms", str(LATENCY_MS)] if LATENCY_MS else [])
+        if VERIFY_COMMITS:
+            node, bound = devnet_node(weaver, work)
+        else:
+            rec = recording(weaver, work)
+            node, bound = node_process(weaver, ["node", "replay", rec], work, "replay",
+                                       ["--latency-ms", str(LATENCY_MS)] if LATENCY_MS else [])
+        replay = node
         procs.append(replay)
         config = os.path.join(work, "weaver.toml")
         with open(config, "w") as f:
@@ -253,6 +271,7 @@ def main():
                 + f'[chains.source]\nkind = "node"\nrpc = ["http://{bound["rpc"]}"]\n'
                 f'rest = ["http://{bound["rest"]}"]\n'
                 + (f'json_rpc = ["http://{bound["json_rpc"]}"]\n' if bound.get("json_rpc") else "")
+                + ("verify_commits = true\n" if VERIFY_COMMITS else "")
                 + (f'[chains.follower]\nin_flight = {IN_FLIGHT}\n' if IN_FLIGHT else ""))
         started = time.time()
         daemon = subprocess.Popen([weaver, "--config", config],

@@ -868,6 +868,10 @@ pub struct NodeSourceConfig {
     /// behind the node's tip. Off only for a node whose results hash unlike CometBFT 0.38's.
     #[serde(default = "default_true")]
     pub verify_results: bool,
+    /// Light-client mode: each block's commit is checked against its validator set (two more
+    /// requests per block, and an ed25519 verification per signature).
+    #[serde(default)]
+    pub verify_commits: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

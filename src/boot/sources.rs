@@ -80,6 +80,7 @@ pub(super) fn source_for(
             bech32_prefix: chain.bech32_prefix.clone(),
             chain_id: chain.chain_id.clone(),
             verify_results: n.verify_results,
+            verify_commits: n.verify_commits,
         })?)),
     })
 }

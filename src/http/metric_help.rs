@@ -25,7 +25,7 @@ pub(super) const METRIC_HELP: &[(&str, &str)] = &[
     ("weaver_http_requests_total", "Requests answered, by listener, route, method and status."),
     ("weaver_index_blocks_per_second", "Blocks indexed per second while catching up, by chain."),
     ("weaver_indexed_height", "The last height every domain of the chain has indexed, by chain."),
-    ("weaver_ingest_cpu_microseconds_total", "CPU time of the threads that ran each ingestion stage (parse, verify, prepare, index, commit), by chain: divide by weaver_blocks_indexed_total for a block's."),
+    ("weaver_ingest_cpu_microseconds_total", "CPU time of the threads that ran each ingestion stage (parse, verify, verify_commit, prepare, index, commit), by chain: divide by weaver_blocks_indexed_total for a block's."),
     ("weaver_ingestion_stalled", "1 while a chain's follower is stalled or stopped (node error, refused lookup, malformed data, full disk, wrong chain), else 0; by chain and follower."),
     ("weaver_blocks_refused_total", "Blocks refused because they fail verification against their header (issue #43), by chain and check (block_hash, chain_id, height, data_hash, header); none of them is indexed."),
     ("weaver_malformed_chain_data_total", "Chain data refused or skipped as malformed, by chain and kind."),

@@ -579,6 +579,7 @@ fn eth_client_reads_receipts_traces_and_balances_from_anvil() {
             bech32_prefix: "init".into(),
             chain_id: CHAIN.into(),
             verify_results: true,
+            verify_commits: false,
         })
         .unwrap();
         let access = ChainAccess::new(

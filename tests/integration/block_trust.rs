@@ -147,3 +147,68 @@ fn trusted_hash_anchors_the_indexed_history() {
     );
     assert_eq!(indexed_hash(&daemon, CHAIN, 1), first);
 }
+
+/// Light-client mode: every block's commit is verified against the validator set its header
+/// names; a commit whose signature was tampered with, and a validator set other than the
+/// header's, are refused with their checks named and nothing of them indexed, and indexing
+/// goes on once the node answers truthfully.
+#[test]
+fn light_client_mode_refuses_a_forged_commit_and_a_forged_validator_set() {
+    let genesis = genesis_ms_for_history(60, 200);
+    let args = devnet_node_args(
+        CHAIN,
+        genesis,
+        &["--faults", "commit_signature@20xheld,validator_key@30xheld"],
+    );
+    let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let chain = format!(
+        "\n[[chains]]\nchain_id = \"{CHAIN}\"\nvm = \"evm\"\nlisten = \"127.0.0.1:0\"\n[chains.source]\nkind = \"node\"\nrpc = [\"{}\"]\nrest = [\"{}\"]\ntimeout_ms = 2000\nretries = 2\nverify_commits = true\n",
+        node.rpc, node.rest
+    );
+    let daemon = Daemon::start(&config_with(&chain));
+    let refused = |check: &str| {
+        metric_value(
+            &daemon.metrics(),
+            "weaver_blocks_refused_total",
+            &[("chain_id", CHAIN), ("check", check)],
+        )
+    };
+    for (fault, height, check) in [
+        ("commit_signature", 20, "commit"),
+        ("validator_key", 30, "validators_hash"),
+    ] {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while refused(check) < 1.0 {
+            assert!(
+                Instant::now() < deadline,
+                "the {fault} fault was never refused"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let status = daemon.status(CHAIN);
+        assert!(
+            status["height"].as_u64().unwrap() < height,
+            "a block of the {fault} fault was indexed: {status}"
+        );
+        let url = format!("{}/weaver/devnet/v1/node_faults/{fault}", node.rest);
+        let cleared = reqwest::blocking::Client::new()
+            .delete(&url)
+            .send()
+            .unwrap();
+        assert_eq!(cleared.status(), 200);
+    }
+    daemon.wait_height(CHAIN, 45);
+    for height in [20, 30, 45] {
+        assert_eq!(
+            indexed_hash(&daemon, CHAIN, height),
+            served_hash(&node, height)
+        );
+    }
+    let metrics = daemon.metrics();
+    let commit_cpu = metric_value(
+        &metrics,
+        "weaver_ingest_cpu_microseconds_total",
+        &[("chain_id", CHAIN), ("stage", "verify_commit")],
+    );
+    assert!(commit_cpu > 0.0, "no commit was verified");
+}

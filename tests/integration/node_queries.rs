@@ -107,6 +107,7 @@ fn node_client_queries_answer_what_the_embedded_devnet_answers() {
             bech32_prefix: "init".into(),
             chain_id: chain_id.clone(),
             verify_results: true,
+            verify_commits: false,
         })
         .unwrap();
         let queries = queries(&devnet);

@@ -2,8 +2,6 @@
 //! proposer and the txs of every activity at `h` — so any height can be produced at any
 //! time, in any order, on any thread.
 
-use sha2::{Digest, Sha256};
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -15,6 +13,7 @@ use super::schedule::IdleHeights;
 use super::signed_tx::{fee_amount, module_address};
 use super::state_query;
 use super::stream::{StreamKey, CHAIN_OWNER};
+use super::validator::Validator;
 use super::{now_ns, DevnetSpec};
 use weaver_engine::chain::address;
 use weaver_engine::chain::evm_types::CallFrame;
@@ -37,7 +36,8 @@ pub struct Devnet {
     network: std::sync::OnceLock<std::sync::Weak<super::network::Network>>,
     stream: StreamKey,
     activities: Vec<(Box<dyn Activity>, Lane)>,
-    validator: Vec<u8>,
+    /// The chain's one validator: proposes and signs every block.
+    validator: Validator,
     /// EVM chains: the block-level events of height 1 that the world's genesis gives (the
     /// fee denom's ERC-20 and the background accounts' allocation), made once.
     genesis: OnceLock<Vec<Event>>,
@@ -81,12 +81,7 @@ impl Devnet {
                 (activity, lane)
             })
             .collect();
-        let validator = Sha256::new()
-            .chain_update(b"weaver-devnet-validator")
-            .chain_update(spec.seed.to_be_bytes())
-            .chain_update(spec.chain_id.as_bytes())
-            .finalize()[..20]
-            .to_vec();
+        let validator = Validator::of(spec.seed, &spec.chain_id);
         Devnet {
             spec: ChainCtx::new(spec),
             network: std::sync::OnceLock::new(),
@@ -172,7 +167,7 @@ impl Devnet {
             moniker: format!("{}-operator", self.spec.chain_id),
             operator_address: address::to_bech32(
                 &format!("{}valoper", self.spec.bech32_prefix),
-                &self.validator,
+                &self.validator.address(),
             ),
         }
     }
@@ -214,7 +209,7 @@ impl Devnet {
         let mut bundle = self.unhashed_block(height);
         // Below a sealed height every height is sealed: no second look at the tip.
         let last = (height > 1).then(|| self.link_of(height - 1, sealed));
-        let header = header::fields(&bundle, last).header();
+        let header = header::fields(&bundle, last, self.validator.set_hash()).header();
         bundle.hash = verify::header_hash(&header).to_vec();
         bundle.last_block_hash = last.map(|link| link.hash.to_vec()).unwrap_or_default();
         if sealed {
@@ -222,6 +217,11 @@ impl Devnet {
         }
         drop(claim);
         bundle
+    }
+
+    /// The chain's one validator (the node's `/validators` and `/commit` answers).
+    pub(crate) fn validator(&self) -> &Validator {
+        &self.validator
     }
 
     /// What the header after `height` takes from it (`sealed`: known to be at or below the
@@ -256,7 +256,7 @@ impl Devnet {
             hash: vec![],
             last_block_hash: vec![],
             time_ns,
-            proposer_address: self.validator.clone(),
+            proposer_address: self.validator.address().to_vec(),
             proposer: self.proposer(),
             txs,
             finalize_events,

@@ -55,8 +55,13 @@ pub(crate) fn parts_hash(hash: &[u8]) -> [u8; 32] {
         .into()
 }
 
-/// The header of `bundle` (its hash field is not read), after the block `last` links to.
-pub(crate) fn fields<'a>(bundle: &'a BlockBundle, last: Option<Link>) -> HeaderFields<'a> {
+/// The header of `bundle` (its hash field is not read), after the block `last` links to,
+/// signed by the validator set of hash `validators_hash`.
+pub(crate) fn fields<'a>(
+    bundle: &'a BlockBundle,
+    last: Option<Link>,
+    validators_hash: [u8; 32],
+) -> HeaderFields<'a> {
     let (chain_id, height) = (bundle.chain_id.as_str(), bundle.height);
     let mut proposer = [0u8; 20];
     let n = bundle.proposer_address.len().min(20);
@@ -71,7 +76,7 @@ pub(crate) fn fields<'a>(bundle: &'a BlockBundle, last: Option<Link>) -> HeaderF
         }),
         last_commit_hash: stand_in("last_commit", chain_id, height),
         data_hash: verify::data_hash(bundle.txs.iter().map(|t| t.raw.as_slice())),
-        validators_hash: stand_in("validators", chain_id, 0),
+        validators_hash,
         consensus_hash: stand_in("consensus", chain_id, 0),
         app_hash: stand_in("app", chain_id, height),
         last_results_hash: last
@@ -193,7 +198,8 @@ mod tests {
         assert!(blocks.iter().any(|b| !b.txs.is_empty()));
         for (i, block) in blocks.iter().enumerate() {
             let previous = i.checked_sub(1).map(|p| &blocks[p]);
-            let header = fields(block, previous.map(Link::of)).header();
+            let header =
+                fields(block, previous.map(Link::of), devnet.validator().set_hash()).header();
             assert_eq!(
                 verify::header_hash(&header).as_slice(),
                 block.hash.as_slice()
@@ -243,9 +249,10 @@ mod tests {
     fn headers_render_as_cometbft_writes_them() {
         let devnet = Devnet::new(spec(Vm::Wasm));
         let (one, two) = (devnet.block(1), devnet.block(2));
-        let first = crate::render::header(&one, None);
+        let validators = devnet.validator().set_hash();
+        let first = crate::render::header(&one, None, validators);
         assert_eq!(first["last_block_id"]["hash"], "");
-        let second = crate::render::header(&two, Some(&one));
+        let second = crate::render::header(&two, Some(&one), validators);
         assert_eq!(
             second["version"],
             serde_json::json!({"block": "11", "app": "0"}),

@@ -30,6 +30,7 @@ mod signed_tx;
 mod source;
 mod state_query;
 mod stream;
+mod validator;
 mod vm_messages;
 mod world;
 

@@ -43,7 +43,7 @@ struct Pinned {
 const PINNED: [Pinned; 3] = [
     Pinned {
         vm: Vm::Move,
-        blocks: "c48b9dd590fd401d9efd390815279601e937492d68a07ff3874a027bf697aad2",
+        blocks: "6f4c6c0959fa0a790a597ff0d7d2d8d8441f61778e1ccc61d30978fc24d4b9da",
         activities: [
             (
                 "bank_sends",
@@ -69,7 +69,7 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Evm,
-        blocks: "3a0db58d6854dac079e5a9a5aa775b437b360289baed8836c7ff561de1847a7f",
+        blocks: "e00e44f22fa6e550f05e4b43a7ba6ab68fb19df3bdcb9ed6833cbe24f9b0362f",
         activities: [
             (
                 "bank_sends",
@@ -95,7 +95,7 @@ const PINNED: [Pinned; 3] = [
     },
     Pinned {
         vm: Vm::Wasm,
-        blocks: "2022b7991fef3a2e4f4c78b4915d58987d49929635706f3b17c6861bd589fd69",
+        blocks: "32ac1af98c76cf6de15829c4af8dfd84a0a998f432c5e16e365b64b4c9d5374d",
         activities: [
             (
                 "bank_sends",
@@ -148,7 +148,7 @@ fn block_stream_digest(devnet: &Devnet) -> String {
     for height in 1..=BLOCKS {
         let block = devnet.block(height);
         for answer in [
-            render::block(&block, previous.as_ref()),
+            render::block(&block, previous.as_ref(), devnet.validator().set_hash()),
             render::block_results(&block),
             render::rest_block_txs(&block, 0, usize::MAX),
         ] {

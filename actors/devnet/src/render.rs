@@ -11,6 +11,7 @@ use super::header::{self, Link};
 use super::Devnet;
 use weaver_engine::chain::timefmt::rfc3339_nano;
 use weaver_engine::chain::types::{BlockBundle, Event};
+use weaver_engine::chain::verify;
 
 fn upper(bytes: &[u8]) -> String {
     hex::encode_upper(bytes)
@@ -68,8 +69,8 @@ pub fn status(devnet: &Devnet, tip: Option<&BlockBundle>) -> Value {
             "catching_up": false
         },
         "validator_info": {
-            "address": upper(&tip.map(|b| b.proposer_address.clone()).unwrap_or_default()),
-            "pub_key": {"type": "tendermint/PubKeyEd25519", "value": B64.encode([0u8; 32])},
+            "address": upper(&devnet.validator().address()),
+            "pub_key": devnet.validator().pub_key(),
             "voting_power": "0"
         }
     })
@@ -80,9 +81,14 @@ fn block_id(bundle: &BlockBundle) -> Value {
 }
 
 /// The header as CometBFT renders it (`block.header` of `/block`, `header` of `/header`):
-/// the one whose hash is the block's ([`crate::header`]), after `previous`.
-pub(crate) fn header(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Value {
-    let fields = header::fields(bundle, previous.map(Link::of));
+/// the one whose hash is the block's ([`crate::header`]), after `previous`, of the validator
+/// set of hash `validators_hash`.
+pub(crate) fn header(
+    bundle: &BlockBundle,
+    previous: Option<&BlockBundle>,
+    validators_hash: [u8; 32],
+) -> Value {
+    let fields = header::fields(bundle, previous.map(Link::of), validators_hash);
     let mut header = serde_json::to_value(fields.header()).expect("a header serializes");
     if previous.is_none() {
         // Go writes the empty block ID of height 1, where tendermint-rs writes null.
@@ -91,7 +97,11 @@ pub(crate) fn header(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Va
     header
 }
 
-pub fn block(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Value {
+pub fn block(
+    bundle: &BlockBundle,
+    previous: Option<&BlockBundle>,
+    validators_hash: [u8; 32],
+) -> Value {
     let last_block_id = match previous {
         Some(p) => block_id(p),
         None => json!({"hash": "", "parts": {"total": 0, "hash": ""}}),
@@ -100,7 +110,7 @@ pub fn block(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Value {
     json!({
         "block_id": block_id(bundle),
         "block": {
-            "header": header(bundle, previous),
+            "header": header(bundle, previous, validators_hash),
             "data": {"txs": bundle.txs.iter().map(|t| B64.encode(&t.raw)).collect::<Vec<_>>()},
             "evidence": {"evidence": []},
             "last_commit": {
@@ -116,6 +126,23 @@ pub fn block(bundle: &BlockBundle, previous: Option<&BlockBundle>) -> Value {
             }
         }
     })
+}
+
+/// The validator's commit of `bundle` (CometBFT `/commit`'s `signed_header.commit`).
+pub(crate) fn commit(bundle: &BlockBundle, validator: &crate::validator::Validator) -> Value {
+    let hash: [u8; 32] = bundle
+        .hash
+        .as_slice()
+        .try_into()
+        .expect("a devnet block hash is 32 bytes");
+    let commit = validator.commit(
+        &bundle.chain_id,
+        bundle.height,
+        hash,
+        header::parts_hash(&hash),
+        verify::header_time(bundle.time_ns),
+    );
+    serde_json::to_value(commit).expect("a commit serializes")
 }
 
 fn events(events: &[Event]) -> Value {

@@ -26,6 +26,8 @@
 //! | `last_block_id` | `/block` | the header names another block before it, and the block ID is its new hash: a block of a fork, consistent in itself, that does not link to the chain indexed |
 //! | `txs_mismatch` | `/block_results` | one tx result more than the block has txs |
 //! | `result_field` | `/block_results` | the first tx result's `gas_used` one higher (a block without txs is served as it is): the next header's `last_results_hash` no longer matches |
+//! | `commit_signature` | `/commit` | one byte of the validator's signature flipped: the commit no longer verifies (light-client mode) |
+//! | `validator_key` | `/validators` | the validator's public key replaced by another: the set no longer hashes to the header's `validators_hash` (light-client mode) |
 //! | `rest_height` | `/cosmos/tx/v1beta1/txs/block/{h}` | the txs of another height |
 //! | `tip_backwards` | `/status` (once block `height` was asked for) | a latest height half the highest block asked for (and "not yet" above it on `/block`, `/block_results`) |
 //! | `lookup_501` | the chain-state lookups (`POST /minievm/evm/v1/call`, Move resources, Wasm contract info and smart queries) at a height (`x-cosmos-block-height`) | HTTP 501 with a plain-text body, as a gateway without the route answers |
@@ -50,6 +52,8 @@ pub enum FaultKind {
     LastBlockId,
     TxsMismatch,
     ResultField,
+    CommitSignature,
+    ValidatorKey,
     RestHeight,
     TipBackwards,
     Lookup501,
@@ -62,6 +66,10 @@ pub enum Route {
     Block,
     BlockResults,
     RestTxs,
+    /// `/commit` (light-client mode).
+    Commit,
+    /// `/validators` (light-client mode).
+    Validators,
     /// A chain-state lookup (the height is the one it reads at).
     Lookup,
     /// The proposer's validator (the height is the highest block asked for).
@@ -69,7 +77,7 @@ pub enum Route {
 }
 
 impl FaultKind {
-    const ALL: [(&'static str, FaultKind); 15] = [
+    const ALL: [(&'static str, FaultKind); 17] = [
         ("5xx", FaultKind::Http5xx),
         ("timeout", FaultKind::Timeout),
         ("truncated", FaultKind::Truncated),
@@ -81,6 +89,8 @@ impl FaultKind {
         ("last_block_id", FaultKind::LastBlockId),
         ("txs_mismatch", FaultKind::TxsMismatch),
         ("result_field", FaultKind::ResultField),
+        ("commit_signature", FaultKind::CommitSignature),
+        ("validator_key", FaultKind::ValidatorKey),
         ("rest_height", FaultKind::RestHeight),
         ("tip_backwards", FaultKind::TipBackwards),
         ("lookup_501", FaultKind::Lookup501),
@@ -110,6 +120,8 @@ impl FaultKind {
     fn route(self) -> Route {
         match self {
             FaultKind::TxsMismatch | FaultKind::ResultField => Route::BlockResults,
+            FaultKind::CommitSignature => Route::Commit,
+            FaultKind::ValidatorKey => Route::Validators,
             FaultKind::RestHeight => Route::RestTxs,
             FaultKind::TipBackwards => Route::Status,
             FaultKind::Lookup501 => Route::Lookup,

@@ -139,6 +139,27 @@ fn pool_failure(error: BlockingError) -> String {
     format!("devnet block generation failed: {error}")
 }
 
+/// `render` of the block at `height` and the one before it (none at height 1), made on the
+/// block pool.
+async fn with_block_after(
+    node: &web::Data<DevnetNode>,
+    height: u64,
+    render: impl FnOnce(&BlockBundle, Option<&BlockBundle>) -> Value + Send + 'static,
+) -> Result<Value, String> {
+    let heights = if height > 1 {
+        vec![height - 1, height]
+    } else {
+        vec![height]
+    };
+    with_blocks(node, heights, move |blocks| match blocks {
+        [previous, block] => render(block, Some(previous.as_ref())),
+        [block] => render(block, None),
+        _ => unreachable!("one or two heights asked"),
+    })
+    .await
+    .map_err(pool_failure)
+}
+
 async fn rpc_call(
     node: &web::Data<DevnetNode>,
     method: &str,
@@ -161,26 +182,40 @@ async fn rpc_call(
         }
         "block" => {
             let h = node.rpc_height(height.as_deref(), false)?;
-            let heights = if h > 1 { vec![h - 1, h] } else { vec![h] };
-            with_blocks(node, heights, |blocks| match blocks {
-                [previous, block] => render::block(block, Some(previous)),
-                [block] => render::block(block, None),
-                _ => unreachable!("one or two heights asked"),
+            let validators = node.devnet.validator().set_hash();
+            with_block_after(node, h, move |block, previous| {
+                render::block(block, previous, validators)
             })
             .await
-            .map_err(pool_failure)
         }
         // CometBFT 0.35+: a block's header alone.
         "header" => {
             let h = node.rpc_height(height.as_deref(), false)?;
-            let heights = if h > 1 { vec![h - 1, h] } else { vec![h] };
-            with_blocks(node, heights, |blocks| match blocks {
-                [previous, block] => json!({"header": render::header(block, Some(previous))}),
-                [block] => json!({"header": render::header(block, None)}),
-                _ => unreachable!("one or two heights asked"),
+            let validators = node.devnet.validator().set_hash();
+            with_block_after(node, h, move |block, previous| {
+                json!({"header": render::header(block, previous, validators)})
             })
             .await
-            .map_err(pool_failure)
+        }
+        // The block's header with the validator's commit of it (light-client mode).
+        "commit" => {
+            let h = node.rpc_height(height.as_deref(), false)?;
+            let devnet = node.devnet.clone();
+            with_block_after(node, h, move |block, previous| {
+                let validator = devnet.validator();
+                json!({
+                    "signed_header": {
+                        "header": render::header(block, previous, validator.set_hash()),
+                        "commit": render::commit(block, validator),
+                    },
+                    "canonical": true
+                })
+            })
+            .await
+        }
+        "validators" => {
+            let h = node.rpc_height(height.as_deref(), false)?;
+            Ok(node.devnet.validator().validators_json(h))
         }
         "block_results" => {
             let h = node.rpc_height(height.as_deref(), true)?;
@@ -225,6 +260,14 @@ async fn rpc_answer(
             .rpc_height(requested.as_deref(), true)
             .ok()
             .map(|h| (Route::BlockResults, h)),
+        "commit" => node
+            .rpc_height(requested.as_deref(), false)
+            .ok()
+            .map(|h| (Route::Commit, h)),
+        "validators" => node
+            .rpc_height(requested.as_deref(), false)
+            .ok()
+            .map(|h| (Route::Validators, h)),
         _ => None,
     };
     let Some((fault, height)) = due.and_then(|(route, h)| Some((node.faults.take(route, h)?, h)))
@@ -285,6 +328,17 @@ fn tamper(node: &web::Data<DevnetNode>, fault: FaultKind, height: u64, result: &
                 result["block"]["header"] = header;
                 result["block_id"]["hash"] = json!(hex::encode_upper(hash));
             }
+        }
+        FaultKind::CommitSignature => {
+            let signature = &mut result["signed_header"]["commit"]["signatures"][0]["signature"];
+            let flipped = signature.as_str().and_then(|s| B64.decode(s).ok());
+            if let Some(mut bytes) = flipped {
+                bytes[0] ^= 1;
+                *signature = json!(B64.encode(bytes));
+            }
+        }
+        FaultKind::ValidatorKey => {
+            result["validators"][0]["pub_key"]["value"] = json!(B64.encode([7u8; 32]));
         }
         FaultKind::ResultField => {
             if let Some(gas) = result["txs_results"][0]["gas_used"].as_str() {

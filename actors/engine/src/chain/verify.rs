@@ -10,10 +10,16 @@
 //! them too (tests/integration/realchain.rs).
 
 use sha2::{Digest, Sha256};
-use tendermint::block::{self, header::Version, parts, Header, Height};
+use tendermint::block::{
+    self, header::Version, parts, signed_header::SignedHeader, Commit, Header, Height,
+};
 use tendermint::crypto::default::Sha256 as MerkleSha256;
 use tendermint::merkle::simple_hash_from_byte_vectors;
+use tendermint::validator;
 use tendermint::{account, chain, AppHash, Hash, Time};
+use tendermint_light_client_verifier::errors::VerificationErrorDetail;
+use tendermint_light_client_verifier::types::UntrustedBlockState;
+use tendermint_light_client_verifier::{ProdVerifier, Verdict};
 
 use super::types::TxResult;
 
@@ -38,6 +44,12 @@ pub enum Check {
     LastResultsHash,
     /// The chain's first block is not the one `trusted_hash` names.
     TrustedHash,
+    /// Light-client mode: the validator set the node gave is not the one the header names
+    /// (`validators_hash`).
+    ValidatorsHash,
+    /// Light-client mode: the block's commit is not signed by more than 2/3 of its
+    /// validator set's voting power (or is not the block's).
+    Commit,
 }
 
 impl Check {
@@ -51,6 +63,8 @@ impl Check {
             Check::LastBlockId => "last_block_id",
             Check::LastResultsHash => "last_results_hash",
             Check::TrustedHash => "trusted_hash",
+            Check::ValidatorsHash => "validators_hash",
+            Check::Commit => "commit",
         }
     }
 }
@@ -323,11 +337,63 @@ pub fn relinked(
     Some((serde_json::to_value(&header).ok()?, hash))
 }
 
+/// Light-client mode (`verify_commits`): the block's `commit` is signed by more than 2/3 of
+/// the voting power of `validators`, which are the set the header names (`validators_hash`),
+/// checked with `tendermint-light-client-verifier` (signatures verified with ed25519).
+pub(crate) fn check_commit(
+    height: u64,
+    header: &Header,
+    commit: Commit,
+    validators: Vec<validator::Info>,
+) -> Result<(), Refusal> {
+    let refuse = |check, detail| Refusal::new(height, check, detail);
+    let signed_header = SignedHeader::new(header.clone(), commit).map_err(|e| {
+        refuse(
+            Check::Commit,
+            format!("the commit does not fit the header: {e}"),
+        )
+    })?;
+    let set = validator::Set::without_proposer(validators);
+    let untrusted = UntrustedBlockState {
+        signed_header: &signed_header,
+        validators: &set,
+        next_validators: None,
+    };
+    let verifier = ProdVerifier::default();
+    for verdict in [
+        verifier.verify_validator_sets(&untrusted),
+        verifier.verify_commit(&untrusted),
+    ] {
+        match verdict {
+            Verdict::Success => {}
+            Verdict::Invalid(detail @ VerificationErrorDetail::InvalidValidatorSet(_)) => {
+                return Err(refuse(Check::ValidatorsHash, detail.to_string()))
+            }
+            Verdict::Invalid(detail) => return Err(refuse(Check::Commit, detail.to_string())),
+            Verdict::NotEnoughTrust(tally) => {
+                return Err(refuse(
+                    Check::Commit,
+                    format!("not signed by more than 2/3 of the voting power: {tally}"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The block before one, as its successor's header names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LastBlock {
     pub hash: [u8; 32],
     pub parts_hash: [u8; 32],
+}
+
+/// A header time from nanoseconds since the Unix epoch (the epoch for one out of range).
+pub fn header_time(ns: i64) -> Time {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))
+        .ok()
+        .and_then(|t| Time::try_from(t).ok())
+        .unwrap_or_else(Time::unix_epoch)
 }
 
 /// What a header is made of, for a chain that makes its own blocks (the devnet): every
@@ -351,10 +417,7 @@ pub struct HeaderFields<'a> {
 impl HeaderFields<'_> {
     /// The header, as CometBFT 0.38 would make it (block protocol 11).
     pub fn header(&self) -> Header {
-        let time = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.time_ns))
-            .ok()
-            .and_then(|t| Time::try_from(t).ok())
-            .unwrap_or_else(Time::unix_epoch);
+        let time = header_time(self.time_ns);
         let empty = simple_hash_from_byte_vectors::<MerkleSha256>(&[] as &[Vec<u8>]);
         Header {
             version: Version { block: 11, app: 0 },

@@ -49,6 +49,9 @@ pub struct NodeConfig {
     /// (issue #43): a block is indexed once its successor exists, so the tip reported is
     /// the node's latest height minus one.
     pub verify_results: bool,
+    /// Light-client mode: each block's commit is checked against its validator set
+    /// (`/commit`, `/validators`; [`verify::check_commit`]).
+    pub verify_commits: bool,
 }
 
 pub struct NodeClient {
@@ -67,6 +70,8 @@ enum Api {
 }
 
 const REST_PAGE: usize = 100;
+/// Most pages of 100 validators read for one block (CometBFT chains run up to a few hundred).
+const VALIDATOR_PAGES: usize = 20;
 /// How long a proposer's moniker is reused (and the longest a failed lookup is).
 const MONIKER_TTL: Duration = Duration::from_secs(600);
 /// How long the first failed proposer lookup is reused; doubled with each further failure.
@@ -349,10 +354,10 @@ impl NodeClient {
     async fn fetch_block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let block_path = format!("/block?height={height}");
         let results_path = format!("/block_results?height={height}");
-        let (block, results, next) = futures_util::future::try_join3(
+        let (block, results, (next, commit)) = futures_util::future::try_join3(
             self.rpc::<BlockResponse>(&block_path, Some(height)),
             self.rpc::<BlockResults>(&results_path, Some(height)),
-            self.next_header(height),
+            futures_util::future::try_join(self.next_header(height), self.commit_of(height)),
         )
         .await?;
         let header: Header = serde_json::from_str(block.block.header_text.get()).map_err(|e| {
@@ -365,6 +370,13 @@ impl NodeClient {
         // Before the results are matched to the txs: a tx added to the block is a refusal of
         // the block, not a mismatch with its results.
         let verified = self.verify(height, &block, &hash, &raws)?;
+        if let Some((commit, validators)) = commit {
+            self.refused(stage_cpu::timed(
+                &self.config.chain_id,
+                "verify_commit",
+                || verify::check_commit(height, &verified, commit, validators),
+            ))?;
+        }
         self.check_results_count(&raws, &results, &results_path)?;
         let jsons = if raws.is_empty() {
             vec![]
@@ -449,6 +461,49 @@ impl NodeClient {
             ));
         }
         Ok(())
+    }
+
+    /// Light-client mode: the block's commit and the validator set at its height (`None`
+    /// when commits are not verified).
+    async fn commit_of(
+        &self,
+        height: u64,
+    ) -> Result<Option<(tendermint::block::Commit, Vec<tendermint::validator::Info>)>, SourceError>
+    {
+        if !self.config.verify_commits {
+            return Ok(None);
+        }
+        let path = format!("/commit?height={height}");
+        let (answer, validators) = futures_util::future::try_join(
+            self.rpc::<CommitResponse>(&path, Some(height)),
+            self.validators(height),
+        )
+        .await?;
+        let commit = serde_json::from_str(answer.signed_header.commit.get())
+            .map_err(|e| self.malformed(&path, "invalid_json", format!("commit: {e}")))?;
+        Ok(Some((commit, validators)))
+    }
+
+    /// The validator set at `height`, every page of `/validators`.
+    async fn validators(
+        &self,
+        height: u64,
+    ) -> Result<Vec<tendermint::validator::Info>, SourceError> {
+        let mut all = Vec::new();
+        for page in 1..=VALIDATOR_PAGES {
+            let path = format!("/validators?height={height}&page={page}&per_page=100");
+            let answer = self.rpc::<ValidatorsPage>(&path, Some(height)).await?;
+            let empty = answer.validators.is_empty();
+            all.extend(answer.validators);
+            if empty || all.len() as i64 >= answer.total {
+                return Ok(all);
+            }
+        }
+        Err(self.malformed(
+            &format!("/validators?height={height}"),
+            "validators",
+            format!("more than {VALIDATOR_PAGES} pages of 100 validators"),
+        ))
     }
 
     /// The block against its header ([`verify::check_block`]); the header, parsed.

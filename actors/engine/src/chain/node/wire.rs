@@ -66,6 +66,26 @@ pub struct HeaderResponse {
     pub header: Box<serde_json::value::RawValue>,
 }
 
+/// CometBFT's `/commit` answer: the commit is parsed as `tendermint` parses one.
+#[derive(Debug, Deserialize)]
+pub struct CommitResponse {
+    pub signed_header: SignedCommit,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignedCommit {
+    pub commit: Box<serde_json::value::RawValue>,
+}
+
+/// One page of CometBFT's `/validators` answer.
+#[derive(Debug, Deserialize)]
+pub struct ValidatorsPage {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub validators: Vec<tendermint::validator::Info>,
+    #[serde(deserialize_with = "int_string")]
+    pub total: i64,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct Header {
     pub chain_id: String,
