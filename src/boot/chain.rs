@@ -89,7 +89,7 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
     let listener = bind_indexer_listener(shared, chain, &domains, &source, &ingestion)?;
     let stores = &domains.stores;
     if let Some(blocks) = &stores.blocks {
-        status = status.anchored(blocks.clone(), chain.follower.trusted_hash.is_some());
+        status = status.anchored(blocks.clone(), chain.follower.trusted_hash_bytes());
     }
     let tx_index = stores.blocks.clone().filter(|_| chain.indexes(Domain::Txs));
     Ok(StartedChain {
@@ -425,7 +425,7 @@ fn chain_api(
 ) -> http::indexer::ChainApi {
     http::indexer::ChainApi::new(blocks.clone(), ingestion.main.clone())
         .with_txs_kept(chain.domains.contains(&Domain::Txs))
-        .with_anchor_configured(chain.follower.trusted_hash.is_some())
+        .with_trusted_hash(chain.follower.trusted_hash_bytes())
         .with_own_followers(
             ingestion
                 .own

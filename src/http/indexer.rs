@@ -36,8 +36,9 @@ pub(crate) struct ChainApi {
     /// The chain keeps the `txs` domain; without it the tx routes answer 404 "not kept"
     /// (as the EVM lists do), not an empty list beside a block that has txs.
     txs_kept: bool,
-    /// The chain's first block is the one `trusted_hash` names (else: trusted on first use).
-    anchor_configured: bool,
+    /// The block ID `trusted_hash` names, if configured: the anchor shows as trusted only
+    /// when the stored first block is that one.
+    trusted_hash: Option<Vec<u8>>,
 }
 
 impl ChainApi {
@@ -51,14 +52,14 @@ impl ChainApi {
             last_height: AtomicU64::new(0),
             store_format: weaver_engine::store::format::FORMAT_VERSION,
             txs_kept: true,
-            anchor_configured: false,
+            trusted_hash: None,
         }
     }
 
-    /// Whether the chain's first block was named by `trusted_hash` (default: trusted on
+    /// The chain's `trusted_hash`, if configured (default: its first block is trusted on
     /// first use).
-    pub(crate) fn with_anchor_configured(mut self, configured: bool) -> Self {
-        self.anchor_configured = configured;
+    pub(crate) fn with_trusted_hash(mut self, trusted_hash: Option<Vec<u8>>) -> Self {
+        self.trusted_hash = trusted_hash;
         self
     }
 
@@ -202,25 +203,26 @@ pub(crate) struct Anchor {
     pub(crate) height: u64,
     /// Its block ID hash, upper-case hex.
     pub(crate) hash: String,
-    /// `trusted_hash`: named in the config; `first_use`: the first block indexed, trusted
-    /// as the node served it.
+    /// `trusted_hash`: the block the config's `trusted_hash` names; `first_use`: the first
+    /// block indexed, trusted as the node served it (also when `trusted_hash` names another
+    /// height than the store's first).
     pub(crate) trust: &'static str,
 }
 
 impl Anchor {
-    /// The oldest block `store` keeps (`configured`: `trusted_hash` named it); `None`:
-    /// nothing indexed, or the store cannot be read.
-    pub(crate) fn of(store: &BlocksStore, configured: bool) -> Option<Anchor> {
+    /// The oldest block `store` keeps, trusted as `trusted_hash` when it is the block that
+    /// hash names; `None`: nothing indexed, or the store cannot be read.
+    pub(crate) fn of(store: &BlocksStore, trusted_hash: Option<&[u8]>) -> Option<Anchor> {
         let height = store.first_height().ok().filter(|h| *h > 0)?;
         let hash = store.block_hash(height).ok()??;
         Some(Anchor {
             height,
-            hash: hex::encode_upper(hash),
-            trust: if configured {
+            trust: if trusted_hash == Some(hash.as_slice()) {
                 "trusted_hash"
             } else {
                 "first_use"
             },
+            hash: hex::encode_upper(hash),
         })
     }
 }
@@ -266,7 +268,7 @@ pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
         held_domains: api.held_domains(),
         store_format: api.store_format,
         verified_height: height,
-        anchor: Anchor::of(&api.store, api.anchor_configured),
+        anchor: Anchor::of(&api.store, api.trusted_hash.as_deref()),
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
 }

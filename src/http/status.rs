@@ -61,8 +61,8 @@ pub(crate) struct ChainStatus {
     ingestion: Ingestion,
     domains: Vec<DomainStatus>,
     /// The chain's blocks, whose oldest is the anchor shown (`None`: no blocks domain), and
-    /// whether `trusted_hash` named it.
-    anchor: Option<(weaver_engine::store::BlocksStore, bool)>,
+    /// the configured `trusted_hash`.
+    anchor: Option<(weaver_engine::store::BlocksStore, Option<Vec<u8>>)>,
 }
 
 struct DomainStatus {
@@ -95,13 +95,13 @@ impl ChainStatus {
     }
 
     /// The chain's blocks, whose oldest block is shown as the anchor its history is linked
-    /// to (`configured`: `trusted_hash` named it).
+    /// to, and the chain's `trusted_hash`.
     pub(crate) fn anchored(
         mut self,
         blocks: weaver_engine::store::BlocksStore,
-        configured: bool,
+        trusted_hash: Option<Vec<u8>>,
     ) -> Self {
-        self.anchor = Some((blocks, configured));
+        self.anchor = Some((blocks, trusted_hash));
         self
     }
 
@@ -289,7 +289,7 @@ fn chain_snapshot(chain: &ChainStatus) -> ChainSnapshot {
         anchor: chain
             .anchor
             .as_ref()
-            .and_then(|(blocks, configured)| super::indexer::Anchor::of(blocks, *configured)),
+            .and_then(|(blocks, trusted)| super::indexer::Anchor::of(blocks, trusted.as_deref())),
         domains,
     }
 }

@@ -3,13 +3,16 @@
 //! whose first block differs is refused, and so is a store indexed from another block — and
 //! without it the first block is trusted on first use and shown in `/status`.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use base64::Engine;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::harness::{
-    config_with, devnet_chain, devnet_node_args, genesis_ms_for_history, metric_value, Daemon,
-    DevnetNode,
+    config_with, devnet_chain, devnet_node_args, genesis_ms_for_history, metric_value, walk,
+    Daemon, DevnetNode,
 };
 
 const CHAIN: &str = "minievm-1";
@@ -30,6 +33,50 @@ fn served_hash(node: &DevnetNode, height: u64) -> String {
         .as_str()
         .unwrap()
         .to_string()
+}
+
+/// The (height, hash) of every tx `d` indexed at `heights`.
+fn indexed_txs(
+    d: &Daemon,
+    chain_id: &str,
+    heights: std::ops::RangeInclusive<u64>,
+) -> BTreeSet<(u64, String)> {
+    let url = format!("{}/indexer/tx/v1/txs", d.chain_url(chain_id));
+    walk(
+        d,
+        &url,
+        "txs",
+        "&pagination.reverse=false&pagination.limit=1000",
+    )
+    .into_iter()
+    .map(|tx| {
+        let height = tx["height"].as_str().unwrap().parse::<u64>().unwrap();
+        (height, tx["txhash"].as_str().unwrap().to_string())
+    })
+    .filter(|(height, _)| heights.contains(height))
+    .collect()
+}
+
+/// The (height, hash) of every tx `node` serves at `heights` (a tx's hash: the sha256 of its
+/// bytes).
+fn served_txs(
+    node: &DevnetNode,
+    heights: std::ops::RangeInclusive<u64>,
+) -> BTreeSet<(u64, String)> {
+    let mut txs = BTreeSet::new();
+    for height in heights {
+        let answer: Value = reqwest::blocking::get(format!("{}/block?height={height}", node.rpc))
+            .unwrap()
+            .json()
+            .unwrap();
+        for tx in answer["result"]["block"]["data"]["txs"].as_array().unwrap() {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(tx.as_str().unwrap())
+                .unwrap();
+            txs.insert((height, hex::encode_upper(Sha256::digest(raw))));
+        }
+    }
+    txs
 }
 
 /// Waits (bounded) until `done` holds for the chain's `/status`; that status.
@@ -67,6 +114,21 @@ fn a_follower_with_one_lying_node_url_ends_on_the_truthful_one() {
             "block {height} is not the truthful node's"
         );
     }
+    // The lying node's blocks keep their block IDs (only a tx byte changes): the txs show
+    // whose blocks were indexed.
+    let (indexed, served) = (
+        indexed_txs(&daemon, CHAIN, 19..=40),
+        served_txs(&truthful, 19..=40),
+    );
+    assert!(
+        served.len() > 20,
+        "too few txs to compare: {}",
+        served.len()
+    );
+    assert_eq!(
+        indexed, served,
+        "txs other than the truthful node's were indexed"
+    );
     let refused = metric_value(
         &daemon.metrics(),
         "weaver_blocks_refused_total",

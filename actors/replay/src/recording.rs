@@ -5,7 +5,7 @@
 //! recording.json      {"format": 1, "chain_id", "node_info", "from", "to", "unrecorded"}
 //! blocks/<height>.json {"block": /block result, "block_results": /block_results result,
 //!                       "txs": [REST txs of the block], "rest_block_id": REST block_id,
-//!                       "next_header": the /header after it, for the last block}
+//!                       "next_header": the /header after it, as asked}
 //! rest.jsonl          one REST answer per line: {"method","path","height","body","status","answer"}
 //! json_rpc.jsonl      one EVM JSON-RPC answer per line: {"method","params","response"}
 //! ```
@@ -64,9 +64,9 @@ pub struct RecordedBlock {
     /// The `block_id` of the REST txs answer, when the node gave one.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub rest_block_id: Value,
-    /// The header of the height after (CometBFT `/header`'s `header`), when it was asked
-    /// and that height is not recorded itself: it commits to this block's results, so the
-    /// recording's last block verifies on replay too.
+    /// The header of the height after (CometBFT `/header`'s `header`), as it was asked with
+    /// this block: it commits to this block's results, so the recording's last block verifies
+    /// on replay too (for the others the next block's own header is served).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub next_header: Value,
 }

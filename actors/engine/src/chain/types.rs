@@ -141,6 +141,14 @@ pub struct BlockBundle {
     /// The hash the header names as the block before's (`last_block_id`), checked against
     /// the block indexed there (empty: none named, or a source without headers).
     pub last_block_hash: Vec<u8>,
+    /// The hash of the next header this block's results were verified against (empty: not
+    /// verified so): the block indexed at height + 1 must be that one.
+    pub next_hash: Vec<u8>,
+    /// Light-client mode: the header's `validators_hash` (the set verified to have signed
+    /// it) and `next_validators_hash` (the set the block after must be signed by); empty
+    /// otherwise.
+    pub validators_hash: Vec<u8>,
+    pub next_validators_hash: Vec<u8>,
     /// Header time, nanoseconds since the Unix epoch.
     pub time_ns: i64,
     pub proposer_address: Vec<u8>,
@@ -169,6 +177,9 @@ impl BlockBundle {
             height,
             hash: vec![0; 32],
             last_block_hash: vec![],
+            next_hash: vec![],
+            validators_hash: vec![],
+            next_validators_hash: vec![],
             time_ns,
             proposer_address: vec![],
             proposer: Proposer::default(),

@@ -44,6 +44,10 @@ pub enum Check {
     LastResultsHash,
     /// The chain's first block is not the one `trusted_hash` names.
     TrustedHash,
+    /// The block is not the header the results of the block before were verified against,
+    /// or (light-client mode) its validator set is not the one the block before named
+    /// (`next_validators_hash`).
+    NextHeader,
     /// Light-client mode: the validator set the node gave is not the one the header names
     /// (`validators_hash`).
     ValidatorsHash,
@@ -63,6 +67,7 @@ impl Check {
             Check::LastBlockId => "last_block_id",
             Check::LastResultsHash => "last_results_hash",
             Check::TrustedHash => "trusted_hash",
+            Check::NextHeader => "next_header",
             Check::ValidatorsHash => "validators_hash",
             Check::Commit => "commit",
         }
@@ -315,12 +320,14 @@ pub(crate) fn check_link(height: u64, previous: &[u8], header: &Header) -> Resul
     Ok(())
 }
 
-/// The hash a header names as its last block's (empty at height 1, which names none).
+/// The hash a header names as its last block's: the zero hash where it names none (height
+/// 1, or a chain's initial height), which no block hashes to.
 pub(crate) fn last_block_hash(header: &Header) -> Vec<u8> {
     header
         .last_block_id
         .map(|id| id.hash.as_bytes().to_vec())
-        .unwrap_or_default()
+        .filter(|hash| !hash.is_empty())
+        .unwrap_or_else(|| vec![0; 32])
 }
 
 /// A header (as a node renders it) naming `last_hash` as its last block instead, and its
@@ -336,6 +343,9 @@ pub fn relinked(
     let hash = header_hash(&header);
     Some((serde_json::to_value(&header).ok()?, hash))
 }
+
+/// CometBFT's `MaxTotalVotingPower`.
+const MAX_TOTAL_VOTING_POWER: u64 = (i64::MAX / 8) as u64;
 
 /// Light-client mode (`verify_commits`): the block's `commit` is signed by more than 2/3 of
 /// the voting power of `validators`, which are the set the header names (`validators_hash`),
@@ -353,6 +363,18 @@ pub(crate) fn check_commit(
             format!("the commit does not fit the header: {e}"),
         )
     })?;
+    // `Set::new` panics on a total power over CometBFT's bound (i64::MAX / 8): a node's answer
+    // must not reach it.
+    let total = validators
+        .iter()
+        .try_fold(0u64, |sum, v| sum.checked_add(v.power()))
+        .filter(|total| *total <= MAX_TOTAL_VOTING_POWER);
+    if total.is_none() {
+        return Err(refuse(
+            Check::ValidatorsHash,
+            "the validators' voting power adds up past CometBFT's bound".into(),
+        ));
+    }
     let set = validator::Set::without_proposer(validators);
     let untrusted = UntrustedBlockState {
         signed_header: &signed_header,

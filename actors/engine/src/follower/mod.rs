@@ -5,6 +5,7 @@
 
 mod actor;
 mod ingestion;
+mod link;
 mod progress;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::chain::types::BlockBundle;
 use crate::chain::verify::{Check, Refusal};
 use crate::chain::{Answers, ChainQuery, ChainSource, QueryAnswer, SourceError};
 use crate::indexers::{DomainSet, IndexError, PreparedBlock, SetPreparer};
+use link::Link;
 use progress::ProgressLog;
 
 #[derive(Debug, Clone)]
@@ -117,7 +119,7 @@ pub struct Follower<S> {
     progress: ProgressLog,
     /// The height and hash of the last block indexed (read back from the store at the first
     /// step): the next block must name it as its last block.
-    link: Option<(u64, Vec<u8>)>,
+    link: Option<Link>,
     /// The store's anchor was checked against `trusted_hash` (at the first step).
     anchor_checked: bool,
 }
@@ -205,7 +207,7 @@ impl<S: ChainSource + 'static> Follower<S> {
             let answers = self.answer_lookups(&bundle, answered_ahead).await?;
             self.domains.apply_prepared(&bundle, &answers, prepared)?;
             indexed += 1;
-            self.link = Some((bundle.height, bundle.hash.clone()));
+            self.link = Some(Link::of(&bundle));
             self.progress
                 .indexed(bundle.height, bundle.txs.len() as u64, self.tip);
             // Off this thread, and only by the last holder: the source's cache of recent
@@ -300,44 +302,20 @@ impl<S: ChainSource + 'static> Follower<S> {
             self.link = self
                 .domains
                 .block_hash(next - 1)?
-                .map(|hash| (next - 1, hash));
+                .map(|hash| Link::stored(next - 1, hash));
         }
         Ok(())
     }
 
-    /// A block names the block indexed before it as its last block (where both are known),
-    /// and the chain's first block is the trusted one (`trusted_hash`). A refusal is counted,
-    /// and the source forgets the block and asks the next URL next time.
+    /// A block follows the block indexed before it ([`Link::refusal`]), and the chain's
+    /// first block is the trusted one (`trusted_hash`). A refusal is counted, and the source
+    /// forgets the block and asks the next URL next time.
     fn check_link(&self, bundle: &BlockBundle) -> Result<(), SourceError> {
         let anchor = self.settings.start_height.max(1);
         let refusal = match (&self.link, &self.settings.trusted_hash) {
-            (Some((height, hash)), _)
-                if height + 1 == bundle.height && !bundle.last_block_hash.is_empty() =>
-            {
-                (bundle.last_block_hash != *hash).then(|| {
-                    Refusal::new(
-                        bundle.height,
-                        Check::LastBlockId,
-                        format!(
-                            "the header's last_block_id is {}, the block indexed at {height} is {}",
-                            hex::encode_upper(&bundle.last_block_hash),
-                            hex::encode_upper(hash)
-                        ),
-                    )
-                })
-            }
+            (Some(link), _) if link.height + 1 == bundle.height => link.refusal(bundle),
             (_, Some(trusted)) if bundle.height == anchor && self.domains.watermark() == 0 => {
-                (bundle.hash != *trusted).then(|| {
-                    Refusal::new(
-                        anchor,
-                        Check::TrustedHash,
-                        format!(
-                            "the node's block {anchor} hashes to {}, trusted_hash is {}: the node serves another chain or fork than the one trusted",
-                            hex::encode_upper(&bundle.hash),
-                            hex::encode_upper(trusted)
-                        ),
-                    )
-                })
+                link::untrusted_anchor(anchor, trusted, bundle)
             }
             _ => None,
         };

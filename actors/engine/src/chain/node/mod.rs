@@ -370,13 +370,20 @@ impl NodeClient {
         // Before the results are matched to the txs: a tx added to the block is a refusal of
         // the block, not a mismatch with its results.
         let verified = self.verify(height, &block, &hash, &raws)?;
-        if let Some((commit, validators)) = commit {
-            self.refused(stage_cpu::timed(
-                &self.config.chain_id,
-                "verify_commit",
-                || verify::check_commit(height, &verified, commit, validators),
-            ))?;
-        }
+        let (validators_hash, next_validators_hash) = match commit {
+            Some((commit, validators)) => {
+                self.refused(stage_cpu::timed(
+                    &self.config.chain_id,
+                    "verify_commit",
+                    || verify::check_commit(height, &verified, commit, validators),
+                ))?;
+                (
+                    verified.validators_hash.as_bytes().to_vec(),
+                    verified.next_validators_hash.as_bytes().to_vec(),
+                )
+            }
+            None => (vec![], vec![]),
+        };
         self.check_results_count(&raws, &results, &results_path)?;
         let jsons = if raws.is_empty() {
             vec![]
@@ -406,6 +413,12 @@ impl NodeClient {
             height,
             hash,
             last_block_hash: verify::last_block_hash(&verified),
+            next_hash: next
+                .as_ref()
+                .map(|next| verify::header_hash(next).to_vec())
+                .unwrap_or_default(),
+            validators_hash,
+            next_validators_hash,
             time_ns: parse_rfc3339(&header.time).ok_or_else(|| {
                 self.malformed(
                     &block_path,
