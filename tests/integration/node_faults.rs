@@ -205,6 +205,24 @@ fn a_misbehaving_node_is_refused_and_retried_and_nothing_wrong_is_indexed() {
                 phase.fault
             );
         }
+        if let Unverified(check) = phase.counted {
+            // Held visibly: once the node client's retries are spent, the chain shows stalled,
+            // naming the check.
+            let wanted = format!("failed verification ({check})");
+            loop {
+                let status = faulty.status(CHAIN);
+                let reason = status["ingestion"]["reason"].as_str().unwrap_or_default();
+                if status["ingestion"]["state"] == "stalled" && reason.contains(&wanted) {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the chain did not show the {} fault as stalled: {status}",
+                    phase.fault
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         clear_fault(&node, phase.fault);
     }
     let report = node_faults(&node);
