@@ -16,6 +16,8 @@ use weaver_engine::follower::{
 use weaver_engine::indexers::{Domain, DomainSet, IndexError};
 use weaver_engine::relay::{RelayBus, TxFeed};
 use weaver_engine::store::{BlocksStore, RelayStore, Store, StoreError};
+
+use crate::http::anchor::AnchorCell;
 use weaver_engine::system::Supervision;
 
 use super::listeners::bind_server;
@@ -86,11 +88,18 @@ pub(super) fn start_chain(shared: &Shared, chain: &ChainConfig) -> anyhow::Resul
     let domains = Arc::new(domains);
     let ingestion = start_followers(shared, chain, domains.clone(), &source);
     let mut status = chain_status(chain, &ingestion, &domains);
-    let listener = bind_indexer_listener(shared, chain, &domains, &source, &ingestion)?;
     let stores = &domains.stores;
-    if let Some(blocks) = &stores.blocks {
-        status = status.anchored(blocks.clone(), chain.follower.trusted_hash_bytes());
+    // One anchor read for the chain's `/status` and the status page.
+    let anchor = stores.blocks.as_ref().map(|blocks| {
+        Arc::new(AnchorCell::new(
+            blocks.clone(),
+            chain.follower.trusted_hash_bytes(),
+        ))
+    });
+    if let Some(anchor) = &anchor {
+        status = status.anchored(anchor.clone());
     }
+    let listener = bind_indexer_listener(shared, chain, &domains, &source, &ingestion, anchor)?;
     let tx_index = stores.blocks.clone().filter(|_| chain.indexes(Domain::Txs));
     Ok(StartedChain {
         ingestion,
@@ -370,6 +379,7 @@ fn bind_indexer_listener(
     domains: &ChainDomains,
     source: &Arc<ChainAccess>,
     ingestion: &ChainIngestion,
+    anchor: Option<Arc<AnchorCell>>,
 ) -> anyhow::Result<Option<(actix_web::dev::Server, SocketAddr)>> {
     let config = shared.config;
     let stores = &domains.stores;
@@ -391,7 +401,11 @@ fn bind_indexer_listener(
             None => entry.kind.off_routes(&at),
         })
         .collect();
-    let api = web::Data::new(chain_api(shared, chain, stores, blocks, ingestion));
+    let mut api = chain_api(shared, chain, stores, blocks, ingestion);
+    if let Some(anchor) = anchor {
+        api = api.with_anchor(anchor);
+    }
+    let api = web::Data::new(api);
     let docs = web::Data::new(http::openapi::ApiDocs::new(&indexer_document(
         chain, domains,
     )));
@@ -425,7 +439,6 @@ fn chain_api(
 ) -> http::indexer::ChainApi {
     http::indexer::ChainApi::new(blocks.clone(), ingestion.main.clone())
         .with_txs_kept(chain.domains.contains(&Domain::Txs))
-        .with_trusted_hash(chain.follower.trusted_hash_bytes())
         .with_own_followers(
             ingestion
                 .own

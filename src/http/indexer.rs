@@ -5,11 +5,13 @@
 use actix_web::web;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use weaver_engine::chain::address::parse_account;
 use weaver_engine::follower::{Ingestion, IngestionState, IngestionStatus};
 use weaver_engine::store::{BlocksStore, Page, Total, TxFilter};
 
+use super::anchor::{Anchor, AnchorCell};
 use super::answer_cache::AnswerCache;
 use super::error::{json_bytes, ApiError, ApiResult};
 use super::limits::HeavyPages;
@@ -36,13 +38,13 @@ pub(crate) struct ChainApi {
     /// The chain keeps the `txs` domain; without it the tx routes answer 404 "not kept"
     /// (as the EVM lists do), not an empty list beside a block that has txs.
     txs_kept: bool,
-    /// The block ID `trusted_hash` names, if configured: the anchor shows as trusted only
-    /// when the stored first block is that one.
-    trusted_hash: Option<Vec<u8>>,
+    /// The block the chain's history is linked back to, shown in `/status`.
+    anchor: Arc<AnchorCell>,
 }
 
 impl ChainApi {
     pub(crate) fn new(store: BlocksStore, ingestion: Ingestion) -> Self {
+        let anchor = Arc::new(AnchorCell::new(store.clone(), None));
         ChainApi {
             store,
             rich_list: None,
@@ -52,14 +54,14 @@ impl ChainApi {
             last_height: AtomicU64::new(0),
             store_format: weaver_engine::store::format::FORMAT_VERSION,
             txs_kept: true,
-            trusted_hash: None,
+            anchor,
         }
     }
 
-    /// The chain's `trusted_hash`, if configured (default: its first block is trusted on
-    /// first use).
-    pub(crate) fn with_trusted_hash(mut self, trusted_hash: Option<Vec<u8>>) -> Self {
-        self.trusted_hash = trusted_hash;
+    /// The chain's anchor, shared with the status page (default: one of this store, with no
+    /// `trusted_hash`).
+    pub(crate) fn with_anchor(mut self, anchor: Arc<AnchorCell>) -> Self {
+        self.anchor = anchor;
         self
     }
 
@@ -197,36 +199,6 @@ pub(crate) struct Status<'a> {
     anchor: Option<Anchor>,
 }
 
-/// The block a chain's indexed history is linked back to.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Anchor {
-    pub(crate) height: u64,
-    /// Its block ID hash, upper-case hex.
-    pub(crate) hash: String,
-    /// `trusted_hash`: the block the config's `trusted_hash` names; `first_use`: the first
-    /// block indexed, trusted as the node served it (also when `trusted_hash` names another
-    /// height than the store's first).
-    pub(crate) trust: &'static str,
-}
-
-impl Anchor {
-    /// The oldest block `store` keeps, trusted as `trusted_hash` when it is the block that
-    /// hash names; `None`: nothing indexed, or the store cannot be read.
-    pub(crate) fn of(store: &BlocksStore, trusted_hash: Option<&[u8]>) -> Option<Anchor> {
-        let height = store.first_height().ok().filter(|h| *h > 0)?;
-        let hash = store.block_hash(height).ok()??;
-        Some(Anchor {
-            height,
-            trust: if trusted_hash == Some(hash.as_slice()) {
-                "trusted_hash"
-            } else {
-                "first_use"
-            },
-            hash: hex::encode_upper(hash),
-        })
-    }
-}
-
 /// A domain held while its chain goes on.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct HeldDomain {
@@ -268,7 +240,7 @@ pub(super) async fn status(api: web::Data<ChainApi>) -> ApiResult {
         held_domains: api.held_domains(),
         store_format: api.store_format,
         verified_height: height,
-        anchor: Anchor::of(&api.store, api.trusted_hash.as_deref()),
+        anchor: api.anchor.get(),
     };
     Ok(actix_web::HttpResponse::Ok().json(body))
 }

@@ -11,6 +11,7 @@
 //! answers the error body (`tests/integration/malformed_heads.rs`).
 
 pub(crate) mod admin;
+pub(crate) mod anchor;
 pub(crate) mod answer_cache;
 pub(crate) mod balance_cache;
 pub(crate) mod client;

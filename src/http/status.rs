@@ -27,6 +27,8 @@ use weaver_engine::store::DomainTree;
 use weaver_engine::system::Recover;
 use weaver_router::tracker::{TrackerView, TxState};
 
+use super::anchor::{Anchor, AnchorCell};
+
 /// How often the page reloads itself.
 pub(crate) const REFRESH_SECS: u32 = 5;
 /// How often the sampler reads every domain's watermark.
@@ -60,9 +62,8 @@ pub(crate) struct ChainStatus {
     source: &'static str,
     ingestion: Ingestion,
     domains: Vec<DomainStatus>,
-    /// The chain's blocks, whose oldest is the anchor shown (`None`: no blocks domain), and
-    /// the configured `trusted_hash`.
-    anchor: Option<(weaver_engine::store::BlocksStore, Option<Vec<u8>>)>,
+    /// The block its history is linked back to (`None`: no blocks domain).
+    anchor: Option<Arc<AnchorCell>>,
 }
 
 struct DomainStatus {
@@ -94,14 +95,9 @@ impl ChainStatus {
         }
     }
 
-    /// The chain's blocks, whose oldest block is shown as the anchor its history is linked
-    /// to, and the chain's `trusted_hash`.
-    pub(crate) fn anchored(
-        mut self,
-        blocks: weaver_engine::store::BlocksStore,
-        trusted_hash: Option<Vec<u8>>,
-    ) -> Self {
-        self.anchor = Some((blocks, trusted_hash));
+    /// The block the chain's history is linked back to, shared with its `/status`.
+    pub(crate) fn anchored(mut self, anchor: Arc<AnchorCell>) -> Self {
+        self.anchor = Some(anchor);
         self
     }
 
@@ -149,7 +145,7 @@ pub(crate) struct ChainSnapshot {
     pub node_height: Option<u64>,
     /// The block the chain's indexed history is linked back to; `null` before the first
     /// block (or without the blocks domain).
-    pub anchor: Option<super::indexer::Anchor>,
+    pub anchor: Option<Anchor>,
     pub domains: Vec<DomainSnapshot>,
 }
 
@@ -286,10 +282,7 @@ fn chain_snapshot(chain: &ChainStatus) -> ChainSnapshot {
         source: chain.source,
         ingestion: chain.ingestion.status(),
         node_height,
-        anchor: chain
-            .anchor
-            .as_ref()
-            .and_then(|(blocks, trusted)| super::indexer::Anchor::of(blocks, trusted.as_deref())),
+        anchor: chain.anchor.as_ref().and_then(|anchor| anchor.get()),
         domains,
     }
 }

@@ -5,7 +5,7 @@
 //! recording.json      {"format": 1, "chain_id", "node_info", "from", "to", "unrecorded"}
 //! blocks/<height>.json {"block": /block result, "block_results": /block_results result,
 //!                       "txs": [REST txs of the block], "rest_block_id": REST block_id,
-//!                       "next_header": the /header after it, as asked}
+//!                       "next_header": the /header after it, for the last block}
 //! rest.jsonl          one REST answer per line: {"method","path","height","body","status","answer"}
 //! json_rpc.jsonl      one EVM JSON-RPC answer per line: {"method","params","response"}
 //! ```
@@ -64,9 +64,9 @@ pub struct RecordedBlock {
     /// The `block_id` of the REST txs answer, when the node gave one.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub rest_block_id: Value,
-    /// The header of the height after (CometBFT `/header`'s `header`), as it was asked with
-    /// this block: it commits to this block's results, so the recording's last block verifies
-    /// on replay too (for the others the next block's own header is served).
+    /// The header of the height after (CometBFT `/header`'s `header`), kept where that height
+    /// is not recorded itself ([`Recording::trim`]): it commits to this block's results, so
+    /// the recording's last block verifies on replay too.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub next_header: Value,
 }
@@ -217,6 +217,14 @@ impl Recording {
     /// height above `to` go too.
     pub fn trim(&mut self, from: u64, to: u64) {
         self.blocks.retain(|h, _| (from..=to).contains(h));
+        // A recorded block's own header is the one served at its height: the header after a
+        // block is kept only where that height is not recorded (the range's last block).
+        let recorded: std::collections::BTreeSet<u64> = self.blocks.keys().copied().collect();
+        for (height, block) in &mut self.blocks {
+            if recorded.contains(&(height + 1)) {
+                block.next_header = Value::Null;
+            }
+        }
         self.rest.retain(|e| {
             e.height
                 .as_deref()

@@ -278,7 +278,7 @@ pub(crate) fn check_next<'a>(
             ),
         );
     }
-    check_link(height + 1, hash, next).map_err(|mut refusal| {
+    check_link(height + 1, hash, &last_block_hash(next)).map_err(|mut refusal| {
         refusal.height = height;
         refusal.detail = format!("the next header: {}", refusal.detail);
         refusal
@@ -301,17 +301,16 @@ pub(crate) fn check_next<'a>(
     Ok(())
 }
 
-/// A header at `height` names `previous` (the hash of the block at height − 1) as its last
-/// block.
-pub(crate) fn check_link(height: u64, previous: &[u8], header: &Header) -> Result<(), Refusal> {
-    let named = last_block_hash(header);
+/// A block at `height` whose header names `named` as its last block (see
+/// [`last_block_hash`]) follows `previous`, the hash of the block at height − 1.
+pub(crate) fn check_link(height: u64, previous: &[u8], named: &[u8]) -> Result<(), Refusal> {
     if named != previous {
         return Err(Refusal::new(
             height,
             Check::LastBlockId,
             format!(
                 "the header's last_block_id is {}, the block at {} hashes to {}",
-                hex::encode_upper(&named),
+                hex::encode_upper(named),
                 height.saturating_sub(1),
                 hex::encode_upper(previous)
             ),

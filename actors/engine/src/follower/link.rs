@@ -4,7 +4,7 @@
 //! it named (`next_validators_hash`). And the first block of a chain must be the trusted one.
 
 use crate::chain::types::BlockBundle;
-use crate::chain::verify::{Check, Refusal};
+use crate::chain::verify::{self, Check, Refusal};
 
 /// The last block indexed, as far as its successor is checked against it.
 #[derive(Debug, Clone)]
@@ -44,17 +44,13 @@ impl Link {
     /// not. A block from a source without headers (empty `last_block_hash`) is not checked;
     /// a node's header that names no block before it names the zero hash, which fails.
     pub(super) fn refusal(&self, next: &BlockBundle) -> Option<Refusal> {
-        let (height, hash) = (self.height, &self.hash);
+        let height = self.height;
         let refuse = |check, detail| Some(Refusal::new(next.height, check, detail));
-        if !next.last_block_hash.is_empty() && next.last_block_hash != *hash {
-            return refuse(
-                Check::LastBlockId,
-                format!(
-                    "the header's last_block_id is {}, the block indexed at {height} is {}",
-                    hex::encode_upper(&next.last_block_hash),
-                    hex::encode_upper(hash)
-                ),
-            );
+        if !next.last_block_hash.is_empty() {
+            if let Err(refusal) = verify::check_link(next.height, &self.hash, &next.last_block_hash)
+            {
+                return Some(refusal);
+            }
         }
         if !self.next_hash.is_empty() && next.hash != self.next_hash {
             return refuse(
