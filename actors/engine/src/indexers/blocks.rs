@@ -5,14 +5,12 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxHashMap as HashMap;
-
 use bytes::Bytes;
 
 use super::accounts::AccountFinder;
 use super::coins::sum_coins;
 use super::records::{block_record, TxRecords};
-use super::tx_log::{self, CounterTotals, TxEntry};
+use super::tx_log::{self, EdgeCounts, TxEntry};
 use super::{DomainIndexer, IndexError, Prepared, Preparer};
 use crate::chain::decode::{decode_tx, tx_hash, DecodeError, DecodedTx};
 use crate::chain::types::BlockBundle;
@@ -24,7 +22,7 @@ pub struct BlocksIndexer {
     store: BlocksStore,
     /// Shared with the preparer, which may run on other threads.
     accounts: Arc<Mutex<AccountFinder>>,
-    counters: CounterTotals,
+    counts: EdgeCounts,
     index_txs: bool,
     sequence: u64,
     previous_time_ns: Option<i64>,
@@ -67,7 +65,7 @@ impl BlocksIndexer {
         Ok(BlocksIndexer {
             store,
             accounts: Arc::new(Mutex::new(AccountFinder::new(bech32_prefix))),
-            counters: CounterTotals::default(),
+            counts: EdgeCounts::default(),
             index_txs,
             sequence,
             previous_time_ns,
@@ -140,7 +138,7 @@ impl DomainIndexer for BlocksIndexer {
             Some(txs) if txs.len() == bundle.txs.len() => *txs,
             _ => prepare(bundle, &self.accounts, self.index_txs),
         };
-        let mut counters: HashMap<Vec<u8>, u64> = HashMap::default();
+        self.counts.begin();
         let mut fees = Vec::new();
         let mut hot_txs = Vec::new();
         let first_sequence = self.sequence + 1;
@@ -165,20 +163,19 @@ impl DomainIndexer for BlocksIndexer {
             tx_log::write(
                 &TxEntry {
                     sequence,
-                    height: bundle.height,
                     hash: &hash,
                     record: &record,
                     accounts: &accounts,
                     signer: decoded.signer.as_deref(),
                     msg_types: &types,
                 },
+                &self.store,
+                &mut self.counts,
                 batch,
-                &mut counters,
-            );
+            )?;
             hot_txs.push((hash, Bytes::from(record)));
         }
-
-        self.counters.add(&self.store, counters, batch)?;
+        tx_log::write_height(bundle.height, first_sequence, sequence, batch);
         let block_time_ms = match self.previous_time_ns {
             Some(previous) => bundle.time_ns.saturating_sub(previous) / 1_000_000,
             None => 0,
@@ -211,7 +208,7 @@ impl DomainIndexer for BlocksIndexer {
     fn committed(&mut self, bundle: &BlockBundle) {
         self.fresh = false;
         if let Some((hot, sequence)) = self.pending.take() {
-            self.counters.committed();
+            self.counts.committed();
             self.store.publish_hot(hot);
             self.sequence = sequence;
         }

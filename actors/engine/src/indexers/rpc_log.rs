@@ -4,12 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::FxHashMap as HashMap;
 use std::marker::PhantomData;
 
 use serde_json::Value;
 
-use super::tx_log::{self, CounterTotals, TxEntry};
+use super::tx_log::{self, EdgeCounts, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::source::METHOD_NOT_FOUND;
 use crate::chain::types::BlockBundle;
@@ -39,7 +38,7 @@ pub struct RpcLogIndexer<S> {
     store: BlocksStore,
     sequence: u64,
     pending: Option<u64>,
-    counters: CounterTotals,
+    counts: EdgeCounts,
     source: PhantomData<fn() -> S>,
 }
 
@@ -50,7 +49,7 @@ impl<S: RowSource> RpcLogIndexer<S> {
             store,
             sequence,
             pending: None,
-            counters: CounterTotals::default(),
+            counts: EdgeCounts::default(),
             source: PhantomData,
         })
     }
@@ -112,7 +111,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
     ) -> Result<(), IndexError> {
         let (bundle, answers) = (block.bundle, block.answers);
         let items = self.block_array(bundle, answers)?;
-        let mut counters: HashMap<Vec<u8>, u64> = HashMap::default();
+        self.counts.begin();
         let mut sequence = self.sequence;
         for item in &items {
             let rows = S::rows(bundle.height, item).map_err(|reason| IndexError::Domain {
@@ -124,20 +123,20 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
                 tx_log::write(
                     &TxEntry {
                         sequence,
-                        height: bundle.height,
                         hash: &row.hash,
                         record: &row.record,
                         accounts: &row.accounts,
                         signer: row.signer.as_deref(),
                         msg_types: &[],
                     },
+                    &self.store,
+                    &mut self.counts,
                     batch,
-                    &mut counters,
-                );
+                )?;
                 S::extra_keys(&row, sequence, batch);
             }
         }
-        self.counters.add(&self.store, counters, batch)?;
+        tx_log::write_height(bundle.height, self.sequence + 1, sequence, batch);
         batch.insert(keys::meta(keys::META_SEQUENCE), sequence.to_be_bytes());
         self.pending = Some(sequence);
         Ok(())
@@ -145,7 +144,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
 
     fn committed(&mut self, _bundle: &BlockBundle) {
         if let Some(sequence) = self.pending.take() {
-            self.counters.committed();
+            self.counts.committed();
             self.sequence = sequence;
         }
     }

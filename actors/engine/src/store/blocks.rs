@@ -122,8 +122,32 @@ impl BlocksStore {
         }
     }
 
-    pub(crate) fn counter(&self, key: &[u8]) -> Result<u64, StoreError> {
-        self.domain.counter(key)
+    /// How many edges the family under `prefix` holds: the count its newest edge carries
+    /// (format 4), else its `c` counter (every edge written before format 4).
+    pub(crate) fn edge_count(&self, prefix: &[u8]) -> Result<u64, StoreError> {
+        match self.tree().scan_prefix(prefix).next_back() {
+            None => Ok(0),
+            Some(newest) => {
+                let (_, value) = newest?;
+                match value.len() {
+                    8 | 9 => Ok(keys::read_u64(&value).unwrap_or_default()),
+                    _ => self.domain.counter(&keys::counter(prefix)),
+                }
+            }
+        }
+    }
+
+    /// The records of `height` as (first sequence, count), from its `y height` key (format
+    /// 4); `None` for a height written before format 4 (its `y height sequence` edges) or
+    /// with no records.
+    pub(crate) fn height_txs(&self, height: u64) -> Result<Option<(u64, u64)>, StoreError> {
+        let key = keys::by_u64(keys::HEIGHT_EDGE, height);
+        match self.tree().get(key)? {
+            None => Ok(None),
+            Some(value) => keys::read_height_value(&value)
+                .map(Some)
+                .ok_or_else(|| corrupt(&key, "expected a first sequence and a count")),
+        }
     }
 
     /// Publishes a committed block's hot entries.

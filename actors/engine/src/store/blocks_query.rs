@@ -44,7 +44,7 @@ impl BlocksStore {
             };
             self.keys_under(keys::account_prefix(tag, account), after, order)
         } else if let Some(height) = filter.height {
-            self.keys_under(keys::height_prefix(height), after, order)
+            self.keys_of_height(height, after, order)
         } else if !filter.msgs.is_empty() {
             let streams = filter
                 .msgs
@@ -68,6 +68,26 @@ impl BlocksStore {
         }))
     }
 
+    /// The sequences of `height`'s records: one range from its `y height` key, or (heights
+    /// written before store format 4) its `y height sequence` edges.
+    fn keys_of_height(&self, height: u64, after: Option<u64>, order: Order) -> Keys<'_> {
+        let (first, count) = match self.height_txs(height) {
+            Ok(Some(range)) => range,
+            Ok(None) => return self.keys_under(keys::height_prefix(height), after, order),
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        let mut range = first..first.saturating_add(count);
+        match (order, after) {
+            (_, None) => {}
+            (Order::Asc, Some(after)) => range.start = range.start.max(after.saturating_add(1)),
+            (Order::Desc, Some(before)) => range.end = range.end.min(before),
+        }
+        match order {
+            Order::Asc => Box::new(range.map(Ok)),
+            Order::Desc => Box::new(range.rev().map(Ok)),
+        }
+    }
+
     fn tx_total(&self, filter: &TxFilter) -> Result<Total, StoreError> {
         let fast = match (&filter.account, filter.height, filter.msgs.len()) {
             (None, None, 0) => Some(self.last_sequence()?),
@@ -77,11 +97,10 @@ impl BlocksStore {
                 } else {
                     keys::ACCOUNT_EDGE
                 };
-                Some(self.counter(&keys::counter(&keys::account_prefix(tag, account)))?)
+                Some(self.edge_count(&keys::account_prefix(tag, account))?)
             }
-            (None, None, 1) => {
-                Some(self.counter(&keys::counter(&keys::msg_prefix(&filter.msgs[0])))?)
-            }
+            (None, None, 1) => Some(self.edge_count(&keys::msg_prefix(&filter.msgs[0]))?),
+            (None, Some(height), 0) => self.height_txs(height)?.map(|(_, count)| count),
             _ => None,
         };
         if let Some(total) = fast {

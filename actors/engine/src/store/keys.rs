@@ -35,9 +35,35 @@ pub fn tx_hash(hash: &[u8; 32]) -> Vec<u8> {
     key
 }
 
-/// Prefix of an edge family; the sequence (8 bytes) follows it.
+/// Prefix of a height's edges in stores before format 4 (`y height sequence`); from format 4
+/// on, `y height` alone holds the height's first sequence and count ([`height_value`]).
 pub fn height_prefix(height: u64) -> Vec<u8> {
     by_u64(HEIGHT_EDGE, height).to_vec()
+}
+
+/// The value of `y height` (format 4): the height's first sequence and how many follow.
+pub(crate) fn height_value(first: u64, count: u64) -> [u8; 16] {
+    let mut value = [0u8; 16];
+    value[..8].copy_from_slice(&first.to_be_bytes());
+    value[8..].copy_from_slice(&count.to_be_bytes());
+    value
+}
+
+/// (first sequence, count) of a [`height_value`].
+pub(crate) fn read_height_value(value: &[u8]) -> Option<(u64, u64)> {
+    let first = u64::from_be_bytes(value.get(..8)?.try_into().ok()?);
+    let count = u64::from_be_bytes(value.get(8..16)?.try_into().ok()?);
+    (value.len() == 16).then_some((first, count))
+}
+
+/// The value of an `a` edge (format 4): the signer flag, then the family's count with this
+/// edge (an `s` or `g` edge's value is the count alone). Edges written before format 4 hold
+/// the flag or nothing; their family's count is its `c` counter.
+pub(crate) fn account_edge_value(is_signer: bool, count: u64) -> [u8; 9] {
+    let mut value = [0u8; 9];
+    value[0] = is_signer as u8;
+    value[1..].copy_from_slice(&count.to_be_bytes());
+    value
 }
 
 pub(crate) fn account_prefix(tag: u8, account: &[u8]) -> Vec<u8> {
@@ -64,7 +90,8 @@ pub fn with_sequence(prefix: &[u8], sequence: u64) -> Vec<u8> {
 }
 
 /// Counter key of an edge prefix: `c` followed by the prefix without the family's own
-/// trailing separator.
+/// trailing separator (the tx edges' counts of stores before format 4; NFT and rich-list
+/// counts).
 pub fn counter(prefix: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(1 + prefix.len());
     key.push(COUNT);

@@ -504,7 +504,7 @@ impl Store {
         let found = format::check(&meta, fresh)?;
         if found < format::FORMAT_VERSION {
             self.split_records()?;
-            if found == format::FORMAT_VERSION - 1 {
+            if found >= format::UPGRADABLE {
                 meta.set_u64(format::FORMAT_KEY, format::FORMAT_VERSION)?;
                 self.flush()?;
                 tracing::info!(
