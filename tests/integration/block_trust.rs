@@ -11,8 +11,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::harness::{
-    config_with, devnet_chain, devnet_node_args, genesis_ms_for_history, metric_value, walk,
-    Daemon, DevnetNode,
+    config_with, devnet_chain, devnet_node_args, devnet_node_vm_args, genesis_ms_for_history,
+    metric_value, walk, Daemon, DevnetNode,
 };
 
 const CHAIN: &str = "minievm-1";
@@ -273,4 +273,52 @@ fn light_client_mode_refuses_a_forged_commit_and_a_forged_validator_set() {
         &[("chain_id", CHAIN), ("stage", "verify_commit")],
     );
     assert!(commit_cpu > 0.0, "no commit was verified");
+}
+
+/// Catching up, a block's next header (which commits to its results) is the header of the
+/// block above, fetched anyway: `/block` and `/block_results` per block, and `/header` only for
+/// the last one (three RPC requests per block before).
+#[test]
+fn catching_up_a_block_is_verified_with_the_next_block_s_header_not_asked_again() {
+    const MOVE_CHAIN: &str = "minimove-1";
+    const TIP: u64 = 300;
+    const HOUR_MS: i64 = 3_600_000;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    // A frozen chain of TIP blocks: the next is an hour away.
+    let genesis = now_ms - TIP as i64 * HOUR_MS - HOUR_MS / 2;
+    let mut args = devnet_node_vm_args(MOVE_CHAIN, "move", genesis, &[]);
+    let interval = args
+        .iter()
+        .position(|a| a == "--block-interval-ms")
+        .unwrap();
+    args[interval + 1] = HOUR_MS.to_string();
+    let node = DevnetNode::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let chain = format!(
+        "\n[[chains]]\nchain_id = \"{MOVE_CHAIN}\"\nvm = \"move\"\nlisten = \"127.0.0.1:0\"\n[chains.source]\nkind = \"node\"\nrpc = [\"{}\"]\nrest = [\"{}\"]\ntimeout_ms = 5000\nretries = 3\n",
+        node.rpc, node.rest
+    );
+    let daemon = Daemon::start(&config_with(&chain));
+    // Indexed up to the tip minus one: the tip's header verifies the block below it.
+    daemon.wait_height(MOVE_CHAIN, TIP - 1);
+    let rpc = metric_value(
+        &daemon.metrics(),
+        "weaver_node_requests_total",
+        &[("chain_id", MOVE_CHAIN), ("api", "rpc")],
+    );
+    let blocks = (TIP - 1) as f64;
+    // Two per block, plus `/header` of the tip and the polls of `/status` (five a second):
+    // well under the three per block of a `/header` each.
+    assert!(
+        rpc >= 2.0 * blocks,
+        "{rpc} RPC requests for {blocks} blocks"
+    );
+    assert!(
+        rpc < 2.5 * blocks,
+        "{rpc} RPC requests for {blocks} blocks: the next headers were asked again"
+    );
+    let status = daemon.status(MOVE_CHAIN);
+    assert_eq!(status["verified_height"], TIP - 1, "{status}");
 }

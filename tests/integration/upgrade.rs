@@ -1,6 +1,8 @@
 //! Issue #41: a data directory written by the release before store format 3 (commit
 //! 8c96b37, store format 2) is upgraded in place at start: its records move into their own
-//! keyspaces, it is stamped 3, and every answer is the one the old release served.
+//! keyspaces, it is stamped 4, and every answer is the one the old release served — the
+//! tx lists by height, account and message type too, whose totals and members it reads from
+//! the keys format 2 wrote (format 4 writes them differently from then on).
 //!
 //! The old release's binary is built at test time, not committed: `.ci/run` builds commit
 //! 8c96b37 and passes it as `CI_FORMAT2_WEAVER` (not `WEAVER_*`: those are config); without it the test prints SKIPPED.
@@ -35,9 +37,48 @@ fn served(daemon: &Daemon) -> Vec<(String, Value)> {
         for path in [
             format!("/indexer/tx/v1/txs/{hash}"),
             format!("/indexer/block/v1/blocks/{height}"),
+            // Read from the families format 4 writes differently (a height's key, the edges'
+            // counts): here still as the old release wrote them.
+            format!("/indexer/tx/v1/txs/by_height/{height}"),
         ] {
             answers.push((path.clone(), daemon.ok(&format!("{base}{path}"))));
         }
+    }
+    // Each signer's txs with their totals (format 2's `c` counters), signed or touched, and
+    // the totals of the message types on the page.
+    let mut signers: Vec<&str> = txs
+        .iter()
+        .filter_map(|tx| {
+            let message = &tx["tx"]["body"]["messages"][0];
+            message["sender"]
+                .as_str()
+                .or(message["from_address"].as_str())
+        })
+        .collect();
+    signers.sort();
+    signers.dedup();
+    assert!(!signers.is_empty(), "the page names senders: {page}");
+    let mut types: Vec<&str> = txs
+        .iter()
+        .filter_map(|tx| tx["tx"]["body"]["messages"][0]["@type"].as_str())
+        .collect();
+    types.sort();
+    types.dedup();
+    for path in signers
+        .iter()
+        .flat_map(|signer| {
+            [
+                format!("/indexer/tx/v1/txs/by_account/{signer}?pagination.limit=100"),
+                format!("/indexer/tx/v1/txs/by_account/{signer}?is_signer=true"),
+            ]
+        })
+        .chain(
+            types
+                .iter()
+                .map(|kind| format!("/indexer/tx/v1/txs?msgs={}", kind.trim_start_matches('/'))),
+        )
+    {
+        answers.push((path.clone(), daemon.ok(&format!("{base}{path}"))));
     }
     for height in [1, HEIGHT / 2, HEIGHT] {
         let path = format!("/indexer/block/v1/blocks/{height}");

@@ -114,7 +114,7 @@ impl Store {
                         keys = moved.keys,
                         mib = moved.bytes >> 20,
                         seconds = started.elapsed().as_secs(),
-                        "upgrading the store to format 3: moving records into their own keyspace"
+                        "upgrading the store: moving records into their own keyspace (format 3)"
                     );
                 }
             }

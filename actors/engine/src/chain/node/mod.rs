@@ -31,6 +31,7 @@ use super::types::{BlockBundle, Proposer, TxBundle, TxJson, TxResult};
 use super::{address, verify, SourceError};
 use crate::system::retry::{Attempts, NODE_CALL};
 use crate::system::stage_cpu;
+use crate::system::Recover;
 use wire::*;
 
 /// How to reach a node.
@@ -62,7 +63,15 @@ pub struct NodeClient {
     monikers: DashMap<String, KnownProposer>,
     /// One lookup at a time per validator (see [`NodeClient::proposer`]).
     proposer_lookups: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// The verified headers of blocks fetched, by height, until the block below takes its
+    /// next header from here ([`NodeClient::next_header`]).
+    fetched_headers: std::sync::Mutex<rustc_hash::FxHashMap<u64, tendermint::block::Header>>,
 }
+
+/// Most headers kept for the blocks below them (~0.6 MB): a follower's blocks in flight read
+/// theirs within a few blocks; all are dropped when the map is full, or when a block is
+/// refused above the client ([`NodeClient::next_urls`]).
+const FETCHED_HEADERS: usize = 1024;
 
 enum Api {
     Rpc,
@@ -94,6 +103,7 @@ impl NodeClient {
             rest_cursor: AtomicUsize::new(0),
             monikers: DashMap::new(),
             proposer_lookups: DashMap::new(),
+            fetched_headers: Default::default(),
         })
     }
 
@@ -113,10 +123,12 @@ impl NodeClient {
     }
 
     /// Asks the next RPC and REST URLs from now on: what the current ones served was refused
-    /// above the client.
+    /// (here or above the client).
     pub(crate) fn next_urls(&self) {
         self.rotate(&Api::Rpc);
         self.rotate(&Api::Rest);
+        // What the refused URLs served is not reused as anyone's next header.
+        self.fetched_headers.lock().recover().clear();
     }
 
     /// The attempts of one call: `retries` of them, with the node backoff between.
@@ -342,8 +354,7 @@ impl NodeClient {
                 Err(SourceError::Malformed { .. } | SourceError::Unverified(_))
                     if attempts.left() =>
                 {
-                    self.rotate(&Api::Rpc);
-                    self.rotate(&Api::Rest);
+                    self.next_urls();
                     attempts.retry().await;
                 }
                 Err(e) => return Err(e),
@@ -354,10 +365,10 @@ impl NodeClient {
     async fn fetch_block(&self, height: u64) -> Result<BlockBundle, SourceError> {
         let block_path = format!("/block?height={height}");
         let results_path = format!("/block_results?height={height}");
-        let (block, results, (next, commit)) = futures_util::future::try_join3(
+        let (block, results, commit) = futures_util::future::try_join3(
             self.rpc::<BlockResponse>(&block_path, Some(height)),
             self.rpc::<BlockResults>(&results_path, Some(height)),
-            futures_util::future::try_join(self.next_header(height), self.commit_of(height)),
+            self.commit_of(height),
         )
         .await?;
         let header: Header = serde_json::from_str(block.block.header_text.get()).map_err(|e| {
@@ -370,6 +381,7 @@ impl NodeClient {
         // Before the results are matched to the txs: a tx added to the block is a refusal of
         // the block, not a mismatch with its results.
         let verified = self.verify(height, &block, &hash, &raws)?;
+        self.keep_header(height, &verified);
         let (validators_hash, next_validators_hash) = match commit {
             Some((commit, validators)) => {
                 self.refused(stage_cpu::timed(
@@ -398,17 +410,7 @@ impl NodeClient {
         finalize_events.extend(results.begin_block_events);
         finalize_events.extend(results.end_block_events);
         let txs = self.tx_bundles(raws, results.txs_results, jsons, &results_path)?;
-        if let Some(next) = &next {
-            self.refused(stage_cpu::timed(&self.config.chain_id, "verify", || {
-                verify::check_next(
-                    &self.config.chain_id,
-                    height,
-                    &hash,
-                    next,
-                    txs.iter().map(|tx| &tx.result),
-                )
-            }))?;
-        }
+        let next = self.results_committed(height, &hash, &txs).await?;
         Ok(BlockBundle {
             height,
             hash,
@@ -434,8 +436,45 @@ impl NodeClient {
         })
     }
 
+    /// The next header, checked against the block and its results ([`verify::check_next`]).
+    async fn results_committed(
+        &self,
+        height: u64,
+        hash: &[u8],
+        txs: &[TxBundle],
+    ) -> Result<Option<tendermint::block::Header>, SourceError> {
+        let next = self.next_header(height).await?;
+        if let Some(next) = &next {
+            self.refused(stage_cpu::timed(&self.config.chain_id, "verify", || {
+                verify::check_next(
+                    &self.config.chain_id,
+                    height,
+                    hash,
+                    next,
+                    txs.iter().map(|tx| &tx.result),
+                )
+            }))?;
+        }
+        Ok(next)
+    }
+
+    /// Keeps a fetched block's verified header for the block below it (when results are
+    /// verified).
+    fn keep_header(&self, height: u64, header: &tendermint::block::Header) {
+        if !self.config.verify_results {
+            return;
+        }
+        let mut headers = self.fetched_headers.lock().recover();
+        if headers.len() >= FETCHED_HEADERS {
+            headers.clear();
+        }
+        headers.insert(height, header.clone());
+    }
+
     /// The header after `height`, which commits to its results (`None` when results are not
-    /// verified). Not made yet: [`SourceError::FutureHeight`].
+    /// verified): the one of the block above when this client fetched it (a follower catching
+    /// up has it in flight, so a block costs two RPC requests, not three), else `/header`.
+    /// Not made yet: [`SourceError::FutureHeight`].
     async fn next_header(
         &self,
         height: u64,
@@ -444,6 +483,10 @@ impl NodeClient {
             return Ok(None);
         }
         let next = height + 1;
+        // Kept, not taken: the chain's other followers (EVM domains) fetch the block too.
+        if let Some(header) = self.fetched_headers.lock().recover().get(&next) {
+            return Ok(Some(header.clone()));
+        }
         let path = format!("/header?height={next}");
         let answer = self.rpc::<HeaderResponse>(&path, Some(next)).await?;
         let parsed = stage_cpu::timed(&self.config.chain_id, "verify", || {
