@@ -18,6 +18,27 @@ use weaver_devnet::{now_ns, ChainParams, DevnetWorld, Vm};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// How long mimalloc keeps a freed page before returning it to the operating system, unless
+/// `MIMALLOC_PURGE_DELAY` says otherwise. Its default (1 s) is shorter than the cycle of a
+/// catch-up's memory — write buffers filled and flushed, node answers parsed and dropped —
+/// so each page went back and was faulted in again, zeroed by the kernel: `clear_page_erms`
+/// was 17 % of the daemon's CPU (benches/README.md, "The allocator and fjall's workers").
+/// Ten seconds keeps that working set and still hands back what an idle daemon freed.
+const ALLOCATOR_PURGE_DELAY_MS: std::ffi::c_long = 10_000;
+
+/// `mi_option_purge_delay` in mimalloc's `mi_option_t` (the same in its v2 and v3 lines;
+/// libmimalloc-sys names only some of the options).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+fn tune_allocator() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one of mimalloc's options by its id; mimalloc reads it on each purge.
+        unsafe {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ALLOCATOR_PURGE_DELAY_MS);
+        }
+    }
+}
+
 #[derive(Parser)]
 #[command(
     name = "weaver",
@@ -290,6 +311,7 @@ fn load_config(args: &ConfigArgs) -> Result<Config, ExitCode> {
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
     init_logging();
     let outer = &cli.config;

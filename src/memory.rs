@@ -4,8 +4,9 @@
 //! hands it back.
 //!
 //! The `weaver` binary allocates with mimalloc (`src/main.rs`), which returns freed pages by
-//! itself (after its purge delay), so there the trim only covers what still goes through
-//! glibc's malloc. It stays for programs that embed this library on glibc's allocator.
+//! itself (after its purge delay, 10 s in that binary), so there the trim only covers what
+//! still goes through glibc's malloc. It stays for programs that embed this library on glibc's
+//! allocator.
 
 use std::time::Duration;
 

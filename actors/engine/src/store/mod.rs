@@ -228,6 +228,15 @@ pub const DEFAULT_MEMTABLE_BYTES: u64 = 32 << 20;
 /// 1.47× the JSON it serves, most of it journal (`benches/README.md`, "Store size").
 pub const JOURNAL_BYTES: u64 = 64 << 20;
 
+/// fjall's background workers (flushes and compactions). One, not fjall's default of one per
+/// core (up to four): with two or more, worker 0 keeps itself for flushes and hands each
+/// compaction request it receives back to the queue — when the others are busy it receives
+/// its own request again at once, and spins on the queue for as long as their work lasts
+/// (`worker_tick` and `flume::Shared::send` were 30 % of the workers' CPU in a catch-up,
+/// benches/README.md, "The allocator and fjall's workers"). One worker runs flushes and
+/// compactions in turn.
+const WORKER_THREADS: usize = 1;
+
 impl Store {
     /// Opens the store on the default engine (fjall) with a block cache of `cache_bytes` and
     /// the default write buffers.
@@ -268,6 +277,7 @@ impl Store {
                 let db = fjall::Database::builder(dir)
                     .cache_size(cache_bytes)
                     .max_journaling_size(JOURNAL_BYTES)
+                    .worker_threads(WORKER_THREADS)
                     .open()
                     .map_err(|e| StoreError::at_open(dir, e.into()))?;
                 let syncer = Syncer::start(db.clone(), write_failure.clone());
