@@ -31,6 +31,8 @@ const ALLOCATOR_PURGE_DELAY_MS: std::ffi::c_long = 10_000;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn tune_allocator() {
+    // Not `mi_option_set_default`: mimalloc reads every option (and the environment) when the
+    // process loads, so a default set from here would never apply.
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one of mimalloc's options by its id; mimalloc reads it on each purge.
         unsafe {
