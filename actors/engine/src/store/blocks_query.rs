@@ -1,8 +1,13 @@
 //! Paged reads of the blocks-and-txs domain over the generic pager: the tx edge families
 //! (account with signer flag, height, message type) and the block list.
 
+use std::ops::Bound;
+
 use super::keys;
-use super::pager::{collect_page, keys_under, Keys, Merge, Order, Page, PageRequest, Total};
+use super::pager::{
+    collect_page, collect_rows, keys_under, rows_in, rows_under, with_cursor, Keys, Merge, Order,
+    Page, PageRequest, Rows, Total,
+};
 use super::{BlocksStore, StoreError};
 
 /// Most edges a filtered count walks before it reports the total as unknown (`-1`).
@@ -71,10 +76,27 @@ impl BlocksStore {
     /// The sequences of `height`'s records: one range from its `y height` key, or (heights
     /// written before store format 4) its `y height sequence` edges.
     fn keys_of_height(&self, height: u64, after: Option<u64>, order: Order) -> Keys<'_> {
-        let (first, count) = match self.height_txs(height) {
+        let range = match self.height_range(height, after, order) {
             Ok(Some(range)) => range,
             Ok(None) => return self.keys_under(keys::height_prefix(height), after, order),
             Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        match order {
+            Order::Asc => Box::new(range.map(Ok)),
+            Order::Desc => Box::new(range.rev().map(Ok)),
+        }
+    }
+
+    /// The sequences of `height`'s records strictly past the cursor, from its `y height` key
+    /// (None: a height written before store format 4, listed by edges).
+    fn height_range(
+        &self,
+        height: u64,
+        after: Option<u64>,
+        order: Order,
+    ) -> Result<Option<std::ops::Range<u64>>, StoreError> {
+        let Some((first, count)) = self.height_txs(height)? else {
+            return Ok(None);
         };
         let mut range = first..first.saturating_add(count);
         match (order, after) {
@@ -82,10 +104,37 @@ impl BlocksStore {
             (Order::Asc, Some(after)) => range.start = range.start.max(after.saturating_add(1)),
             (Order::Desc, Some(before)) => range.end = range.end.min(before),
         }
-        match order {
-            Order::Asc => Box::new(range.map(Ok)),
-            Order::Desc => Box::new(range.rev().map(Ok)),
+        Ok(Some(range))
+    }
+
+    /// The rows of a list of txs read straight from the records, without an edge family:
+    /// every tx, or those of one height (format 4). None: the filter needs its edges.
+    fn tx_rows(
+        &self,
+        filter: &TxFilter,
+        after: Option<u64>,
+        order: Order,
+    ) -> Result<Option<Rows<'_>>, StoreError> {
+        if filter.account.is_some() || !filter.msgs.is_empty() {
+            return Ok(None);
         }
+        let Some(height) = filter.height else {
+            return Ok(Some(rows_under(
+                self.tree(),
+                &[keys::TX],
+                after.as_ref(),
+                order,
+            )));
+        };
+        let Some(range) = self.height_range(height, after, order)? else {
+            return Ok(None);
+        };
+        let (start, end) = (range.start, range.end.max(range.start));
+        let bounds = (
+            Bound::Included(with_cursor(&[keys::TX], &start)),
+            Bound::Excluded(with_cursor(&[keys::TX], &end)),
+        );
+        Ok(Some(rows_in(self.tree(), bounds, 1, order)))
     }
 
     fn tx_total(&self, filter: &TxFilter) -> Result<Total, StoreError> {
@@ -118,6 +167,9 @@ impl BlocksStore {
     }
 
     pub fn txs_page(&self, filter: &TxFilter, request: &PageRequest) -> Result<Page, StoreError> {
+        if let Some(rows) = self.tx_rows(filter, request.after, request.order)? {
+            return collect_rows(rows, request, || self.tx_total(filter));
+        }
         let keys = self.tx_keys(filter, request.after, request.order);
         collect_page(
             keys,
@@ -140,13 +192,13 @@ impl BlocksStore {
     }
 
     pub fn blocks_page(&self, request: &PageRequest) -> Result<Page, StoreError> {
-        let keys = self.keys_under(vec![keys::BLOCK], request.after, request.order);
-        let mut page = collect_page(
-            keys,
-            request,
-            |height| self.block(*height),
-            || Ok(Total::Skipped),
-        )?;
+        let rows = rows_under(
+            self.tree(),
+            &[keys::BLOCK],
+            request.after.as_ref(),
+            request.order,
+        );
+        let mut page = collect_rows(rows, request, || Ok(Total::Skipped))?;
         // As rollytics: the total of blocks is the highest indexed height, always counted.
         page.total = Total::Exact(self.watermark()?);
         Ok(page)
