@@ -5,8 +5,8 @@ use std::ops::Bound;
 
 use super::keys;
 use super::pager::{
-    collect_page, collect_rows, keys_under, rows_in, rows_under, with_cursor, Keys, Merge, Order,
-    Page, PageRequest, Rows, Total,
+    collect_page, collect_rows, keys_under, rows_in, rows_under, Keys, Merge, Order, Page,
+    PageRequest, Rows, Total,
 };
 use super::{BlocksStore, StoreError};
 
@@ -131,8 +131,8 @@ impl BlocksStore {
         };
         let (start, end) = (range.start, range.end.max(range.start));
         let bounds = (
-            Bound::Included(with_cursor(&[keys::TX], &start)),
-            Bound::Excluded(with_cursor(&[keys::TX], &end)),
+            Bound::Included(keys::by_u64(keys::TX, start).to_vec()),
+            Bound::Excluded(keys::by_u64(keys::TX, end).to_vec()),
         );
         Ok(Some(rows_in(self.tree(), bounds, 1, order)))
     }
