@@ -173,7 +173,7 @@ fn kill_9_during_catch_up(engine: StoreEngine) {
         })
         .map(|(h, e)| {
             let sequence = e.attr("packet_sequence").unwrap().parse().unwrap();
-            (h, e.kind, sequence)
+            (h, e.kind.to_string(), sequence)
         })
         .collect();
     let events = relay.events_after(0, usize::MAX).unwrap();

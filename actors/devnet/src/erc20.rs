@@ -79,17 +79,8 @@ pub(crate) fn transfer_log(token: &Token, from: &[u8], to: &[u8], amount: u128) 
 }
 
 fn event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
-    Event {
-        kind: kind.into(),
-        attributes: attributes
-            .into_iter()
-            .map(|(key, value)| Attribute {
-                key: key.into(),
-                value,
-                index: true,
-            })
-            .collect(),
-    }
+    let pairs: Vec<(&str, &str)> = attributes.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Event::new(kind, &pairs)
 }
 
 /// The `call` and `evm` events of one bank movement of `token`: the chain's sudo call and

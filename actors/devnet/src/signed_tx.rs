@@ -367,7 +367,7 @@ pub(crate) fn succeeded(
             let mut event = event.clone();
             event.attributes.push(Attribute {
                 key: "msg_index".into(),
-                value: index.clone(),
+                value: index.as_str().into(),
                 index: true,
             });
             events.push(event);

@@ -139,10 +139,10 @@ proptest! {
         ), 0..24),
     ) {
         let event = Event {
-            kind: kind.to_string(),
+            kind: kind.into(),
             attributes: attributes
                 .into_iter()
-                .map(|(key, value)| Attribute { key: key.to_string(), value, index: true })
+                .map(|(key, value)| Attribute { key: key.into(), value: value.into(), index: true })
                 .collect(),
         };
         if let Ok(Some(decoded)) = decode_relay_event(&event, RelayContext { l2_bridge_id: Some(1) }) {

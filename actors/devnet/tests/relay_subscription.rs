@@ -64,7 +64,7 @@ fn expected_packets(devnet: &Devnet, height: u64) -> Vec<(String, String, u64)> 
         .filter(|e| e.attr("packet_sequence").is_some())
         .map(|e| {
             (
-                e.kind.clone(),
+                e.kind.to_string(),
                 e.attr("packet_src_port").unwrap().to_string(),
                 e.attr("packet_sequence").unwrap().parse().unwrap(),
             )

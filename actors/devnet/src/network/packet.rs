@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use weaver_engine::chain::types::{Attribute, Event};
+use weaver_engine::chain::types::Event;
 use weaver_router::planner::denom::ibc_denom;
 
 /// ICS-20 packet data (keys sorted, as ibc-go marshals it).
@@ -145,17 +145,8 @@ pub(crate) fn received_denom(
 }
 
 pub(crate) fn event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
-    Event {
-        kind: kind.to_string(),
-        attributes: attributes
-            .into_iter()
-            .map(|(key, value)| Attribute {
-                key: key.to_string(),
-                value,
-                index: true,
-            })
-            .collect(),
-    }
+    let pairs: Vec<(&str, &str)> = attributes.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Event::new(kind, &pairs)
 }
 
 fn connection(channel: &str) -> String {

@@ -5,7 +5,31 @@ use prost::Message;
 use sha2::{Digest, Sha256};
 
 use super::address;
-use super::proto::{AuthInfo, Coin, TxBody, TxRaw};
+use super::proto::{AuthInfo, Coin};
+
+/// The parts of a `TxRaw` read here, borrowed: prost skips the signatures (tag 3) without
+/// copying them, and `Bytes` fields slice the input instead of copying the body and auth info.
+#[derive(Clone, PartialEq, Message)]
+struct TxRawView {
+    #[prost(bytes = "bytes", tag = "1")]
+    body_bytes: bytes::Bytes,
+    #[prost(bytes = "bytes", tag = "2")]
+    auth_info_bytes: bytes::Bytes,
+}
+
+/// A `TxBody`'s message type URLs alone: each message's value (tag 2 of its `Any`), the memo
+/// and the extension options are skipped, not copied.
+#[derive(Clone, PartialEq, Message)]
+struct TxBodyTypes {
+    #[prost(message, repeated, tag = "1")]
+    messages: Vec<TypeUrl>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TypeUrl {
+    #[prost(string, tag = "1")]
+    type_url: String,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
@@ -33,9 +57,9 @@ pub fn tx_hash(raw: &[u8]) -> [u8; 32] {
 }
 
 pub fn decode_tx(raw: &[u8]) -> Result<DecodedTx, DecodeError> {
-    let tx = TxRaw::decode(raw).map_err(DecodeError::TxRaw)?;
-    let body = TxBody::decode(tx.body_bytes.as_slice()).map_err(DecodeError::Body)?;
-    let auth = AuthInfo::decode(tx.auth_info_bytes.as_slice()).map_err(DecodeError::AuthInfo)?;
+    let tx = TxRawView::decode(bytes::Bytes::copy_from_slice(raw)).map_err(DecodeError::TxRaw)?;
+    let body = TxBodyTypes::decode(tx.body_bytes).map_err(DecodeError::Body)?;
+    let auth = AuthInfo::decode(tx.auth_info_bytes).map_err(DecodeError::AuthInfo)?;
     let signer = auth
         .signer_infos
         .first()
@@ -58,6 +82,7 @@ pub fn decode_tx(raw: &[u8]) -> Result<DecodedTx, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::proto::TxRaw;
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {

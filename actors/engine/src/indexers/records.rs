@@ -282,7 +282,7 @@ mod tests {
                         kind: "t".into(),
                         attributes: vec![Attribute {
                             key: "k".into(),
-                            value: String::new(),
+                            value: Default::default(),
                             index: false,
                         }],
                     },

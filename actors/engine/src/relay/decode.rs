@@ -26,7 +26,7 @@ struct Attrs<'a> {
 impl Attrs<'_> {
     fn fail(&self, problem: String) -> RelayDecodeError {
         RelayDecodeError {
-            event: self.event.kind.clone(),
+            event: self.event.kind.to_string(),
             problem,
         }
     }
