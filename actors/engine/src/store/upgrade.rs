@@ -1,9 +1,12 @@
-//! The upgrade of a data directory to store format 3, in place, at start: every domain tree
-//! written before it keeps its record families in its one keyspace; they move into the
-//! tree's records keyspace ([`super::tree::Records`]). The keys and values are unchanged,
-//! so a move is a copy and a removal: each chunk is one atomic batch across the two
-//! keyspaces, and a kill at any instant leaves every key in exactly one of them. The next
-//! start moves what is left (a tree with nothing left to move costs one seek per family).
+//! The upgrade of a data directory's keyspaces, in place, at start. Store format 3: every
+//! domain tree written before it keeps its record families in its one keyspace; they move
+//! into the tree's records keyspace ([`super::tree::Records`]). Store format 5: the blocks
+//! tree's block records (`b`) move back out of the records keyspace into the tree's own
+//! (only tx records are records since, [`super::former_record_families`]). The keys and
+//! values are unchanged, so a move is a copy and a removal: each chunk is one atomic batch
+//! across the two keyspaces, and a kill at any instant leaves every key in exactly one of
+//! them. The next start moves what is left (a tree with nothing left to move costs one seek
+//! per family).
 //!
 //! Why a move and not a re-index: it reads and writes the records once, on this machine; a
 //! re-index fetches, parses and indexes every block again from the node
@@ -11,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{record_families, records_keyspace, Store, StoreError};
+use super::{former_record_families, record_families, records_keyspace, Store, StoreError};
 
 /// Keys moved per atomic batch: large enough that a batch's overhead is small, small enough
 /// that a batch of the largest records (a few KiB each) stays a few MiB in memory.
@@ -23,15 +26,16 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// What an upgrade did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Upgrade {
-    /// Trees whose records were (or had been, partly) in their main keyspace.
+    /// Trees with keys (or, after a kill, some of their keys) in the wrong keyspace.
     pub trees: u64,
     pub keys: u64,
     pub bytes: u64,
 }
 
 impl Store {
-    /// Moves the record families of every domain tree into its records keyspace (fjall; a
-    /// sled store has one tree per domain either way). Also removes the records keyspace
+    /// Moves the record families of every domain tree into its records keyspace, and the
+    /// families that are records no longer out of it (fjall; a sled store has one tree per
+    /// domain either way). Also removes the records keyspace
     /// of a tree whose main keyspace is gone (a `weaver reindex` interrupted between its
     /// two deletions). Idempotent and resumable.
     pub(crate) fn split_records(&self) -> Result<Upgrade, StoreError> {
@@ -59,11 +63,17 @@ impl Store {
             else {
                 continue;
             };
+            let mut moved = Upgrade::default();
             let families = record_families(domain);
-            if families.is_empty() {
-                continue;
+            if !families.is_empty() {
+                moved = self.move_families(db, name, families, Toward::Records)?;
             }
-            let moved = self.move_records(db, name, families)?;
+            let former = former_record_families(domain);
+            if !former.is_empty() && db.keyspace_exists(&records_keyspace(name)) {
+                let back = self.move_families(db, name, former, Toward::Main)?;
+                moved.keys += back.keys;
+                moved.bytes += back.bytes;
+            }
             if moved.keys > 0 {
                 done.trees += 1;
                 done.keys += moved.keys;
@@ -76,24 +86,30 @@ impl Store {
         Ok(done)
     }
 
-    fn move_records(
+    /// Moves the keys of `families` of tree `name` between its two keyspaces, `toward` one.
+    fn move_families(
         &self,
         db: &fjall::Database,
         name: &str,
         families: &[u8],
+        toward: Toward,
     ) -> Result<Upgrade, StoreError> {
         let block_bytes = Self::block_bytes_of(name);
         let main = db.keyspace(name, || self.keyspace_options(block_bytes))?;
         let records = db.keyspace(&records_keyspace(name), || {
             self.keyspace_options(block_bytes)
         })?;
+        let (from, to) = match toward {
+            Toward::Records => (&main, &records),
+            Toward::Main => (&records, &main),
+        };
         let mut moved = Upgrade::default();
         let started = Instant::now();
         let mut logged = started;
         for family in families {
             loop {
                 let mut chunk = Vec::with_capacity(CHUNK_KEYS);
-                for guard in main.prefix([*family]).take(CHUNK_KEYS) {
+                for guard in from.prefix([*family]).take(CHUNK_KEYS) {
                     chunk.push(guard.into_inner()?);
                 }
                 if chunk.is_empty() {
@@ -103,8 +119,8 @@ impl Store {
                 for (key, value) in chunk {
                     moved.keys += 1;
                     moved.bytes += (key.len() + value.len()) as u64;
-                    batch.remove(&main, key.clone());
-                    batch.insert(&records, key, value);
+                    batch.remove(from, key.clone());
+                    batch.insert(to, key, value);
                 }
                 batch.commit().map_err(|e| self.write_failure.explain(e))?;
                 if logged.elapsed() >= PROGRESS_EVERY {
@@ -114,7 +130,8 @@ impl Store {
                         keys = moved.keys,
                         mib = moved.bytes >> 20,
                         seconds = started.elapsed().as_secs(),
-                        "upgrading the store: moving records into their own keyspace (format 3)"
+                        toward = toward.name(),
+                        "upgrading the store: moving records between keyspaces (formats 3 and 5)"
                     );
                 }
             }
@@ -125,10 +142,29 @@ impl Store {
                 keys = moved.keys,
                 mib = moved.bytes >> 20,
                 seconds = format!("{:.1}", started.elapsed().as_secs_f64()),
-                "records moved into their own keyspace"
+                toward = toward.name(),
+                "records moved between keyspaces"
             );
         }
         Ok(moved)
+    }
+}
+
+/// Which of a tree's two keyspaces a move fills.
+#[derive(Debug, Clone, Copy)]
+enum Toward {
+    /// The records keyspace (`<tree>#records`): store format 3.
+    Records,
+    /// The tree's own keyspace: block records, store format 5.
+    Main,
+}
+
+impl Toward {
+    fn name(self) -> &'static str {
+        match self {
+            Toward::Records => "records keyspace",
+            Toward::Main => "main keyspace",
+        }
     }
 }
 
@@ -188,8 +224,8 @@ mod tests {
             let done = store.split_records().unwrap();
             assert_eq!(
                 (done.trees, done.keys),
-                (1, 2 * blocks),
-                "block and tx records moved, nothing else: {done:?}"
+                (1, blocks),
+                "tx records moved, nothing else: {done:?}"
             );
             assert_eq!(store.split_records().unwrap(), Upgrade::default());
         }
@@ -197,6 +233,7 @@ mod tests {
         let db = store.fjall_db().expect("a fjall store");
         let main = db.keyspace("chain/c-1/blocks", Default::default).unwrap();
         assert_eq!(main.prefix([keys::TX]).count(), 0);
+        assert_eq!(main.prefix([keys::BLOCK]).count() as u64, blocks);
         assert_eq!(main.prefix([b'k']).count() as u64, blocks);
         reads_back(&store, blocks);
         let domain = store.domain("c-1", "blocks").unwrap();
@@ -222,19 +259,88 @@ mod tests {
         format_2_tree(&store, blocks);
         let db = store.fjall_db().expect("a fjall store");
         // What a kill after the first chunk leaves: a records keyspace holding the first
-        // CHUNK_KEYS block records, gone from the main keyspace.
+        // CHUNK_KEYS tx records, gone from the main keyspace.
         let main = db.keyspace("chain/c-1/blocks", Default::default).unwrap();
         let records = db
             .keyspace("chain/c-1/blocks#records", Default::default)
             .unwrap();
-        for height in 1..=CHUNK_KEYS as u64 {
-            let key = keys::by_u64(keys::BLOCK, height);
-            records.insert(key, vec![1; 300]).unwrap();
+        for sequence in 1..=CHUNK_KEYS as u64 {
+            let key = keys::by_u64(keys::TX, sequence);
+            records.insert(key, vec![2; 900]).unwrap();
             main.remove(key).unwrap();
         }
         let done = store.split_records().unwrap();
-        assert_eq!(done.keys, 2 * blocks - CHUNK_KEYS as u64);
+        assert_eq!(done.keys, blocks - CHUNK_KEYS as u64);
         reads_back(&store, blocks);
+    }
+
+    /// Writes a format-3/4 blocks tree: block and tx records in its records keyspace, the
+    /// rest in its own.
+    fn format_4_tree(store: &Store, blocks: u64) {
+        let db = store.fjall_db().expect("a fjall store");
+        let main = db.keyspace("chain/c-1/blocks", Default::default).unwrap();
+        let records = db
+            .keyspace("chain/c-1/blocks#records", Default::default)
+            .unwrap();
+        for height in 1..=blocks {
+            records
+                .insert(keys::by_u64(keys::BLOCK, height), vec![1; 300])
+                .unwrap();
+            records
+                .insert(keys::by_u64(keys::TX, height), vec![2; 900])
+                .unwrap();
+            main.insert(keys::by_u64(b'k', height), height.to_be_bytes())
+                .unwrap();
+        }
+        main.insert(keys::meta(keys::META_HEIGHT), blocks.to_be_bytes())
+            .unwrap();
+    }
+
+    /// Store format 5: a format-4 tree's block records move back into its own keyspace
+    /// (the tx records stay), read the same, and a new block's record lands there; a kill
+    /// after any chunk resumes.
+    #[test]
+    fn a_format_4_tree_keeps_its_block_records_in_its_own_keyspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocks = 2 * CHUNK_KEYS as u64 + 5;
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        format_4_tree(&store, blocks);
+        let db = store.fjall_db().expect("a fjall store");
+        let main = db.keyspace("chain/c-1/blocks", Default::default).unwrap();
+        let records = db
+            .keyspace("chain/c-1/blocks#records", Default::default)
+            .unwrap();
+        // What a kill after the first chunk leaves: the first CHUNK_KEYS block records back
+        // in the main keyspace, the rest still in the records keyspace.
+        for height in 1..=CHUNK_KEYS as u64 {
+            let key = keys::by_u64(keys::BLOCK, height);
+            main.insert(key, vec![1; 300]).unwrap();
+            records.remove(key).unwrap();
+        }
+        let done = store.split_records().unwrap();
+        assert_eq!(
+            (done.trees, done.keys),
+            (1, blocks - CHUNK_KEYS as u64),
+            "the block records left moved, nothing else: {done:?}"
+        );
+        assert_eq!(store.split_records().unwrap(), Upgrade::default());
+        assert_eq!(records.prefix([keys::BLOCK]).count(), 0);
+        assert_eq!(records.prefix([keys::TX]).count() as u64, blocks);
+        assert_eq!(main.prefix([keys::BLOCK]).count() as u64, blocks);
+        reads_back(&store, blocks);
+        let domain = store.domain("c-1", "blocks").unwrap();
+        let mut batch = Batch::default();
+        batch.insert(keys::by_u64(keys::BLOCK, blocks + 1), vec![1; 300]);
+        batch.insert(keys::by_u64(keys::TX, blocks + 1), vec![2; 900]);
+        domain.commit(batch, blocks + 1, false).unwrap();
+        assert!(main
+            .get(keys::by_u64(keys::BLOCK, blocks + 1))
+            .unwrap()
+            .is_some());
+        assert!(records
+            .get(keys::by_u64(keys::TX, blocks + 1))
+            .unwrap()
+            .is_some());
     }
 
     #[test]
