@@ -13,6 +13,8 @@
 # and prints each figure's mean per side and the ratio working tree / REF.
 #   usage: benches/ab.sh REF [ROUNDS] [STAGES]
 #   STAGES: any of catchup,appliance,reads (comma-separated; default all three)
+#   RESULTS_DIR=path keeps each round's figures there (the per-thread and per-stage CPU of
+#   each catch-up round is in its JSON)
 #   needs: what each bench needs (python3; wrk and nginx for the reads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,8 +43,14 @@ cargo build --release --locked --quiet
 work_bin="$cache/weaver-work"
 cp target/release/weaver "$work_bin"
 
-results="$(mktemp -d)"
-trap 'rm -rf "$results"' EXIT
+# RESULTS_DIR=path keeps each round's figures (JSON and CSV) there; by default they go with the run.
+if [ -n "${RESULTS_DIR:-}" ]; then
+  results="$RESULTS_DIR"
+  mkdir -p "$results"
+else
+  results="$(mktemp -d)"
+  trap 'rm -rf "$results"' EXIT
+fi
 run() { # side bin round
   local side=$1 bin=$2 round=$3 config=""
   [ "$side" = ref ] && config="$ref_config"
