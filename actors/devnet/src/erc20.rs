@@ -18,6 +18,7 @@ use sha3::{Digest, Keccak256};
 
 use super::signed_tx::module_address;
 use super::DevnetSpec;
+use crate::network::packet::event;
 use weaver_engine::chain::address::{eip55, lower_hex};
 use weaver_engine::chain::evm_log::TRANSFER_TOPIC;
 use weaver_engine::chain::types::{Attribute, BlockBundle, Event};
@@ -76,11 +77,6 @@ pub(crate) fn transfer_log(token: &Token, from: &[u8], to: &[u8], amount: u128) 
         topic(from),
         topic(to)
     )
-}
-
-fn event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
-    let pairs: Vec<(&str, &str)> = attributes.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    Event::new(kind, &pairs)
 }
 
 /// The `call` and `evm` events of one bank movement of `token`: the chain's sudo call and

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use weaver_engine::chain::types::Event;
+use weaver_engine::chain::types::{Attribute, Event};
 use weaver_router::planner::denom::ibc_denom;
 
 /// ICS-20 packet data (keys sorted, as ibc-go marshals it).
@@ -144,9 +144,19 @@ pub(crate) fn received_denom(
     }
 }
 
+/// An event of owned attribute values (every attribute indexed).
 pub(crate) fn event(kind: &str, attributes: Vec<(&str, String)>) -> Event {
-    let pairs: Vec<(&str, &str)> = attributes.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    Event::new(kind, &pairs)
+    Event {
+        kind: kind.into(),
+        attributes: attributes
+            .into_iter()
+            .map(|(key, value)| Attribute {
+                key: key.into(),
+                value: value.into(),
+                index: true,
+            })
+            .collect(),
+    }
 }
 
 fn connection(channel: &str) -> String {

@@ -7,8 +7,8 @@ use sha2::{Digest, Sha256};
 use super::address;
 use super::proto::{AuthInfo, Coin};
 
-/// The parts of a `TxRaw` read here, borrowed: prost skips the signatures (tag 3) without
-/// copying them, and `Bytes` fields slice the input instead of copying the body and auth info.
+/// The parts of a `TxRaw` read here: prost skips the signatures (tag 3) without copying them,
+/// and decoded from one `Bytes` copy of the tx, the `Bytes` fields are slices of it.
 #[derive(Clone, PartialEq, Message)]
 struct TxRawView {
     #[prost(bytes = "bytes", tag = "1")]

@@ -100,10 +100,7 @@ fn move_data(text: &str, found: &mut BTreeSet<Vec<u8>>) {
                 found.insert(addr);
             }
         }
-        from = end.max(start);
-        if from + 2 >= bytes.len() {
-            break;
-        }
+        from = end;
     }
 }
 

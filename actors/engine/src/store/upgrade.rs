@@ -175,12 +175,32 @@ mod tests {
 
     /// Writes a format-2 blocks tree: block and tx records in the tree's one keyspace.
     fn format_2_tree(store: &Store, blocks: u64) {
+        old_tree(store, blocks, false);
+    }
+
+    /// Writes a format-3/4 blocks tree: block and tx records in its records keyspace, the
+    /// rest in its own.
+    fn format_4_tree(store: &Store, blocks: u64) {
+        old_tree(store, blocks, true);
+    }
+
+    /// A blocks tree of `blocks` heights (a block record, a tx record and a block time
+    /// each), its records in the records keyspace when `split`, else in its own.
+    fn old_tree(store: &Store, blocks: u64, split: bool) {
         let db = store.fjall_db().expect("a fjall store");
         let main = db.keyspace("chain/c-1/blocks", Default::default).unwrap();
+        let records = if split {
+            db.keyspace("chain/c-1/blocks#records", Default::default)
+                .unwrap()
+        } else {
+            main.clone()
+        };
         for height in 1..=blocks {
-            main.insert(keys::by_u64(keys::BLOCK, height), vec![1; 300])
+            records
+                .insert(keys::by_u64(keys::BLOCK, height), vec![1; 300])
                 .unwrap();
-            main.insert(keys::by_u64(keys::TX, height), vec![2; 900])
+            records
+                .insert(keys::by_u64(keys::TX, height), vec![2; 900])
                 .unwrap();
             main.insert(keys::by_u64(b'k', height), height.to_be_bytes())
                 .unwrap();
@@ -264,36 +284,20 @@ mod tests {
         let records = db
             .keyspace("chain/c-1/blocks#records", Default::default)
             .unwrap();
-        for sequence in 1..=CHUNK_KEYS as u64 {
-            let key = keys::by_u64(keys::TX, sequence);
-            records.insert(key, vec![2; 900]).unwrap();
-            main.remove(key).unwrap();
-        }
+        first_chunk_moved(&main, &records, keys::TX, &[2; 900]);
         let done = store.split_records().unwrap();
         assert_eq!(done.keys, blocks - CHUNK_KEYS as u64);
         reads_back(&store, blocks);
     }
 
-    /// Writes a format-3/4 blocks tree: block and tx records in its records keyspace, the
-    /// rest in its own.
-    fn format_4_tree(store: &Store, blocks: u64) {
-        let db = store.fjall_db().expect("a fjall store");
-        let main = db.keyspace("chain/c-1/blocks", Default::default).unwrap();
-        let records = db
-            .keyspace("chain/c-1/blocks#records", Default::default)
-            .unwrap();
-        for height in 1..=blocks {
-            records
-                .insert(keys::by_u64(keys::BLOCK, height), vec![1; 300])
-                .unwrap();
-            records
-                .insert(keys::by_u64(keys::TX, height), vec![2; 900])
-                .unwrap();
-            main.insert(keys::by_u64(b'k', height), height.to_be_bytes())
-                .unwrap();
+    /// What a kill after a move's first chunk leaves: the first `CHUNK_KEYS` keys of
+    /// `family` (each holding `value`) in `to`, gone from `from`.
+    fn first_chunk_moved(from: &fjall::Keyspace, to: &fjall::Keyspace, family: u8, value: &[u8]) {
+        for n in 1..=CHUNK_KEYS as u64 {
+            let key = keys::by_u64(family, n);
+            to.insert(key, value).unwrap();
+            from.remove(key).unwrap();
         }
-        main.insert(keys::meta(keys::META_HEIGHT), blocks.to_be_bytes())
-            .unwrap();
     }
 
     /// Store format 5: a format-4 tree's block records move back into its own keyspace
@@ -312,11 +316,7 @@ mod tests {
             .unwrap();
         // What a kill after the first chunk leaves: the first CHUNK_KEYS block records back
         // in the main keyspace, the rest still in the records keyspace.
-        for height in 1..=CHUNK_KEYS as u64 {
-            let key = keys::by_u64(keys::BLOCK, height);
-            main.insert(key, vec![1; 300]).unwrap();
-            records.remove(key).unwrap();
-        }
+        first_chunk_moved(&records, &main, keys::BLOCK, &[1; 300]);
         let done = store.split_records().unwrap();
         assert_eq!(
             (done.trees, done.keys),

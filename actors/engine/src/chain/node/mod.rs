@@ -952,7 +952,6 @@ fn transport_reason(error: &reqwest::Error) -> &'static str {
     }
 }
 
-/// An answer's body as text, for errors and the checks that read it as text.
 /// A node's answer parsed as JSON: its UTF-8 checked once, in one pass over the whole body,
 /// then parsed as text — `serde_json::from_slice` checks each string it keeps on its own,
 /// ~1 % of a block's CPU in a catch-up (`benches/README.md`, "Store format 5"). An answer that
@@ -965,6 +964,7 @@ fn parse_json<T: DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
     }
 }
 
+/// An answer's body as text, for errors and the checks that read it as text.
 pub(crate) fn text(body: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(body)
 }
