@@ -11,6 +11,7 @@
 //! backoff and URL rotation) — a partial or inconsistent block is never returned.
 
 pub mod eth;
+mod headers;
 mod query;
 pub mod wire;
 
@@ -31,7 +32,6 @@ use super::types::{BlockBundle, Proposer, TxBundle, TxJson, TxResult};
 use super::{address, verify, SourceError};
 use crate::system::retry::{Attempts, NODE_CALL};
 use crate::system::stage_cpu;
-use crate::system::Recover;
 use wire::*;
 
 /// How to reach a node.
@@ -64,14 +64,10 @@ pub struct NodeClient {
     /// One lookup at a time per validator (see [`NodeClient::proposer`]).
     proposer_lookups: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// The verified headers of blocks fetched, by height, until the block below takes its
-    /// next header from here ([`NodeClient::next_header`]).
-    fetched_headers: std::sync::Mutex<rustc_hash::FxHashMap<u64, tendermint::block::Header>>,
+    /// next header from here ([`NodeClient::next_header`]); dropped when a block is refused
+    /// above the client ([`NodeClient::next_urls`]).
+    fetched_headers: headers::FetchedHeaders,
 }
-
-/// Most headers kept for the blocks below them (~0.6 MB): a follower's blocks in flight read
-/// theirs within a few blocks; all are dropped when the map is full, or when a block is
-/// refused above the client ([`NodeClient::next_urls`]).
-const FETCHED_HEADERS: usize = 1024;
 
 enum Api {
     Rpc,
@@ -128,7 +124,7 @@ impl NodeClient {
         self.rotate(&Api::Rpc);
         self.rotate(&Api::Rest);
         // What the refused URLs served is not reused as anyone's next header.
-        self.fetched_headers.lock().recover().clear();
+        self.fetched_headers.clear();
     }
 
     /// The attempts of one call: `retries` of them, with the node backoff between.
@@ -361,6 +357,11 @@ impl NodeClient {
     }
 
     async fn fetch_block(&self, height: u64) -> Result<BlockBundle, SourceError> {
+        // The block below waits for this header rather than asking `/header` for it.
+        let _fetching = self
+            .config
+            .verify_results
+            .then(|| self.fetched_headers.fetching(height));
         let block_path = format!("/block?height={height}");
         let results_path = format!("/block_results?height={height}");
         let (block, results, commit) = futures_util::future::try_join3(
@@ -462,16 +463,13 @@ impl NodeClient {
         if !self.config.verify_results {
             return;
         }
-        let mut headers = self.fetched_headers.lock().recover();
-        if headers.len() >= FETCHED_HEADERS {
-            headers.clear();
-        }
-        headers.insert(height, header.clone());
+        self.fetched_headers.keep(height, header);
     }
 
     /// The header after `height`, which commits to its results (`None` when results are not
-    /// verified): the one of the block above when this client fetched it (a follower catching
-    /// up has it in flight, so a block costs two RPC requests, not three), else `/header`.
+    /// verified): the one of the block above when this client fetched it or is fetching it (a
+    /// follower catching up has it in flight, so a block costs two RPC requests, not three),
+    /// else `/header`.
     /// Not made yet: [`SourceError::FutureHeight`].
     async fn next_header(
         &self,
@@ -482,8 +480,8 @@ impl NodeClient {
         }
         let next = height + 1;
         // Kept, not taken: the chain's other followers (EVM domains) fetch the block too.
-        if let Some(header) = self.fetched_headers.lock().recover().get(&next) {
-            return Ok(Some(header.clone()));
+        if let Some(header) = self.fetched_headers.wait(next).await {
+            return Ok(Some(header));
         }
         let path = format!("/header?height={next}");
         let answer = self.rpc::<HeaderResponse>(&path, Some(next)).await?;
