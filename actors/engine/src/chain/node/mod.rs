@@ -10,7 +10,6 @@
 //! logged, counted in `weaver_malformed_chain_data_total{chain_id,kind}` and retried (with
 //! backoff and URL rotation) — a partial or inconsistent block is never returned.
 
-mod body;
 pub mod eth;
 mod headers;
 mod query;
@@ -22,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use bytes::Bytes;
 use dashmap::DashMap;
 use prost::Message;
 use serde::de::DeserializeOwned;
@@ -32,7 +32,6 @@ use super::types::{BlockBundle, Proposer, TxBundle, TxJson, TxResult};
 use super::{address, verify, SourceError};
 use crate::system::retry::{Attempts, NODE_CALL};
 use crate::system::stage_cpu;
-use body::Body;
 use wire::*;
 
 /// How to reach a node.
@@ -135,7 +134,7 @@ impl NodeClient {
 
     /// One GET with retries, URL rotation and backoff. A "future height" answer is returned
     /// at once: it means "not yet", not "broken".
-    async fn get(&self, api: Api, path: &str) -> Result<(u16, Body), SourceError> {
+    async fn get(&self, api: Api, path: &str) -> Result<(u16, Bytes), SourceError> {
         // RPC nodes answer 500 with a JSON-RPC error ("height not yet available"): the
         // caller reads it.
         let rpc = matches!(api, Api::Rpc);
@@ -153,9 +152,9 @@ impl NodeClient {
     /// and backoff. An HTTP 5xx is retried unless `answered` says its body is the node's
     /// answer rather than a failure.
     ///
-    /// The body stays bytes ([`Body`]: in a reused buffer): the JSON parser reads them
-    /// directly. `Response::text` checked every answer's UTF-8 and copied it once more (2 %
-    /// of a catch-up's CPU, `perf`); the parser checks the strings it reads anyway.
+    /// The body stays bytes: the JSON parser reads them directly. `Response::text` checked
+    /// every answer's UTF-8 and copied it once more (2 % of a catch-up's CPU, `perf`); the
+    /// parser checks the strings it reads anyway.
     async fn send(
         &self,
         api: Api,
@@ -163,7 +162,7 @@ impl NodeClient {
         mut attempts: Attempts,
         request: impl Fn(&str) -> reqwest::RequestBuilder,
         answered: impl Fn(&str) -> bool,
-    ) -> Result<(u16, Body), SourceError> {
+    ) -> Result<(u16, Bytes), SourceError> {
         let api_label = match api {
             Api::Rpc => "rpc",
             Api::Rest => "rest",
@@ -174,7 +173,7 @@ impl NodeClient {
             let (reason, error) = match request(&url).send().await {
                 Ok(response) => {
                     let status = response.status().as_u16();
-                    match Body::read(response).await {
+                    match response.bytes().await {
                         Ok(body) if status < 500 || answered(&text(&body)) => {
                             return Ok((status, body))
                         }
