@@ -290,7 +290,6 @@ impl<S: ChainSource + 'static> Follower<S> {
             self.tip = reported;
         }
         metrics::gauge!("weaver_chain_tip_height", "chain_id" => self.progress.chain_id().to_string()).set(self.tip as f64);
-        self.domains.set_tip(self.tip);
         if let Some(cell) = &self.tip_cell {
             cell.store(self.tip, std::sync::atomic::Ordering::Release);
         }
@@ -849,53 +848,6 @@ mod tests {
             assert_eq!(chain.times(height), 1, "height {height} asked once");
         }
         assert_eq!(chain.times(TIP + 1), 0);
-    }
-
-    /// Catching up, the blocks further below the tip than the hot tier holds are not put in
-    /// it (they would be evicted before anyone reads them as the newest); the newest are.
-    #[tokio::test]
-    async fn the_hot_tier_gets_only_the_blocks_near_the_tip() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 8 << 20).unwrap();
-        let blocks = store
-            .blocks(CHAIN, crate::store::HotLimits::blocks(4))
-            .unwrap();
-        let indexer = crate::indexers::BlocksIndexer::open(blocks.clone(), "init", true).unwrap();
-        let domains = DomainSet::open(CHAIN, vec![Box::new(indexer)]).unwrap();
-        let chain = Arc::new(CountingChain::default());
-        let access = Arc::new(ChainAccess::new(Source::Local(chain), None));
-        let settings = FollowerSettings {
-            in_flight: 4,
-            batch_blocks: 5,
-            ..Default::default()
-        };
-        let mut follower = Follower::new(access, domains, settings);
-        follower.step().await.unwrap();
-        assert_eq!(follower.domains().watermark(), 5);
-        // Blocks 1..=5 are more than 4 below the tip (12): read from the store alone.
-        for height in 1..=5 {
-            assert!(
-                blocks.hot().block(height).is_none(),
-                "block {height} kept hot"
-            );
-            assert!(
-                blocks.block(height).unwrap().is_some(),
-                "block {height} not stored"
-            );
-        }
-        follow_to_tip(&mut follower).await;
-        for height in 1..=TIP - 4 {
-            assert!(
-                blocks.hot().block(height).is_none(),
-                "block {height} kept hot"
-            );
-        }
-        for height in TIP - 3..=TIP {
-            assert!(
-                blocks.hot().block(height).is_some(),
-                "block {height} not kept hot"
-            );
-        }
     }
 
     /// A chain's followers (its main one, an EVM domain's own) ask for the same heights: the

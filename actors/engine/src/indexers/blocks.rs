@@ -26,9 +26,8 @@ pub struct BlocksIndexer {
     index_txs: bool,
     sequence: u64,
     previous_time_ns: Option<i64>,
-    /// Built by `index` (the hot entries only for a block near the tip), published by
-    /// `committed`.
-    pending: Option<(Option<HotBlock>, u64)>,
+    /// Built by `index`, published by `committed`.
+    pending: Option<(HotBlock, u64)>,
     /// Nothing is indexed yet: the first batch records whether txs are kept.
     fresh: bool,
 }
@@ -77,15 +76,6 @@ impl BlocksIndexer {
 
     pub fn store(&self) -> &BlocksStore {
         &self.store
-    }
-
-    /// Whether the block at `height` goes to the hot tier: always, unless the tip is known
-    /// and the block is further below it than the hot tier holds (catching up, it would be
-    /// evicted before it is the newest block anyone reads; filling it cost a catch-up ~110 MB
-    /// of memory grown and ~1 % of its CPU for nothing: `benches/README.md`).
-    fn keeps_hot(&self, height: u64, tip: Option<u64>) -> bool {
-        let held = self.store.hot().capacity_blocks();
-        tip.is_none_or(|tip| height.saturating_add(held) > tip)
     }
 }
 
@@ -144,7 +134,6 @@ impl DomainIndexer for BlocksIndexer {
         batch: &mut crate::store::Batch,
     ) -> Result<(), IndexError> {
         let (bundle, prepared) = (block.bundle, block.prepared);
-        let hot = self.keeps_hot(bundle.height, block.tip);
         let txs = match prepared.and_then(|p| p.downcast::<Vec<PreparedTx>>().ok()) {
             Some(txs) if txs.len() == bundle.txs.len() => *txs,
             _ => prepare(bundle, &self.accounts, self.index_txs),
@@ -184,9 +173,7 @@ impl DomainIndexer for BlocksIndexer {
                 &mut self.counts,
                 batch,
             )?;
-            if hot {
-                hot_txs.push((hash, Bytes::from(record)));
-            }
+            hot_txs.push((hash, Bytes::from(record)));
         }
         tx_log::write_height(bundle.height, first_sequence, sequence, batch);
         let block_time_ms = match self.previous_time_ns {
@@ -207,12 +194,12 @@ impl DomainIndexer for BlocksIndexer {
             );
         }
         self.pending = Some((
-            hot.then(|| HotBlock {
+            HotBlock {
                 height: bundle.height,
                 block: Bytes::from(block),
                 first_sequence,
                 txs: hot_txs,
-            }),
+            },
             sequence,
         ));
         Ok(())
@@ -222,9 +209,7 @@ impl DomainIndexer for BlocksIndexer {
         self.fresh = false;
         if let Some((hot, sequence)) = self.pending.take() {
             self.counts.committed();
-            if let Some(hot) = hot {
-                self.store.publish_hot(hot);
-            }
+            self.store.publish_hot(hot);
             self.sequence = sequence;
         }
         self.previous_time_ns = Some(bundle.time_ns);

@@ -70,9 +70,6 @@ pub struct BlockInput<'a> {
     pub answers: &'a Answers,
     /// What the domain's preparer made of the block, if it has one and it ran.
     pub prepared: Option<Prepared>,
-    /// The chain's tip as the follower last asked it, when it did: what is far below it is
-    /// not kept in memory for the reads of the newest blocks (the hot tier).
-    pub tip: Option<u64>,
 }
 
 impl<'a> BlockInput<'a> {
@@ -84,7 +81,6 @@ impl<'a> BlockInput<'a> {
             bundle,
             answers: &NO_ANSWERS,
             prepared: None,
-            tip: None,
         }
     }
 

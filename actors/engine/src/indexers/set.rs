@@ -68,8 +68,6 @@ pub struct DomainSet {
     slots: Vec<Slot>,
     /// Where a domain with nothing indexed starts (a chain followed from mid-history).
     start_height: u64,
-    /// The chain's tip as the follower last asked it ([`BlockInput::tip`]).
-    tip: Option<u64>,
 }
 
 impl DomainSet {
@@ -87,7 +85,6 @@ impl DomainSet {
             committed: Default::default(),
             slots,
             start_height: 1,
-            tip: None,
         };
         set.committed = std::sync::Arc::new(set.watermark().into());
         Ok(set)
@@ -181,11 +178,6 @@ impl DomainSet {
         self.apply_answered(bundle, &Answers::default())
     }
 
-    /// The chain's tip, as the follower just asked it: handed to the domains with each block.
-    pub(crate) fn set_tip(&mut self, tip: u64) {
-        self.tip = Some(tip);
-    }
-
     /// The domains' stateless work, to run on blocks ahead of [`DomainSet::apply_prepared`].
     pub(crate) fn preparer(&self) -> SetPreparer {
         SetPreparer {
@@ -244,7 +236,6 @@ impl DomainSet {
                 bundle,
                 answers,
                 prepared,
-                tip: self.tip,
             };
             let clock = StageClock::start();
             slot.indexer.index(input, &mut batch)?;

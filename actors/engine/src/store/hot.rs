@@ -83,11 +83,6 @@ impl HotTier {
         }
     }
 
-    /// How many of the newest blocks it keeps at most.
-    pub fn capacity_blocks(&self) -> u64 {
-        self.capacity_blocks
-    }
-
     pub fn insert(&self, entry: HotBlock) {
         if self.capacity_blocks == 0 {
             return;
