@@ -54,7 +54,7 @@ fn replay(devnet: &weaver_devnet::Devnet, up_to: u64) -> Ledger {
                     continue;
                 }
                 for attribute in event.attributes.iter().filter(|a| a.key == "log") {
-                    let log: Value = serde_json::from_str(&attribute.value).unwrap();
+                    let log: Value = serde_json::from_str(attribute.value).unwrap();
                     let topics = log["topics"].as_array().unwrap();
                     let token = log["address"].as_str().unwrap().to_lowercase();
                     if topics.len() != 3 || topics[0] != TRANSFER_TOPIC || !tokens.contains(&token)

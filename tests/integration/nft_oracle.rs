@@ -109,7 +109,7 @@ pub fn replay(devnet: &Devnet, vm: Vm, prefix: &str, up_to: u64) -> Expected {
             }
             model.tx = (hash, decode_tx(&tx.raw).ok().and_then(|d| d.signer));
             for event in &tx.result.events {
-                model.event(event);
+                model.event(&event.to_owned());
             }
         }
     }

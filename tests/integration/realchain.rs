@@ -732,7 +732,7 @@ fn every_real_relay_event_decodes_to_its_attributes() {
             let event: weaver_engine::chain::Event =
                 serde_json::from_value(abci_event(lcd_event)).unwrap();
             let kind = lcd_event["type"].as_str().unwrap();
-            let outcome = decode_relay_event(&event, RelayContext::default());
+            let outcome = decode_relay_event(event.view(), RelayContext::default());
             let relay = match outcome {
                 Ok(Some(relay)) => relay,
                 Ok(None) => continue,
@@ -1053,7 +1053,13 @@ fn real_block_results_edge_cases_parse() {
     assert_eq!(dydx.txs_results.len(), 1);
     assert_eq!(dydx.finalize_block_events.len(), 4);
     assert!(dydx.finalize_block_events.iter().all(|e| e.kind.is_empty()));
-    assert!(dydx.finalize_block_events[0].attributes[0]
+    assert!(dydx
+        .finalize_block_events
+        .get(0)
+        .unwrap()
+        .attributes
+        .get(0)
+        .unwrap()
         .value
         .ends_with("dydxprotocol.clob.MsgProposedOperationsResponse"));
 

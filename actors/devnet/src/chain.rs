@@ -262,7 +262,7 @@ impl Devnet {
             proposer_address: self.validator.address().to_vec(),
             proposer: self.proposer(),
             txs,
-            finalize_events,
+            finalize_events: finalize_events.into(),
         }
     }
 

@@ -296,7 +296,7 @@ impl BankState {
             .iter()
             .chain(block.txs.iter().flat_map(|tx| &tx.result.events));
         for event in events {
-            match event.kind.as_str() {
+            match event.kind {
                 "erc20_created" => {
                     let contract = event.attr("contract").and_then(address_of);
                     // A bank denom's contract; an `evm/…` one is a contract's own token.
@@ -308,7 +308,7 @@ impl BankState {
                 }
                 "evm" => {
                     for attribute in event.attributes.iter().filter(|a| a.key == "log") {
-                        self.apply_log(&attribute.value);
+                        self.apply_log(attribute.value);
                     }
                 }
                 _ => {}
@@ -437,8 +437,8 @@ mod tests {
         assert_ne!(bank.fee_token, bank.token("l2/abc"));
     }
 
-    fn kinds(events: &[Event]) -> Vec<&str> {
-        events.iter().map(|e| e.kind.as_str()).collect()
+    fn kinds(events: &weaver_engine::chain::types::Events) -> Vec<&str> {
+        events.iter().map(|e| e.kind).collect()
     }
 
     /// The real yominet-1 bank send (tx DBDD90F1…): fee, then the send, each bank movement
@@ -507,7 +507,7 @@ mod tests {
                             .1
                     };
                     // call, evm, coin_spent, coin_received, transfer
-                    let (call, log) = (&events[i - 4], &events[i - 3]);
+                    let (call, log) = (events.get(i - 4).unwrap(), events.get(i - 3).unwrap());
                     assert_eq!(call.kind, "call");
                     assert_eq!(call.attr("contract"), Some(bank.fee_token.eip55.as_str()));
                     assert_eq!(
@@ -546,7 +546,7 @@ mod tests {
         let token = &bank.fee_token;
         let genesis = devnet.block(1).finalize_events;
         assert_eq!(
-            kinds(&genesis[..6]),
+            kinds(&genesis)[..6],
             [
                 "contract_created",
                 "call",
@@ -557,7 +557,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            genesis[3].attr("contract"),
+            genesis.get(3).unwrap().attr("contract"),
             Some(lower_hex(&token.address).as_str())
         );
         let accounts = devnet.accounts();

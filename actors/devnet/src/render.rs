@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use super::header::{self, Link};
 use super::Devnet;
 use weaver_engine::chain::timefmt::rfc3339_nano;
-use weaver_engine::chain::types::{BlockBundle, Event};
+use weaver_engine::chain::types::{BlockBundle, Events};
 use weaver_engine::chain::verify;
 
 fn upper(bytes: &[u8]) -> String {
@@ -145,7 +145,7 @@ pub(crate) fn commit(bundle: &BlockBundle, validator: &crate::validator::Validat
     serde_json::to_value(commit).expect("a commit serializes")
 }
 
-fn events(events: &[Event]) -> Value {
+fn events(events: &Events) -> Value {
     serde_json::to_value(events).expect("events serialize")
 }
 

@@ -180,7 +180,7 @@ impl TxDraft<'_> {
                 info: String::new(),
                 gas_wanted: gas_limit as i64,
                 gas_used,
-                events,
+                events: events.into(),
             },
             None => succeeded(&messages, events, gas_limit, gas_used),
         };
@@ -390,7 +390,7 @@ pub(crate) fn succeeded(
         info: String::new(),
         gas_wanted: gas_limit as i64,
         gas_used,
-        events,
+        events: events.into(),
     }
 }
 

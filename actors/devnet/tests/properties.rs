@@ -145,7 +145,7 @@ proptest! {
                 .map(|(key, value)| Attribute { key: key.into(), value: value.into(), index: true })
                 .collect(),
         };
-        if let Ok(Some(decoded)) = decode_relay_event(&event, RelayContext { l2_bridge_id: Some(1) }) {
+        if let Ok(Some(decoded)) = decode_relay_event(event.view(), RelayContext { l2_bridge_id: Some(1) }) {
             // Whatever decodes is stored as JSON and must read back identical.
             let json = serde_json::to_string(&decoded).unwrap();
             prop_assert_eq!(serde_json::from_str::<weaver_engine::relay::RelayKind>(&json).unwrap(), decoded);

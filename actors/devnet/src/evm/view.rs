@@ -72,7 +72,7 @@ fn event_logs(tx: &TxBundle) -> Vec<(String, Vec<String>, String)> {
         .filter(|e| e.kind == "evm")
         .flat_map(|e| e.attributes.iter().filter(|a| a.key == "log"))
         .filter_map(|a| {
-            let log: Value = serde_json::from_str(&a.value).ok()?;
+            let log: Value = serde_json::from_str(a.value).ok()?;
             let topics = log["topics"]
                 .as_array()?
                 .iter()

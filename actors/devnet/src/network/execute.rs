@@ -850,7 +850,7 @@ fn failed(checked: &Checked, failure: Failure, ante: Vec<Event>) -> (TxResult, V
             info: String::new(),
             gas_wanted: checked.gas_limit as i64,
             gas_used: checked.gas_used.min(checked.gas_limit) as i64,
-            events: ante,
+            events: ante.into(),
         },
         json,
     )

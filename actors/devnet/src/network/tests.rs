@@ -746,7 +746,7 @@ fn network_txs(network: &Network, chain_id: &str) -> Vec<(u64, TxBundle)> {
 }
 
 fn kinds(tx: &TxBundle) -> Vec<&str> {
-    tx.result.events.iter().map(|e| e.kind.as_str()).collect()
+    tx.result.events.iter().map(|e| e.kind).collect()
 }
 
 /// The tx of `chain` carrying a `type_url` message.
@@ -860,7 +860,10 @@ fn on_an_evm_rollup_every_coin_moves_through_its_erc20_as_on_minievm() {
             "finalize_token_deposit"
         ]
     );
-    assert_eq!(finalize.result.events[0].attr("fee"), Some("0umin"));
+    assert_eq!(
+        finalize.result.events.get(0).unwrap().attr("fee"),
+        Some("0umin")
+    );
     let recv = tx_with(&network, L2, "/ibc.core.channel.v1.MsgRecvPacket");
     let recv_kinds = kinds(&recv);
     let at = recv_kinds
@@ -932,9 +935,8 @@ fn on_an_evm_rollup_every_coin_moves_through_its_erc20_as_on_minievm() {
             .flat_map(|e| e.attributes.iter().filter(|a| a.key == "log"))
             .nth(n)
             .unwrap()
-            .value
-            .clone();
-        serde_json::from_str(&value).unwrap()
+            .value;
+        serde_json::from_str(value).unwrap()
     };
     let zero = format!("0x{}", "0".repeat(64));
     let opchild = crate::erc20::topic(&crate::signed_tx::module_address("opchild"));

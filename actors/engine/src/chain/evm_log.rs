@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::address::parse_hex_address;
-use super::types::Event;
+use super::types::EventRef;
 
 /// `keccak256("Transfer(address,address,uint256)")`: ERC-20 (3 topics, amount in data) and
 /// ERC-721 (4 topics, token id in topic 3, empty data).
@@ -76,10 +76,10 @@ pub(crate) fn word_address(word: &[u8; 32]) -> Vec<u8> {
 }
 
 /// Every log of an `evm` event, parsed or not.
-pub fn logs(event: &Event) -> impl Iterator<Item = Result<Log, LogError>> + '_ {
+pub fn logs(event: EventRef<'_>) -> impl Iterator<Item = Result<Log, LogError>> + '_ {
     event
         .attributes
         .iter()
         .filter(|a| a.key == "log")
-        .map(|a| Log::parse(&a.value))
+        .map(|a| Log::parse(a.value))
 }

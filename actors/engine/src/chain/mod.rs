@@ -5,6 +5,7 @@
 pub mod address;
 pub mod clock;
 pub mod decode;
+mod events;
 pub mod evm_log;
 pub mod evm_source;
 pub mod evm_types;

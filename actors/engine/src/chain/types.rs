@@ -4,10 +4,11 @@
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
-/// One ABCI event attribute, exactly as CometBFT 0.38 renders it. Keys, short values and
-/// event types are kept inline ([`CompactString`]: up to 24 bytes without an allocation): a
-/// block of 20 txs carries ~800 attributes, and allocating and freeing two `String`s for each
-/// was most of the `/block_results` parse and of a block's drop (`benches/README.md`).
+pub use super::events::{AttributeRef, Attributes, AttributesIter, EventRef, Events, EventsIter};
+
+/// One ABCI event attribute, exactly as CometBFT 0.38 renders it: the owned form builders
+/// (the devnet, tests) make events of. A block's events from a node are read into [`Events`]
+/// instead, their strings in one buffer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attribute {
     // Real nodes send a missing or `null` key or value (Sei's finalize-block events): empty.
@@ -66,7 +67,7 @@ pub struct TxResult {
     pub info: String,
     pub gas_wanted: i64,
     pub gas_used: i64,
-    pub events: Vec<Event>,
+    pub events: Events,
 }
 
 /// One transaction of a block: its raw bytes, its result and the decoded JSON form
@@ -158,7 +159,7 @@ pub struct BlockBundle {
     pub proposer_address: Vec<u8>,
     pub proposer: Proposer,
     pub txs: Vec<TxBundle>,
-    pub finalize_events: Vec<Event>,
+    pub finalize_events: Events,
 }
 
 /// Lets go of a shared block; if this was its last holder, frees it (thousands of small
@@ -193,40 +194,13 @@ impl BlockBundle {
                 .map(|(i, events)| TxBundle {
                     raw: [height.to_be_bytes(), (i as u64).to_be_bytes()].concat(),
                     result: TxResult {
-                        events,
+                        events: events.into(),
                         ..Default::default()
                     },
                     json: Default::default(),
                 })
                 .collect(),
-            finalize_events: vec![],
+            finalize_events: Events::default(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Shapes real nodes send (dYdX: finalize-block events without `type`, empty keys; Sei: a
-    /// `null` attribute value, no `index`): each reads as an event, never as a broken block.
-    #[test]
-    fn events_without_type_and_null_values_read() {
-        let events: Vec<Event> = serde_json::from_str(
-            r#"[{"attributes":[{"key":"","value":"\n0/dydxprotocol.clob.MsgProposedOperationsResponse","index":false}]},
-                {"type":"coin_spent","attributes":[{"key":"c3BlbmRlcg==","value":null}]},
-                {"type":null,"attributes":null}]"#,
-        )
-        .unwrap();
-        assert_eq!(events[0].kind, "");
-        assert!(events[0].attributes[0]
-            .value
-            .ends_with("MsgProposedOperationsResponse"));
-        assert_eq!(events[1].attributes[0].value, "");
-        assert!(!events[1].attributes[0].index);
-        assert_eq!(
-            (events[2].kind.as_str(), events[2].attributes.len()),
-            ("", 0)
-        );
     }
 }

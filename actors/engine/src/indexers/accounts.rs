@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::chain::address::{decode_bech32, parse_hex_address};
-use crate::chain::types::Event;
+use crate::chain::types::Events;
 
 /// Bech32 values remembered by one finder; emptied when full.
 const DECODED_CACHE: usize = 8192;
@@ -31,14 +31,14 @@ impl AccountFinder {
     }
 
     /// The accounts named by a tx's events.
-    pub fn touched(&mut self, events: &[Event]) -> BTreeSet<Vec<u8>> {
+    pub fn touched(&mut self, events: &Events) -> BTreeSet<Vec<u8>> {
         let mut found = BTreeSet::new();
         for event in events {
             for attribute in &event.attributes {
-                match (event.kind.as_str(), attribute.key.as_str()) {
+                match (event.kind, attribute.key) {
                     ("call", "ret") => continue,
-                    ("evm", "log") => evm_log(&attribute.value, &mut found),
-                    ("move", "data") => move_data(&attribute.value, &mut found),
+                    ("evm", "log") => evm_log(attribute.value, &mut found),
+                    ("move", "data") => move_data(attribute.value, &mut found),
                     _ => {
                         for part in attribute.value.split(',') {
                             self.value(part.trim(), &mut found);
@@ -157,6 +157,7 @@ fn log_accounts<'a>(
 mod tests {
     use super::*;
     use crate::chain::address::to_bech32;
+    use crate::chain::types::Event;
 
     #[test]
     fn finds_bech32_hex_move_and_evm_accounts() {
@@ -169,7 +170,7 @@ mod tests {
             hex::encode([5u8; 20]),
             topic
         );
-        let events = vec![
+        let events: Events = vec![
             Event::new(
                 "transfer",
                 &[
@@ -198,7 +199,8 @@ mod tests {
             ),
             Event::new("call", &[("ret", &format!("0x{}", hex::encode([7u8; 20])))]),
             Event::new("x", &[("who", "0x1")]),
-        ];
+        ]
+        .into();
         let mut finder = AccountFinder::new("init");
         let found = finder.touched(&events);
         assert_eq!(

@@ -183,13 +183,13 @@ fn tx_record(height: &str, timestamp: &str, tx: &TxBundle, hash: &[u8; 32]) -> V
         json.quoted_key(quoted_key!("events"));
         json.array(&result.events, |json, event| {
             json.object(|json| {
-                json.str_member_unless_empty(quoted_key!("type"), &event.kind);
+                json.str_member_unless_empty(quoted_key!("type"), event.kind);
                 if !event.attributes.is_empty() {
                     json.quoted_key(quoted_key!("attributes"));
-                    json.array(&event.attributes, |json, attribute| {
+                    json.array(event.attributes, |json, attribute| {
                         json.object(|json| {
-                            json.str_member_unless_empty(quoted_key!("key"), &attribute.key);
-                            json.str_member_unless_empty(quoted_key!("value"), &attribute.value);
+                            json.str_member_unless_empty(quoted_key!("key"), attribute.key);
+                            json.str_member_unless_empty(quoted_key!("value"), attribute.value);
                             if attribute.index {
                                 json.quoted_key(quoted_key!("index"));
                                 json.bool(true);
@@ -220,7 +220,7 @@ fn abci_logs(log: &str) -> Option<Value> {
 #[cfg(any(test, feature = "testing"))]
 pub mod by_serde {
     use super::*;
-    use crate::chain::types::Event;
+    use crate::chain::types::Events;
 
     /// The record as serde writes [`TxRecord`]: the layout `tx_record` must match.
     pub fn tx_record_by_serde(bundle: &BlockBundle, tx: &TxBundle, hash: &[u8; 32]) -> Vec<u8> {
@@ -242,17 +242,17 @@ pub mod by_serde {
         serde_json::to_vec(&record).unwrap()
     }
 
-    fn served_events(events: &[Event]) -> Vec<EventJson<'_>> {
+    fn served_events(events: &Events) -> Vec<EventJson<'_>> {
         events
             .iter()
             .map(|e| EventJson {
-                kind: &e.kind,
+                kind: e.kind,
                 attributes: e
                     .attributes
                     .iter()
                     .map(|a| AttributeJson {
-                        key: &a.key,
-                        value: &a.value,
+                        key: a.key,
+                        value: a.value,
                         index: a.index,
                     })
                     .collect(),
@@ -286,7 +286,8 @@ mod tests {
                             index: false,
                         }],
                     },
-                ],
+                ]
+                .into(),
                 ..Default::default()
             },
         };
@@ -302,7 +303,7 @@ mod tests {
             proposer_address: vec![],
             proposer: Proposer::default(),
             txs: vec![],
-            finalize_events: vec![],
+            finalize_events: Default::default(),
         };
         let text = String::from_utf8(TxRecords::of_block(&block).record(&tx, &[0; 32])).unwrap();
         assert!(text.contains(r#"{"type":"empty"}"#), "{text}");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::{DomainIndexer, IndexError};
 use crate::chain::decode::tx_hash;
-use crate::chain::types::{BlockBundle, Event};
+use crate::chain::types::{BlockBundle, EventRef};
 use crate::indexers::BlockInput;
 use crate::relay::decode::{decode_relay_event, RelayContext};
 use crate::relay::{CommittedBlock, CommittedTx, RelayBus, RelayEvent, RelayKind, TxFeed};
@@ -52,7 +52,7 @@ impl RelayIndexer {
         self
     }
 
-    fn decode(&self, event: &Event, height: u64) -> Option<RelayKind> {
+    fn decode(&self, event: EventRef<'_>, height: u64) -> Option<RelayKind> {
         match decode_relay_event(event, self.context) {
             Ok(kind) => kind,
             Err(error) => {
@@ -167,7 +167,7 @@ fn moved_accounts(bundle: &BlockBundle) -> Vec<String> {
         .iter()
         .flat_map(|tx| tx.result.events.iter())
         .chain(bundle.finalize_events.iter())
-        .filter_map(|event| match event.kind.as_str() {
+        .filter_map(|event| match event.kind {
             "coin_spent" => event.attr("spender"),
             "coin_received" => event.attr("receiver"),
             _ => None,
@@ -182,6 +182,7 @@ fn moved_accounts(bundle: &BlockBundle) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::types::Event;
     use crate::indexers::DomainSet;
     use crate::relay::{PacketKey, PacketSide};
     use crate::store::Store;
@@ -272,7 +273,7 @@ mod tests {
         );
         bundle
             .finalize_events
-            .push(coin("coin_received", "receiver", "init1fees"));
+            .push(coin("coin_received", "receiver", "init1fees").view());
         assert_eq!(
             committed_block(&bundle).moved,
             ["init1alice", "init1bob", "init1fees"]

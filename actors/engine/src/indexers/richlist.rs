@@ -13,7 +13,7 @@ use ethnum::U256;
 
 use super::{DomainIndexer, IndexError};
 use crate::chain::evm_log::{self, is_zero, Log, TRANSFER_TOPIC};
-use crate::chain::types::{BlockBundle, Event};
+use crate::chain::types::{BlockBundle, EventRef};
 use crate::chain::ChainQuery;
 use crate::indexers::BlockInput;
 use crate::store::pager::CursorKey;
@@ -50,7 +50,7 @@ fn transfer(log: &Log) -> Option<Transfer> {
 
 /// Every event of the block that moved balances: all txs' (a failed tx keeps its fee
 /// payment) and the block's own.
-fn events(bundle: &BlockBundle) -> impl Iterator<Item = &Event> {
+fn events(bundle: &BlockBundle) -> impl Iterator<Item = EventRef<'_>> {
     bundle
         .txs
         .iter()
@@ -115,7 +115,7 @@ impl RichListIndexer {
             malformed: 0,
         };
         for event in events(bundle) {
-            match event.kind.as_str() {
+            match event.kind {
                 "evm" => {
                     for log in evm_log::logs(event) {
                         let Ok(log) = log else {
@@ -279,6 +279,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::chain::types::Event;
     use crate::chain::{Answers, QueryRejection};
     use crate::indexers::DomainSet;
     use crate::store::{Order, PageRequest, Store, Total};

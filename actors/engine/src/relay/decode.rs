@@ -3,7 +3,7 @@
 //! is an error naming it (the caller logs, counts and skips it — it never fails the block).
 
 use super::event::*;
-use crate::chain::types::Event;
+use crate::chain::types::EventRef;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{event}: {problem}")]
@@ -20,7 +20,7 @@ pub struct RelayContext {
 }
 
 struct Attrs<'a> {
-    event: &'a Event,
+    event: EventRef<'a>,
 }
 
 impl Attrs<'_> {
@@ -116,7 +116,7 @@ fn acknowledgement(raw: String) -> Acknowledgement {
 
 /// Decodes one ABCI event; `Ok(None)` when it is not a relay event.
 pub fn decode_relay_event(
-    event: &Event,
+    event: EventRef<'_>,
     context: RelayContext,
 ) -> Result<Option<RelayKind>, RelayDecodeError> {
     let a = Attrs { event };
@@ -128,7 +128,7 @@ pub fn decode_relay_event(
 
 /// An ICS-04 packet event; `Ok(None)` for any other event.
 fn packet_event(a: &Attrs<'_>) -> Result<Option<RelayKind>, RelayDecodeError> {
-    let kind = match a.event.kind.as_str() {
+    let kind = match a.event.kind {
         "send_packet" => RelayKind::SendPacket(a.packet(true)?),
         "recv_packet" => RelayKind::RecvPacket(a.packet(true)?),
         "write_acknowledgement" => {
@@ -160,7 +160,7 @@ fn bridge_event(
             .and_then(|b| b.parse().ok())
             .or(context.l2_bridge_id)
     };
-    let kind = match event.kind.as_str() {
+    let kind = match event.kind {
         "initiate_token_deposit" => RelayKind::InitiateTokenDeposit(DepositInitiated {
             key: BridgeKey {
                 bridge_id: a.number("bridge_id")?,
@@ -223,6 +223,7 @@ fn bridge_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain::types::Event;
 
     const PACKET: &[(&str, &str)] = &[
         ("packet_timeout_height", "0-0"),
@@ -249,7 +250,7 @@ mod tests {
     }
 
     fn decode(event: &Event) -> RelayKind {
-        decode_relay_event(event, RelayContext::default())
+        decode_relay_event(event.view(), RelayContext::default())
             .unwrap()
             .unwrap()
     }
@@ -362,7 +363,9 @@ mod tests {
         let context = RelayContext {
             l2_bridge_id: Some(2),
         };
-        let kind = decode_relay_event(&finalize, context).unwrap().unwrap();
+        let kind = decode_relay_event(finalize.view(), context)
+            .unwrap()
+            .unwrap();
         assert_eq!(kind.bridge_key().map(|(k, _)| k.sequence), Some(9));
         let RelayKind::FinalizeTokenDeposit(d) = kind else {
             panic!()
@@ -383,7 +386,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            decode_relay_event(&withdrawal, context)
+            decode_relay_event(withdrawal.view(), context)
                 .unwrap()
                 .unwrap()
                 .bridge_key(),
@@ -401,13 +404,13 @@ mod tests {
     fn malformed_relay_events_name_the_attribute_and_others_are_ignored() {
         let mut broken = event("send_packet", &[], PACKET);
         broken.attributes.retain(|a| a.key != "packet_sequence");
-        let error = decode_relay_event(&broken, RelayContext::default()).unwrap_err();
+        let error = decode_relay_event(broken.view(), RelayContext::default()).unwrap_err();
         assert!(error.to_string().contains("packet_sequence"), "{error}");
         let bad_number = event("recv_packet", &[("packet_sequence", "x")], &PACKET[..2]);
-        assert!(decode_relay_event(&bad_number, RelayContext::default()).is_err());
+        assert!(decode_relay_event(bad_number.view(), RelayContext::default()).is_err());
         let transfer = Event::new("transfer", &[("recipient", "init1x"), ("amount", "1uinit")]);
         assert_eq!(
-            decode_relay_event(&transfer, RelayContext::default()),
+            decode_relay_event(transfer.view(), RelayContext::default()),
             Ok(None)
         );
     }

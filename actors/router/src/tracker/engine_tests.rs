@@ -1384,7 +1384,7 @@ fn chain_block(chain: &str, height: u64, txs: Vec<TxBundle>) -> BlockBundle {
         proposer_address: vec![],
         proposer: Default::default(),
         txs,
-        finalize_events: vec![],
+        finalize_events: Default::default(),
     }
 }
 

@@ -33,7 +33,7 @@ fn txs(devnet: &Devnet) -> Vec<(u64, bool, Vec<String>, Vec<Event>)> {
                 let types = weaver_engine::chain::decode::decode_tx(&tx.raw)
                     .unwrap()
                     .msg_types;
-                (h, tx.result.code == 0, types, tx.result.events)
+                (h, tx.result.code == 0, types, tx.result.events.to_vec())
             })
         })
         .collect()

@@ -406,8 +406,8 @@ impl NodeClient {
         })?;
         let proposer = self.proposer(&proposer_address).await;
         let mut finalize_events = results.finalize_block_events;
-        finalize_events.extend(results.begin_block_events);
-        finalize_events.extend(results.end_block_events);
+        finalize_events.extend(&results.begin_block_events);
+        finalize_events.extend(&results.end_block_events);
         let txs = self.tx_bundles(raws, results.txs_results, jsons, &results_path)?;
         let next = self.results_committed(height, &hash, &txs).await?;
         Ok(BlockBundle {

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::chain::types::Event;
+use crate::chain::types::Events;
 use crate::chain::wire::{int_string, null_as_default};
 
 #[derive(Debug, Deserialize)]
@@ -108,13 +108,13 @@ pub struct BlockResults {
     pub height: i64,
     #[serde(default, deserialize_with = "null_as_default")]
     pub txs_results: Vec<ExecTxResult>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub finalize_block_events: Vec<Event>,
+    #[serde(default)]
+    pub finalize_block_events: Events,
     /// CometBFT 0.37 and older.
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub begin_block_events: Vec<Event>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub end_block_events: Vec<Event>,
+    #[serde(default)]
+    pub begin_block_events: Events,
+    #[serde(default)]
+    pub end_block_events: Events,
 }
 
 #[derive(Debug, Deserialize)]
@@ -131,8 +131,8 @@ pub struct ExecTxResult {
     pub gas_wanted: i64,
     #[serde(default, deserialize_with = "int_string")]
     pub gas_used: i64,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub events: Vec<Event>,
+    #[serde(default)]
+    pub events: Events,
     #[serde(default, deserialize_with = "null_as_default")]
     pub codespace: String,
 }
@@ -197,9 +197,16 @@ mod tests {
         assert!(!results.txs_results.is_empty());
         assert_eq!(results.txs_results[0].code, 0);
         assert!(!results.txs_results[0].data.is_empty());
-        assert_eq!(results.finalize_block_events[0].kind, "coin_spent");
         assert_eq!(
-            results.finalize_block_events[0].attr("spender"),
+            results.finalize_block_events.get(0).unwrap().kind,
+            "coin_spent"
+        );
+        assert_eq!(
+            results
+                .finalize_block_events
+                .get(0)
+                .unwrap()
+                .attr("spender"),
             Some("akash17xpfvakm2amg962yls6f84z3kell8c5lazw8j8")
         );
     }

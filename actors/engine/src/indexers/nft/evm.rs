@@ -13,7 +13,7 @@ use super::state::BlockState;
 use super::{malformed, EventError, TxContext};
 use crate::chain::address::parse_hex_address;
 use crate::chain::evm_log::{self, is_zero, word_address, Log, LogError, TRANSFER_TOPIC};
-use crate::chain::types::Event;
+use crate::chain::types::EventRef;
 use crate::chain::{Answers, ChainQuery};
 use crate::store::NftStore;
 
@@ -75,7 +75,7 @@ fn nft_log(log: Log) -> Result<Option<NftLog>, EventError> {
     Ok(None)
 }
 
-fn nft_logs(event: &Event) -> impl Iterator<Item = Result<NftLog, EventError>> + '_ {
+fn nft_logs(event: EventRef<'_>) -> impl Iterator<Item = Result<NftLog, EventError>> + '_ {
     evm_log::logs(event).filter_map(|log| {
         log.map_err(|e| malformed(e.to_string()))
             .and_then(nft_log)
@@ -140,7 +140,7 @@ fn call_response<'a>(
 
 pub(super) fn lookups(
     store: &NftStore,
-    event: &Event,
+    event: EventRef<'_>,
     queries: &mut Vec<ChainQuery>,
 ) -> Result<(), EventError> {
     if event.kind != "evm" {
@@ -223,7 +223,7 @@ fn ensure_collection(
 pub(super) fn apply(
     state: &mut BlockState,
     tx: &TxContext<'_>,
-    event: &Event,
+    event: EventRef<'_>,
     answers: &Answers,
 ) -> Result<(), EventError> {
     if event.kind == "contract_created" {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::{DomainIndexer, IndexError};
 use crate::chain::decode::{decode_tx, tx_hash};
-use crate::chain::types::{BlockBundle, Event, TxBundle};
+use crate::chain::types::{BlockBundle, EventRef, TxBundle};
 use crate::chain::ChainQuery;
 use crate::chain::Vm;
 use crate::indexers::BlockInput;
@@ -95,7 +95,7 @@ impl NftIndexer {
         self.store.domain().chain_id()
     }
 
-    fn skipped(&self, height: u64, event: &Event, reason: &str) {
+    fn skipped(&self, height: u64, event: EventRef<'_>, reason: &str) {
         metrics::counter!("weaver_malformed_chain_data_total", "chain_id" => self.chain_id().to_string(), "kind" => "nft_event")
             .increment(1);
         tracing::warn!(chain_id = self.chain_id(), height, event = %event.kind, reason, "NFT event skipped");
@@ -166,7 +166,7 @@ impl DomainIndexer for NftIndexer {
         for (index, tx) in successful(bundle) {
             let context = TxContext::new(index, &tx.raw);
             for event in &tx.result.events {
-                let applied = match (self.vm, event.kind.as_str()) {
+                let applied = match (self.vm, event.kind) {
                     (_, "recv_packet") => origin::apply(&mut state, self.vm, event),
                     (Vm::Move, "move") => move_vm::apply(&mut state, &context, event, answers),
                     (Vm::Evm, "evm" | "contract_created") => {

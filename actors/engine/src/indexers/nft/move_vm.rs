@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::state::BlockState;
 use super::{malformed, EventError, TxContext};
 use crate::chain::address::parse_hex_address;
-use crate::chain::types::Event;
+use crate::chain::types::EventRef;
 use crate::chain::{Answers, ChainQuery};
 use crate::store::NftStore;
 
@@ -29,7 +29,7 @@ const MUTATION: &str = "0x1::nft::MutationEvent";
 pub(super) const NFT_STRUCT: &str = "0x1::nft::Nft";
 const COLLECTION_STRUCT: &str = "0x1::collection::Collection";
 
-fn data(event: &Event) -> Result<Value, EventError> {
+fn data(event: EventRef<'_>) -> Result<Value, EventError> {
     serde_json::from_str(event.attr("data").unwrap_or_default())
         .map_err(|e| malformed(format!("move event data: {e}")))
 }
@@ -74,7 +74,7 @@ fn collection_query(collection: &str) -> ChainQuery {
 }
 
 /// The collections `bundle` creates (their mints need no lookup of the collection).
-pub(super) fn created_in<'a>(events: impl Iterator<Item = &'a Event>) -> Vec<Vec<u8>> {
+pub(super) fn created_in<'a>(events: impl Iterator<Item = EventRef<'a>>) -> Vec<Vec<u8>> {
     events
         .filter(|e| {
             e.kind == "move" && matches!(e.attr("type_tag"), Some(CREATE_COLLECTION | CREATE))
@@ -86,7 +86,7 @@ pub(super) fn created_in<'a>(events: impl Iterator<Item = &'a Event>) -> Vec<Vec
 pub(super) fn lookups(
     store: &NftStore,
     created: &[Vec<u8>],
-    event: &Event,
+    event: EventRef<'_>,
     queries: &mut Vec<ChainQuery>,
 ) -> Result<(), EventError> {
     if event.kind == "move" && event.attr("type_tag") == Some(MINT) {
@@ -130,7 +130,7 @@ fn minted_token(answers: &Answers, nft: &str) -> Option<(String, String)> {
 pub(super) fn apply(
     state: &mut BlockState,
     tx: &TxContext<'_>,
-    event: &Event,
+    event: EventRef<'_>,
     answers: &Answers,
 ) -> Result<(), EventError> {
     let Some(tag) = event.attr("type_tag") else {

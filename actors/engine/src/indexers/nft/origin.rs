@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::state::BlockState;
 use super::{malformed, EventError};
-use crate::chain::types::Event;
+use crate::chain::types::EventRef;
 use crate::chain::Vm;
 
 pub(super) const NFT_PORT: &str = "nft-transfer";
@@ -24,7 +24,7 @@ pub(super) fn class_name(vm: Vm, port: &str, channel: &str, class_id: &str) -> S
     }
 }
 
-pub(super) fn apply(state: &mut BlockState, vm: Vm, event: &Event) -> Result<(), EventError> {
+pub(super) fn apply(state: &mut BlockState, vm: Vm, event: EventRef<'_>) -> Result<(), EventError> {
     if event.attr("packet_src_port") != Some(NFT_PORT) {
         return Ok(());
     }

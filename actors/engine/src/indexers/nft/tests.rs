@@ -5,6 +5,7 @@ use crate::chain::Answers;
 use serde_json::json;
 
 use super::*;
+use crate::chain::types::Event;
 use crate::chain::QueryRejection;
 use crate::indexers::DomainSet;
 use crate::store::nft::{TokenCursor, TokenFilter, TokenOrder, TokenRecord};

@@ -10,17 +10,16 @@ use super::move_vm::check_token_id;
 use super::state::BlockState;
 use super::{malformed, EventError, TxContext};
 use crate::chain::address::decode_bech32;
-use crate::chain::types::Event;
+use crate::chain::types::EventRef;
 use crate::chain::{Answers, ChainQuery};
 use crate::store::NftStore;
 
 const CONTRACT_INFO_QUERY: &str = "{\"contract_info\":{}}";
 
-fn attributes(event: &Event) -> HashMap<&str, &str> {
+fn attributes(event: EventRef<'_>) -> HashMap<&str, &str> {
     let mut map = HashMap::new();
     for attribute in &event.attributes {
-        map.entry(attribute.key.as_str())
-            .or_insert(attribute.value.as_str());
+        map.entry(attribute.key).or_insert(attribute.value);
     }
     map
 }
@@ -53,7 +52,7 @@ fn queries(contract: &str) -> [ChainQuery; 2] {
 
 pub(super) fn lookups(
     store: &NftStore,
-    event: &Event,
+    event: EventRef<'_>,
     out: &mut Vec<ChainQuery>,
 ) -> Result<(), EventError> {
     if event.kind != "wasm" {
@@ -110,7 +109,7 @@ fn recognise(
 pub(super) fn apply(
     state: &mut BlockState,
     tx: &TxContext<'_>,
-    event: &Event,
+    event: EventRef<'_>,
     answers: &Answers,
 ) -> Result<(), EventError> {
     let attrs = attributes(event);
