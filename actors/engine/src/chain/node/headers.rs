@@ -143,15 +143,24 @@ mod tests {
         assert!(headers.wait(5).await.is_none());
     }
 
-    #[tokio::test]
-    async fn a_wait_ends_when_the_fetch_keeps_its_header() {
-        let headers = Arc::new(FetchedHeaders::default());
+    /// A wait for the header of height 5 while it is being fetched, on a task of its own;
+    /// the fetch's registration with it (drop it to end the fetch).
+    async fn waiting_for_5(
+        headers: &Arc<FetchedHeaders>,
+    ) -> (Fetching<'_>, tokio::task::JoinHandle<Option<u64>>) {
         let fetching = headers.fetching(5);
         let waiter = {
             let headers = headers.clone();
             tokio::spawn(async move { headers.wait(5).await.map(|h| h.height.value()) })
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
+        (fetching, waiter)
+    }
+
+    #[tokio::test]
+    async fn a_wait_ends_when_the_fetch_keeps_its_header() {
+        let headers = Arc::new(FetchedHeaders::default());
+        let (fetching, waiter) = waiting_for_5(&headers).await;
         assert!(!waiter.is_finished(), "returned before the header was kept");
         headers.keep(5, &header(5));
         drop(fetching);
@@ -161,12 +170,7 @@ mod tests {
     #[tokio::test]
     async fn a_wait_ends_without_a_header_when_the_fetch_fails() {
         let headers = Arc::new(FetchedHeaders::default());
-        let fetching = headers.fetching(5);
-        let waiter = {
-            let headers = headers.clone();
-            tokio::spawn(async move { headers.wait(5).await })
-        };
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let (fetching, waiter) = waiting_for_5(&headers).await;
         drop(fetching);
         let waited = tokio::time::timeout(Duration::from_secs(5), waiter).await;
         assert!(waited.expect("still waiting").unwrap().is_none());
