@@ -30,6 +30,21 @@ struct Span {
     len: u32,
 }
 
+impl Span {
+    /// Where `text` goes when appended to `buffer`; `None` past 4 GiB.
+    fn after(buffer: &str, text: &str) -> Option<Span> {
+        let start = u32::try_from(buffer.len()).ok()?;
+        let len = u32::try_from(text.len()).ok()?;
+        start.checked_add(len)?;
+        Some(Span { start, len })
+    }
+
+    fn of(self, text: &str) -> &str {
+        let start = self.start as usize;
+        &text[start..start + self.len as usize]
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct EventSpan {
     kind: Span,
@@ -138,16 +153,13 @@ impl Events {
     }
 
     fn str(&self, span: Span) -> &str {
-        &self.text[span.start as usize..(span.start + span.len) as usize]
+        span.of(&self.text)
     }
 
     fn append(&mut self, text: &str) -> Span {
-        let start = self.text.len() as u32;
+        let span = Span::after(&self.text, text).expect("a tx's events under 4 GiB");
         self.text.push_str(text);
-        Span {
-            start,
-            len: text.len() as u32,
-        }
+        span
     }
 }
 
@@ -286,9 +298,8 @@ impl<'a> Attributes<'a> {
     pub fn get(&self, index: usize) -> Option<AttributeRef<'a>> {
         match self.0 {
             AttributesOf::Spans { text, spans } => spans.get(index).map(|span| AttributeRef {
-                key: &text[span.key.start as usize..(span.key.start + span.key.len) as usize],
-                value: &text
-                    [span.value.start as usize..(span.value.start + span.value.len) as usize],
+                key: span.key.of(text),
+                value: span.value.of(text),
                 index: span.index,
             }),
             AttributesOf::Owned(owned) => owned.get(index).map(|a| AttributeRef {
@@ -375,7 +386,10 @@ impl Serialize for Events {
 }
 
 /// Read as [`Event`]s are (a missing or `null` type, key or value is empty; `index` defaults
-/// to false; `null` for the list is no events), straight into the buffer.
+/// to false; `null` for the list is no events; unknown fields are skipped), straight into the
+/// buffer. Two differences no CometBFT node produces: a field given twice is not refused (the
+/// last wins; a second `attributes` list adds to the first), and an event or attribute written
+/// as an array instead of an object is refused.
 impl<'de> Deserialize<'de> for Events {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct List;
@@ -526,12 +540,10 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
     }
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<Span, E> {
-        let start = u32::try_from(self.0.len()).map_err(|_| E::custom("events over 4 GiB"))?;
+        let span =
+            Span::after(self.0, text).ok_or_else(|| E::custom("a tx's events over 4 GiB"))?;
         self.0.push_str(text);
-        Ok(Span {
-            start,
-            len: text.len() as u32,
-        })
+        Ok(span)
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Span, E> {

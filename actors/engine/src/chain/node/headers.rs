@@ -68,29 +68,30 @@ impl FetchedHeaders {
     /// The header of `height`: kept already, or kept by the fetch of it under way once that
     /// gets it. `None` when no fetch of it is under way or the fetch ended without one.
     pub(super) async fn wait(&self, height: u64) -> Option<Header> {
-        let waiting = match self.kept_or_fetching(height) {
-            Ok(header) => return Some(header),
-            Err(waiting) => waiting?,
+        let waiting = {
+            let inner = self.inner.lock().recover();
+            if let Some(header) = inner.headers.get(&height) {
+                return Some(header.clone());
+            }
+            inner.fetching.get(&height)?.1.clone()
         };
         let woken = waiting.notified();
         tokio::pin!(woken);
-        // Registered before looking again: a header kept (or a fetch ended) from here on wakes it.
-        woken.as_mut().enable();
-        match self.kept_or_fetching(height) {
-            Ok(header) => return Some(header),
-            Err(None) => return None,
-            Err(Some(_)) => woken.await,
+        {
+            // Registered under the lock `keep` and the last guard's drop wake under, and only
+            // while this fetch's registration (this `Notify`) is the current one: no wake-up is
+            // missed, and none is waited for from a registration already gone.
+            let inner = self.inner.lock().recover();
+            if let Some(header) = inner.headers.get(&height) {
+                return Some(header.clone());
+            }
+            match inner.fetching.get(&height) {
+                Some((_, current)) if Arc::ptr_eq(current, &waiting) => woken.as_mut().enable(),
+                _ => return None,
+            };
         }
+        woken.await;
         self.inner.lock().recover().headers.get(&height).cloned()
-    }
-
-    /// The header kept for `height`, else what to wait on while it is being fetched.
-    fn kept_or_fetching(&self, height: u64) -> Result<Header, Option<Arc<Notify>>> {
-        let inner = self.inner.lock().recover();
-        match inner.headers.get(&height) {
-            Some(header) => Ok(header.clone()),
-            None => Err(inner.fetching.get(&height).map(|(_, n)| n.clone())),
-        }
     }
 }
 

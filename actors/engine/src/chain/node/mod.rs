@@ -75,6 +75,15 @@ enum Api {
 }
 
 const REST_PAGE: usize = 100;
+
+/// A `/block` answer checked and verified ([`NodeClient::checked_block`]): what the rest of a
+/// block's assembly reads of it.
+struct CheckedBlock {
+    header: Header,
+    raws: Vec<Vec<u8>>,
+    hash: Vec<u8>,
+    verified: tendermint::block::Header,
+}
 /// Most pages of 100 validators read for one block (CometBFT chains run up to a few hundred).
 const VALIDATOR_PAGES: usize = 20;
 /// How long a proposer's moniker is reused (and the longest a failed lookup is).
@@ -364,23 +373,19 @@ impl NodeClient {
             .then(|| self.fetched_headers.fetching(height));
         let block_path = format!("/block?height={height}");
         let results_path = format!("/block_results?height={height}");
-        let (block, results, commit) = futures_util::future::try_join3(
-            self.rpc::<BlockResponse>(&block_path, Some(height)),
+        let (checked, results, commit) = futures_util::future::try_join3(
+            self.checked_block(height, &block_path),
             self.rpc::<BlockResults>(&results_path, Some(height)),
             self.commit_of(height),
         )
         .await?;
-        let header: Header = serde_json::from_str(block.block.header_text.get()).map_err(|e| {
-            self.malformed(&block_path, "invalid_json", format!("block header: {e}"))
-        })?;
-        self.check_block_of(height, &header, &results, &block_path)?;
-        let raws = self.raw_txs(&block, &block_path)?;
-        let hash = hex::decode(&block.block_id.hash)
-            .map_err(|e| self.malformed(&block_path, "encoding", format!("block hash: {e}")))?;
-        // Before the results are matched to the txs: a tx added to the block is a refusal of
-        // the block, not a mismatch with its results.
-        let verified = self.verify(height, &block, &hash, &raws)?;
-        self.keep_header(height, &verified);
+        let CheckedBlock {
+            header,
+            raws,
+            hash,
+            verified,
+        } = checked;
+        self.check_results_height(height, &results, &results_path)?;
         let (validators_hash, next_validators_hash) = match commit {
             Some((commit, validators)) => {
                 self.refused(stage_cpu::timed(
@@ -491,28 +496,64 @@ impl NodeClient {
         self.refused(parsed).map(Some)
     }
 
-    /// The block is of the configured chain, and it and its results of the height asked for.
-    fn check_block_of(
+    /// The results are of the height asked for.
+    fn check_results_height(
         &self,
         height: u64,
-        header: &Header,
         results: &BlockResults,
-        block_path: &str,
+        results_path: &str,
     ) -> Result<(), SourceError> {
+        if results.height == height as i64 {
+            return Ok(());
+        }
+        Err(self.malformed(
+            results_path,
+            "height_mismatch",
+            format!(
+                "asked for height {height}, got results of height {}",
+                results.height
+            ),
+        ))
+    }
+
+    /// `/block` at `height`, of the configured chain and the height asked for, verified
+    /// against its header ([`NodeClient::verify`]) and its header kept for the block below as
+    /// soon as it is (that block may be waiting for it: not for this block's results too).
+    async fn checked_block(
+        &self,
+        height: u64,
+        block_path: &str,
+    ) -> Result<CheckedBlock, SourceError> {
+        let block = self.rpc::<BlockResponse>(block_path, Some(height)).await?;
+        let header: Header = serde_json::from_str(block.block.header_text.get()).map_err(|e| {
+            self.malformed(block_path, "invalid_json", format!("block header: {e}"))
+        })?;
         self.check_chain(&header.chain_id, || {
             format!("block {height} from {}", self.base(&Api::Rpc))
         })?;
-        if header.height != height as i64 || results.height != height as i64 {
+        if header.height != height as i64 {
             return Err(self.malformed(
                 block_path,
                 "height_mismatch",
                 format!(
-                    "asked for height {height}, got a block of height {} and results of height {}",
-                    header.height, results.height
+                    "asked for height {height}, got a block of height {}",
+                    header.height
                 ),
             ));
         }
-        Ok(())
+        let raws = self.raw_txs(&block, block_path)?;
+        let hash = hex::decode(&block.block_id.hash)
+            .map_err(|e| self.malformed(block_path, "encoding", format!("block hash: {e}")))?;
+        // Before the results are matched to the txs: a tx added to the block is a refusal of
+        // the block, not a mismatch with its results.
+        let verified = self.verify(height, &block, &hash, &raws)?;
+        self.keep_header(height, &verified);
+        Ok(CheckedBlock {
+            header,
+            raws,
+            hash,
+            verified,
+        })
     }
 
     /// Light-client mode: the block's commit and the validator set at its height (`None`
