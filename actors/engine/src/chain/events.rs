@@ -60,9 +60,10 @@ struct AttributeSpan {
     index: bool,
 }
 
-/// One event, borrowed.
-#[derive(Clone, Copy)]
+/// One event, borrowed; serialized as [`Event`] is.
+#[derive(Clone, Copy, Serialize)]
 pub struct EventRef<'a> {
+    #[serde(rename = "type")]
     pub kind: &'a str,
     pub attributes: Attributes<'a>,
 }
@@ -80,8 +81,8 @@ enum AttributesOf<'a> {
     Owned(&'a [Attribute]),
 }
 
-/// One attribute, borrowed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One attribute, borrowed; serialized as [`Attribute`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct AttributeRef<'a> {
     pub key: &'a str,
     pub value: &'a str,
@@ -144,16 +145,12 @@ impl Events {
     fn event(&self, event: &EventSpan) -> EventRef<'_> {
         let (first, count) = (event.first as usize, event.count as usize);
         EventRef {
-            kind: self.str(event.kind),
+            kind: event.kind.of(&self.text),
             attributes: Attributes(AttributesOf::Spans {
                 text: &self.text,
                 spans: &self.attributes[first..first + count],
             }),
         }
-    }
-
-    fn str(&self, span: Span) -> &str {
-        span.of(&self.text)
     }
 
     fn append(&mut self, text: &str) -> Span {
@@ -212,16 +209,6 @@ impl From<Vec<Event>> for Events {
     fn from(events: Vec<Event>) -> Self {
         let mut all = Events::default();
         for event in &events {
-            all.push(event.view());
-        }
-        all
-    }
-}
-
-impl FromIterator<Event> for Events {
-    fn from_iter<I: IntoIterator<Item = Event>>(events: I) -> Self {
-        let mut all = Events::default();
-        for event in events {
             all.push(event.view());
         }
         all
@@ -362,6 +349,12 @@ impl<'a> IntoIterator for &Attributes<'a> {
     }
 }
 
+impl Serialize for Attributes<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
 impl fmt::Debug for Attributes<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
@@ -378,10 +371,10 @@ impl Event {
     }
 }
 
-/// Written as CometBFT writes events (as [`Event`] serializes).
+/// Written as CometBFT writes events (as [`Event`] serializes), without copying them out.
 impl Serialize for Events {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter().map(EventRef::to_owned))
+        serializer.collect_seq(self.iter())
     }
 }
 

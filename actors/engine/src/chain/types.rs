@@ -50,10 +50,7 @@ impl Event {
     }
 
     pub fn attr(&self, key: &str) -> Option<&str> {
-        self.attributes
-            .iter()
-            .find(|a| a.key == key)
-            .map(|a| a.value.as_str())
+        self.view().attr(key)
     }
 }
 

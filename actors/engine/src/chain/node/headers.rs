@@ -68,28 +68,16 @@ impl FetchedHeaders {
     /// The header of `height`: kept already, or kept by the fetch of it under way once that
     /// gets it. `None` when no fetch of it is under way or the fetch ended without one.
     pub(super) async fn wait(&self, height: u64) -> Option<Header> {
-        let waiting = {
+        let woken = {
             let inner = self.inner.lock().recover();
             if let Some(header) = inner.headers.get(&height) {
                 return Some(header.clone());
             }
-            inner.fetching.get(&height)?.1.clone()
+            // Made under the lock `keep` and the last guard's drop wake under, from the current
+            // registration: `notify_waiters` reaches a future from its making on, so no wake-up
+            // is missed.
+            inner.fetching.get(&height)?.1.clone().notified_owned()
         };
-        let woken = waiting.notified();
-        tokio::pin!(woken);
-        {
-            // Registered under the lock `keep` and the last guard's drop wake under, and only
-            // while this fetch's registration (this `Notify`) is the current one: no wake-up is
-            // missed, and none is waited for from a registration already gone.
-            let inner = self.inner.lock().recover();
-            if let Some(header) = inner.headers.get(&height) {
-                return Some(header.clone());
-            }
-            match inner.fetching.get(&height) {
-                Some((_, current)) if Arc::ptr_eq(current, &waiting) => woken.as_mut().enable(),
-                _ => return None,
-            };
-        }
         woken.await;
         self.inner.lock().recover().headers.get(&height).cloned()
     }

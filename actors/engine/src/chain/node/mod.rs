@@ -75,15 +75,6 @@ enum Api {
 }
 
 const REST_PAGE: usize = 100;
-
-/// A `/block` answer checked and verified ([`NodeClient::checked_block`]): what the rest of a
-/// block's assembly reads of it.
-struct CheckedBlock {
-    header: Header,
-    raws: Vec<Vec<u8>>,
-    hash: Vec<u8>,
-    verified: tendermint::block::Header,
-}
 /// Most pages of 100 validators read for one block (CometBFT chains run up to a few hundred).
 const VALIDATOR_PAGES: usize = 20;
 /// How long a proposer's moniker is reused (and the longest a failed lookup is).
@@ -93,6 +84,15 @@ const MONIKER_RETRY: Duration = Duration::from_secs(15);
 /// The longest a proposer lookup may take: the blocks it names wait for it, and a moniker is
 /// not worth holding a chain for.
 const PROPOSER_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A `/block` answer checked and verified ([`NodeClient::checked_block`]): what the rest of a
+/// block's assembly reads of it.
+struct CheckedBlock {
+    header: Header,
+    raws: Vec<Vec<u8>>,
+    hash: Vec<u8>,
+    verified: tendermint::block::Header,
+}
 
 impl NodeClient {
     pub fn new(config: NodeConfig) -> Result<Self, SourceError> {
