@@ -27,7 +27,7 @@ pub const VERSION_LINE: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
     env!("BUILD_COMMIT_HASH"),
-    ", store format 5)"
+    ", store format 6)"
 );
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::accounts::AccountFinder;
 use super::coins::sum_coins;
 use super::records::{block_record, TxRecords};
-use super::tx_log::{self, EdgeCounts, TxEntry};
+use super::tx_log::{self, BlockEdges, TxEntry};
 use super::{DomainIndexer, IndexError, Prepared, Preparer};
 use crate::chain::decode::{decode_tx, tx_hash, DecodeError, DecodedTx};
 use crate::chain::types::BlockBundle;
@@ -22,7 +22,7 @@ pub struct BlocksIndexer {
     store: BlocksStore,
     /// Shared with the preparer, which may run on other threads.
     accounts: Arc<Mutex<AccountFinder>>,
-    counts: EdgeCounts,
+    edges: BlockEdges,
     index_txs: bool,
     sequence: u64,
     previous_time_ns: Option<i64>,
@@ -65,7 +65,7 @@ impl BlocksIndexer {
         Ok(BlocksIndexer {
             store,
             accounts: Arc::new(Mutex::new(AccountFinder::new(bech32_prefix))),
-            counts: EdgeCounts::default(),
+            edges: BlockEdges::default(),
             index_txs,
             sequence,
             previous_time_ns,
@@ -138,7 +138,7 @@ impl DomainIndexer for BlocksIndexer {
             Some(txs) if txs.len() == bundle.txs.len() => *txs,
             _ => prepare(bundle, &self.accounts, self.index_txs),
         };
-        self.counts.begin();
+        self.edges.begin();
         let mut fees = Vec::new();
         let mut hot_txs = Vec::new();
         let first_sequence = self.sequence + 1;
@@ -170,12 +170,12 @@ impl DomainIndexer for BlocksIndexer {
                     msg_types: &types,
                 },
                 &self.store,
-                &mut self.counts,
+                &mut self.edges,
                 batch,
             )?;
             hot_txs.push((hash, Bytes::from(record)));
         }
-        tx_log::write_height(bundle.height, first_sequence, sequence, batch);
+        tx_log::finish_block(bundle.height, first_sequence, sequence, &self.edges, batch);
         let block_time_ms = match self.previous_time_ns {
             Some(previous) => bundle.time_ns.saturating_sub(previous) / 1_000_000,
             None => 0,
@@ -208,7 +208,7 @@ impl DomainIndexer for BlocksIndexer {
     fn committed(&mut self, bundle: &BlockBundle) {
         self.fresh = false;
         if let Some((hot, sequence)) = self.pending.take() {
-            self.counts.committed();
+            self.edges.committed();
             self.store.publish_hot(hot);
             self.sequence = sequence;
         }

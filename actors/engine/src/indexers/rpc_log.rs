@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 
 use serde_json::Value;
 
-use super::tx_log::{self, EdgeCounts, TxEntry};
+use super::tx_log::{self, BlockEdges, TxEntry};
 use super::{DomainIndexer, IndexError};
 use crate::chain::source::METHOD_NOT_FOUND;
 use crate::chain::types::BlockBundle;
@@ -38,7 +38,7 @@ pub struct RpcLogIndexer<S> {
     store: BlocksStore,
     sequence: u64,
     pending: Option<u64>,
-    counts: EdgeCounts,
+    edges: BlockEdges,
     source: PhantomData<fn() -> S>,
 }
 
@@ -49,7 +49,7 @@ impl<S: RowSource> RpcLogIndexer<S> {
             store,
             sequence,
             pending: None,
-            counts: EdgeCounts::default(),
+            edges: BlockEdges::default(),
             source: PhantomData,
         })
     }
@@ -111,7 +111,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
     ) -> Result<(), IndexError> {
         let (bundle, answers) = (block.bundle, block.answers);
         let items = self.block_array(bundle, answers)?;
-        self.counts.begin();
+        self.edges.begin();
         let mut sequence = self.sequence;
         for item in &items {
             let rows = S::rows(bundle.height, item).map_err(|reason| IndexError::Domain {
@@ -130,13 +130,19 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
                         msg_types: &[],
                     },
                     &self.store,
-                    &mut self.counts,
+                    &mut self.edges,
                     batch,
                 )?;
                 S::extra_keys(&row, sequence, batch);
             }
         }
-        tx_log::write_height(bundle.height, self.sequence + 1, sequence, batch);
+        tx_log::finish_block(
+            bundle.height,
+            self.sequence + 1,
+            sequence,
+            &self.edges,
+            batch,
+        );
         batch.insert(keys::meta(keys::META_SEQUENCE), sequence.to_be_bytes());
         self.pending = Some(sequence);
         Ok(())
@@ -144,7 +150,7 @@ impl<S: RowSource> DomainIndexer for RpcLogIndexer<S> {
 
     fn committed(&mut self, _bundle: &BlockBundle) {
         if let Some(sequence) = self.pending.take() {
-            self.counts.committed();
+            self.edges.committed();
             self.sequence = sequence;
         }
     }

@@ -7,13 +7,15 @@
 //! family, so the count is kept by the edge a block writes anyway instead of a counter key
 //! rewritten per account and type per block, and a height's txs are one key (its first
 //! sequence and count) instead of one key per tx. Those were ~90 of the ~250 key writes of a
-//! block of 20 txs (`benches/README.md`, "Store format 4").
+//! block of 20 txs (`benches/README.md`, "Store format 4"). Store format 6: a block's edges
+//! of one family are one key (`store/edges.rs`), built up in [`BlockEdges`] as its txs are
+//! written and added to the batch by [`finish_block`].
 
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::store::{keys, BlocksStore, StoreError};
+use crate::store::{edge_value, keys, push_delta, BlocksStore, StoreError};
 
 /// One record to file under its sequence.
 pub(crate) struct TxEntry<'a> {
@@ -26,32 +28,27 @@ pub(crate) struct TxEntry<'a> {
     pub msg_types: &'a [String],
 }
 
-/// Adds the entry's keys to `batch`, each edge with its family's count once it is added.
+/// Adds the entry's record and hash to `batch`, and its edges to the block's
+/// ([`finish_block`] writes them).
 pub(crate) fn write(
     entry: &TxEntry,
     store: &BlocksStore,
-    counts: &mut EdgeCounts,
+    edges: &mut BlockEdges,
     batch: &mut crate::store::Batch,
 ) -> Result<(), StoreError> {
     let sequence = entry.sequence;
     batch.insert(keys::by_u64(keys::TX, sequence), entry.record);
     batch.insert(keys::tx_hash(entry.hash), sequence.to_be_bytes());
-    let signed = |account: &[u8]| entry.signer == Some(account);
     let signer_only = entry
         .signer
         .filter(|signer| !entry.accounts.contains(*signer));
     for account in entry.accounts.iter().map(Vec::as_slice).chain(signer_only) {
-        let is_signer = signed(account);
+        let is_signer = entry.signer == Some(account);
         let edge = keys::account_prefix(keys::ACCOUNT_EDGE, account);
-        let count = counts.next(store, &edge)?;
-        batch.insert(
-            keys::with_sequence(&edge, sequence),
-            keys::account_edge_value(is_signer, count),
-        );
+        edges.add(store, edge, sequence, is_signer)?;
         if is_signer {
             let edge = keys::account_prefix(keys::SIGNER_EDGE, account);
-            let count = counts.next(store, &edge)?;
-            batch.insert(keys::with_sequence(&edge, sequence), count.to_be_bytes());
+            edges.add(store, edge, sequence, false)?;
         }
     }
     for msg_type in entry
@@ -59,19 +56,30 @@ pub(crate) fn write(
         .iter()
         .filter(|t| !t.is_empty() && !t.contains('\0'))
     {
-        let edge = keys::msg_prefix(msg_type);
-        let count = counts.next(store, &edge)?;
-        batch.insert(keys::with_sequence(&edge, sequence), count.to_be_bytes());
+        edges.add(store, keys::msg_prefix(msg_type), sequence, false)?;
     }
     Ok(())
 }
 
-/// Files the records `first..=last` under `height` (nothing when the block added none).
-pub(crate) fn write_height(height: u64, first: u64, last: u64, batch: &mut crate::store::Batch) {
+/// Ends a block: files the records `first..=last` under `height` (nothing when the block
+/// added none) and writes the block's edges, one key per family.
+pub(crate) fn finish_block(
+    height: u64,
+    first: u64,
+    last: u64,
+    edges: &BlockEdges,
+    batch: &mut crate::store::Batch,
+) {
     if last >= first {
         batch.insert(
             keys::by_u64(keys::HEIGHT_EDGE, height),
             keys::height_value(first, last - first + 1),
+        );
+    }
+    for (prefix, edge) in &edges.block {
+        batch.insert(
+            keys::with_sequence(prefix, edge.first),
+            edge_value(prefix, edge.signed, edge.count, &edge.deltas),
         );
     }
 }
@@ -79,42 +87,73 @@ pub(crate) fn write_height(height: u64, first: u64, last: u64, batch: &mut crate
 /// Family counts remembered by one log; emptied when full.
 const KNOWN_COUNTS: usize = 16_384;
 
-/// The counts of the edge families a log's blocks add to, remembered between blocks so a
-/// block does not read back the newest edge of every family it adds to (a log's indexer is
-/// the only writer of its tree). A block's counts are remembered only once its batch is
-/// committed.
-#[derive(Default)]
-pub(crate) struct EdgeCounts {
-    known: HashMap<Vec<u8>, u64>,
-    block: HashMap<Vec<u8>, u64>,
+/// One edge family's key of the block being indexed.
+struct BlockEdge {
+    /// The family's count with the block's last sequence of it.
+    count: u64,
+    first: u64,
+    last: u64,
+    signed: bool,
+    /// The block's further sequences of the family ([`crate::store`]'s edge values).
+    deltas: Vec<u8>,
 }
 
-impl EdgeCounts {
+/// The edges of the block being indexed, one key per family (store format 6), and the counts
+/// of the families a log's blocks add to, remembered between blocks so a block does not read
+/// back the newest edge of every family it adds to (a log's indexer is the only writer of its
+/// tree). A block's counts are remembered only once its batch is committed.
+#[derive(Default)]
+pub(crate) struct BlockEdges {
+    known: HashMap<Vec<u8>, u64>,
+    block: HashMap<Vec<u8>, BlockEdge>,
+}
+
+impl BlockEdges {
     /// Starts a block: what an uncommitted block added never counts.
     pub(crate) fn begin(&mut self) {
         self.block.clear();
     }
 
-    /// The count of the family under `prefix` once one more edge is added to it.
-    fn next(&mut self, store: &BlocksStore, prefix: &[u8]) -> Result<u64, StoreError> {
-        if let Some(count) = self.block.get_mut(prefix) {
-            *count += 1;
-            return Ok(*count);
+    /// Adds `sequence` (the block's newest so far) to the family under `prefix`.
+    fn add(
+        &mut self,
+        store: &BlocksStore,
+        prefix: Vec<u8>,
+        sequence: u64,
+        signed: bool,
+    ) -> Result<(), StoreError> {
+        if let Some(edge) = self.block.get_mut(&prefix) {
+            push_delta(&mut edge.deltas, sequence - edge.last);
+            edge.last = sequence;
+            edge.count += 1;
+            edge.signed |= signed;
+            return Ok(());
         }
-        let stored = match self.known.get(prefix) {
+        let stored = match self.known.get(&prefix) {
             Some(count) => *count,
-            None => store.edge_count(prefix)?,
+            None => store.edge_count(&prefix)?,
         };
-        self.block.insert(prefix.to_vec(), stored + 1);
-        Ok(stored + 1)
+        let edge = BlockEdge {
+            count: stored + 1,
+            first: sequence,
+            last: sequence,
+            signed,
+            deltas: Vec::new(),
+        };
+        self.block.insert(prefix, edge);
+        Ok(())
     }
 
-    /// The batch of the block since the last [`EdgeCounts::begin`] is committed.
+    /// The batch of the block since the last [`BlockEdges::begin`] is committed.
     pub(crate) fn committed(&mut self) {
         if self.known.len() + self.block.len() > KNOWN_COUNTS {
             self.known.clear();
         }
-        self.known.extend(self.block.drain());
+        self.known.extend(
+            self.block
+                .drain()
+                .map(|(prefix, edge)| (prefix, edge.count)),
+        );
     }
 }
 
@@ -126,6 +165,7 @@ mod tests {
 
     const ALICE: &[u8] = &[20, 1, 1, 1];
     const BOB: &[u8] = &[20, 2, 2, 2];
+    const SEND: &str = "cosmos.bank.v1beta1.MsgSend";
 
     fn accounts(of: &[&[u8]]) -> BTreeSet<Vec<u8>> {
         of.iter().map(|a| a.to_vec()).collect()
@@ -162,14 +202,55 @@ mod tests {
         store.domain().commit(batch, height, height == 1).unwrap();
     }
 
-    fn write_format_4(
+    /// A block as a store of format 4 or 5 holds it: an edge key per tx, each with its
+    /// family's count (and the `a` family's signer flag); Alice and Bob in every tx.
+    fn write_format_4(store: &BlocksStore, height: u64, txs: &[(u64, &[u8])]) {
+        let mut batch = Batch::default();
+        let mut counts: HashMap<Vec<u8>, u64> = HashMap::default();
+        let mut edge = |batch: &mut Batch, prefix: Vec<u8>, sequence: u64, flag: Option<bool>| {
+            let count = counts
+                .entry(prefix.clone())
+                .or_insert_with(|| store.edge_count(&prefix).unwrap());
+            *count += 1;
+            let mut value = flag.map(u8::from).into_iter().collect::<Vec<_>>();
+            value.extend_from_slice(&count.to_be_bytes());
+            batch.insert(keys::with_sequence(&prefix, sequence), value);
+        };
+        for (sequence, signer) in txs {
+            batch.insert(
+                keys::by_u64(keys::TX, *sequence),
+                format!("{{\"s\":{sequence}}}").into_bytes(),
+            );
+            batch.insert(
+                keys::tx_hash(&[*sequence as u8; 32]),
+                sequence.to_be_bytes(),
+            );
+            for account in [ALICE, BOB] {
+                let signed = account == *signer;
+                let prefix = keys::account_prefix(keys::ACCOUNT_EDGE, account);
+                edge(&mut batch, prefix, *sequence, Some(signed));
+            }
+            let prefix = keys::account_prefix(keys::SIGNER_EDGE, signer);
+            edge(&mut batch, prefix, *sequence, None);
+            edge(&mut batch, keys::msg_prefix(SEND), *sequence, None);
+        }
+        let (first, last) = (txs[0].0, txs[txs.len() - 1].0);
+        batch.insert(
+            keys::by_u64(keys::HEIGHT_EDGE, height),
+            keys::height_value(first, last - first + 1),
+        );
+        store.domain().commit(batch, height, false).unwrap();
+    }
+
+    /// A block as this release writes it: one edge key per family and block.
+    fn write_format_6(
         store: &BlocksStore,
-        counts: &mut EdgeCounts,
+        edges: &mut BlockEdges,
         height: u64,
         txs: &[(u64, &[u8])],
     ) {
         let mut batch = Batch::default();
-        counts.begin();
+        edges.begin();
         for (sequence, signer) in txs {
             let hash = [*sequence as u8; 32];
             let record = format!("{{\"s\":{sequence}}}").into_bytes();
@@ -179,13 +260,14 @@ mod tests {
                 record: &record,
                 accounts: &accounts(&[ALICE, BOB]),
                 signer: Some(signer),
-                msg_types: &["cosmos.bank.v1beta1.MsgSend".into()],
+                msg_types: &[SEND.into()],
             };
-            write(&entry, store, counts, &mut batch).unwrap();
+            write(&entry, store, edges, &mut batch).unwrap();
         }
-        write_height(height, txs[0].0, txs[txs.len() - 1].0, &mut batch);
+        let (first, last) = (txs[0].0, txs[txs.len() - 1].0);
+        finish_block(height, first, last, edges, &mut batch);
         store.domain().commit(batch, height, false).unwrap();
-        counts.committed();
+        edges.committed();
     }
 
     fn sequences(
@@ -209,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn counts_and_heights_read_the_same_across_blocks_of_format_3_and_4() {
+    fn counts_heights_and_cursors_read_the_same_across_blocks_of_formats_3_4_and_6() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 8 << 20)
             .unwrap()
@@ -217,37 +299,80 @@ mod tests {
             .unwrap();
         write_format_3(&store, 1, &[(1, ALICE), (2, BOB)]);
         write_format_3(&store, 2, &[(3, ALICE)]);
-        let mut counts = EdgeCounts::default();
-        write_format_4(&store, &mut counts, 3, &[(4, ALICE), (5, BOB), (6, ALICE)]);
+        write_format_4(&store, 3, &[(4, ALICE)]);
+        let mut edges = BlockEdges::default();
+        write_format_6(&store, &mut edges, 4, &[(5, BOB), (6, ALICE), (7, ALICE)]);
         // A restart: the counts are read back from the newest edges.
-        let mut counts = EdgeCounts::default();
-        write_format_4(&store, &mut counts, 4, &[(7, BOB)]);
+        let mut edges = BlockEdges::default();
+        write_format_6(&store, &mut edges, 5, &[(8, BOB)]);
+        // Format 6 wrote one key per family and block: Alice's edges of block 4 are one key.
+        let alice = keys::account_prefix(keys::ACCOUNT_EDGE, ALICE);
+        let alice_keys = store.tree().scan_prefix(&alice).count();
+        assert_eq!(alice_keys, 2 + 1 + 1 + 1, "format 3, 4 and 6 keys of Alice");
 
         let account = |who: &[u8], signer_only| TxFilter {
             account: Some(who.to_vec()),
             signer_only,
             ..Default::default()
         };
-        // Alice: edges 1, 3 (format 3, signed) and 4–7 (format 4, in every tx's accounts).
+        // Alice: edges 1, 3 (format 3, signed) and 4–8 (in every tx's accounts from then on).
         assert_eq!(
             sequences(&store, &account(ALICE, false), Order::Asc, None),
-            (vec![1, 3, 4, 5, 6, 7], Total::Exact(6))
+            (vec![1, 3, 4, 5, 6, 7, 8], Total::Exact(7))
         );
         assert_eq!(
             sequences(&store, &account(ALICE, true), Order::Desc, None),
-            (vec![6, 4, 3, 1], Total::Exact(4))
+            (vec![7, 6, 4, 3, 1], Total::Exact(5))
         );
         assert_eq!(
             sequences(&store, &account(BOB, true), Order::Asc, None),
-            (vec![2, 5, 7], Total::Exact(3))
+            (vec![2, 5, 8], Total::Exact(3))
+        );
+        // Cursors inside a block's one key, both ways.
+        assert_eq!(
+            sequences(&store, &account(ALICE, false), Order::Asc, Some(5)).0,
+            vec![6, 7, 8]
+        );
+        assert_eq!(
+            sequences(&store, &account(ALICE, false), Order::Asc, Some(2)).0,
+            vec![3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(
+            sequences(&store, &account(ALICE, false), Order::Desc, Some(7)).0,
+            vec![6, 5, 4, 3, 1]
+        );
+        assert_eq!(
+            sequences(&store, &account(ALICE, true), Order::Asc, Some(6)).0,
+            vec![7]
+        );
+        assert_eq!(
+            sequences(&store, &account(ALICE, true), Order::Desc, Some(7)).0,
+            vec![6, 4, 3, 1]
         );
         let sends = TxFilter {
-            msgs: vec!["cosmos.bank.v1beta1.MsgSend".into()],
+            msgs: vec![SEND.into()],
             ..Default::default()
         };
         assert_eq!(
             sequences(&store, &sends, Order::Asc, None),
-            (vec![4, 5, 6, 7], Total::Exact(4))
+            (vec![4, 5, 6, 7, 8], Total::Exact(5))
+        );
+        assert_eq!(
+            sequences(&store, &sends, Order::Desc, Some(8)).0,
+            vec![7, 6, 5, 4]
+        );
+        // An account and a message type: each sequence looked up in the type's keys.
+        let alice_sends = TxFilter {
+            signer_only: true,
+            ..sends.clone()
+        };
+        let alice_sends = TxFilter {
+            account: Some(ALICE.to_vec()),
+            ..alice_sends
+        };
+        assert_eq!(
+            sequences(&store, &alice_sends, Order::Asc, None),
+            (vec![4, 6, 7], Total::Exact(3))
         );
 
         let height = |height| TxFilter {
@@ -259,33 +384,33 @@ mod tests {
             (vec![1, 2], Total::Exact(2))
         );
         assert_eq!(
-            sequences(&store, &height(3), Order::Asc, None),
-            (vec![4, 5, 6], Total::Exact(3))
+            sequences(&store, &height(4), Order::Asc, None),
+            (vec![5, 6, 7], Total::Exact(3))
         );
         assert_eq!(
-            sequences(&store, &height(3), Order::Desc, None).0,
-            vec![6, 5, 4]
+            sequences(&store, &height(4), Order::Desc, None).0,
+            vec![7, 6, 5]
         );
         assert_eq!(
-            sequences(&store, &height(3), Order::Asc, Some(4)).0,
-            vec![5, 6]
+            sequences(&store, &height(4), Order::Asc, Some(5)).0,
+            vec![6, 7]
         );
         assert_eq!(
-            sequences(&store, &height(3), Order::Desc, Some(6)).0,
-            vec![5, 4]
+            sequences(&store, &height(4), Order::Desc, Some(7)).0,
+            vec![6, 5]
         );
         assert_eq!(
-            sequences(&store, &height(5), Order::Asc, None),
+            sequences(&store, &height(6), Order::Asc, None),
             (vec![], Total::Exact(0))
         );
         // A height filter with a message filter walks the height's range.
         let both = TxFilter {
-            height: Some(4),
+            height: Some(5),
             ..sends
         };
         assert_eq!(
             sequences(&store, &both, Order::Asc, None),
-            (vec![7], Total::Exact(1))
+            (vec![8], Total::Exact(1))
         );
     }
 }

@@ -122,16 +122,16 @@ impl BlocksStore {
         }
     }
 
-    /// How many edges the family under `prefix` holds: the count its newest edge carries
-    /// (format 4), else its `c` counter (every edge written before format 4).
+    /// How many edges the family under `prefix` holds: the count its newest key carries
+    /// (format 4 on), else its `c` counter (every edge written before format 4).
     pub(crate) fn edge_count(&self, prefix: &[u8]) -> Result<u64, StoreError> {
         match self.tree().scan_prefix(prefix).next_back() {
             None => Ok(0),
             Some(newest) => {
                 let (_, value) = newest?;
-                match value.len() {
-                    8 | 9 => Ok(keys::read_u64(&value).unwrap_or_default()),
-                    _ => self.domain.counter(&keys::counter(prefix)),
+                match super::edges::edge_count(prefix, &value) {
+                    Some(count) => Ok(count),
+                    None => self.domain.counter(&keys::counter(prefix)),
                 }
             }
         }

@@ -3,6 +3,7 @@
 
 use std::ops::Bound;
 
+use super::edges::{edge_contains, edges_under};
 use super::keys;
 use super::pager::{
     collect_page, collect_rows, keys_under, rows_in, rows_under, Keys, Merge, Order, Page,
@@ -28,12 +29,14 @@ impl BlocksStore {
         keys_under(self.tree(), &prefix, after.as_ref(), order)
     }
 
+    /// The sequences of one of the tx edge families (account, signer, message type).
+    fn edges_under(&self, prefix: Vec<u8>, after: Option<u64>, order: Order) -> Keys<'_> {
+        edges_under(self.tree(), &prefix, after, order)
+    }
+
     fn has_any_msg(&self, sequence: u64, msgs: &[String]) -> Result<bool, StoreError> {
         for msg in msgs {
-            if self
-                .tree()
-                .contains_key(keys::with_sequence(&keys::msg_prefix(msg), sequence))?
-            {
+            if edge_contains(self.tree(), &keys::msg_prefix(msg), sequence)? {
                 return Ok(true);
             }
         }
@@ -47,14 +50,14 @@ impl BlocksStore {
             } else {
                 keys::ACCOUNT_EDGE
             };
-            self.keys_under(keys::account_prefix(tag, account), after, order)
+            self.edges_under(keys::account_prefix(tag, account), after, order)
         } else if let Some(height) = filter.height {
             self.keys_of_height(height, after, order)
         } else if !filter.msgs.is_empty() {
             let streams = filter
                 .msgs
                 .iter()
-                .map(|m| self.keys_under(keys::msg_prefix(m), after, order))
+                .map(|m| self.edges_under(keys::msg_prefix(m), after, order))
                 .collect();
             return Box::new(Merge::new(streams, order));
         } else {

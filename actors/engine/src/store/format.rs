@@ -8,14 +8,16 @@
 //! | 3 | issue #41 on | on fjall, each domain tree's record families (block and tx records) in a keyspace of their own (`<tree>#records`); keys and values unchanged |
 //! | 4 | issue #41 on | the tx logs' edges carry their family's count (no `c` counter written per account and type), and a height's txs are one `y height` key (first sequence, count) instead of a `y height sequence` key per tx; what older blocks wrote is still read |
 //! | 5 | issue #41 on | on fjall, a blocks tree's block records (`b`) in the tree's own keyspace, its records keyspace holding the tx records alone; keys and values unchanged |
+//! | 6 | issue #41 on | the tx logs' edges (`a`, `s`, `g`) one key per family and block, its value listing the block's further sequences of the family after the count; a key of one sequence is as version 4 wrote it |
 //!
 //! Policy (docs/operations.md, "Upgrades"): a release opens every version up to its own
-//! ([`FORMAT_VERSION`]). A store of version 2, 3 or 4 is upgraded in place at start (a
+//! ([`FORMAT_VERSION`]). A store of version 2 to 5 is upgraded in place at start (a
 //! version 2 store's tx records moved into their keyspace, a version 3 or 4 store's block
-//! records out of it, [`super::Store::split_records`]; resumable after a kill) and stamped 5:
-//! the tx-log keys of blocks indexed before stay as they were and are read as they
-//! are (an edge without a count: the family's `c` counter; a height without `y height`: its
-//! `y height sequence` edges), new blocks write version 4's (5 changed no key). A store of version 1 is moved
+//! records out of it, [`super::Store::split_records`]; resumable after a kill; a version 5
+//! store has nothing to move) and stamped 6: the tx-log keys of blocks indexed before stay as
+//! they were and are read as they are (an edge without a count: the family's `c` counter; a
+//! height without `y height`: its `y height sequence` edges; an edge key per tx: a key of one
+//! sequence), new blocks write version 6's. A store of version 1 is moved
 //! the same way but keeps its number: what it lacks for older blocks (the history index of the
 //! relay events indexed before) stays missing until the affected domain is rebuilt from the
 //! node. A directory of a newer version is refused, nothing written to it.
@@ -23,7 +25,7 @@
 use super::{MetaTree, StoreError};
 
 /// The format this release writes.
-pub const FORMAT_VERSION: u64 = 5;
+pub const FORMAT_VERSION: u64 = 6;
 /// The oldest version upgraded in place to [`FORMAT_VERSION`] (and stamped so).
 pub const UPGRADABLE: u64 = 2;
 /// The version of a store written before the version was kept.

@@ -56,16 +56,6 @@ pub(crate) fn read_height_value(value: &[u8]) -> Option<(u64, u64)> {
     (value.len() == 16).then_some((first, count))
 }
 
-/// The value of an `a` edge (format 4): the signer flag, then the family's count with this
-/// edge (an `s` or `g` edge's value is the count alone). Edges written before format 4 hold
-/// the flag or nothing; their family's count is its `c` counter.
-pub(crate) fn account_edge_value(is_signer: bool, count: u64) -> [u8; 9] {
-    let mut value = [0u8; 9];
-    value[0] = is_signer as u8;
-    value[1..].copy_from_slice(&count.to_be_bytes());
-    value
-}
-
 pub(crate) fn account_prefix(tag: u8, account: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(2 + account.len());
     key.push(tag);

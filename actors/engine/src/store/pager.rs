@@ -150,7 +150,7 @@ pub(crate) fn rows_in<'a, C: CursorKey + 'a>(
 }
 
 /// The first key after every key that starts with `prefix` (None: no such key).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {

@@ -1,0 +1,218 @@
+//! The tx logs' edge families (`a` account, `s` signer, `g` message type; `SCHEMA.md`): one key
+//! per family and block, `prefix ‖ first sequence`, whose value carries the family's count and
+//! the block's further sequences of that family (store format 6).
+//!
+//! Why one key per block: an account most txs touch (a chain's fee collector, the metadata
+//! object of its fee denom) and a message type most txs carry had a key per tx, a third of a
+//! block's key writes; each key costs a write-buffer insert, its walk at flush and its free
+//! (`benches/README.md`, "Store format 6"). A key written before format 6 holds one sequence
+//! and reads as a key of one.
+//!
+//! Value: `[flag] ‖ count ‖ deltas`. `flag` (the `a` family only): 1 when the account signed one
+//! of the key's txs. `count` (u64, big-endian): the family's edges up to the key's last
+//! sequence. `deltas`: each further sequence as the LEB128 varint of its distance from the one
+//! before. Edges written before store format 4 hold the flag or nothing, and no count.
+
+use std::ops::Bound;
+
+use super::pager::{Keys, Order};
+use super::{corrupt, keys, StoreError, Tree};
+
+/// The bytes before the count in a value of the family `tag`.
+fn header_len(tag: u8) -> usize {
+    usize::from(tag == keys::ACCOUNT_EDGE)
+}
+
+/// The value of an edge key of the family under `prefix` (see the module docs).
+pub(crate) fn edge_value(prefix: &[u8], signed: bool, count: u64, deltas: &[u8]) -> Vec<u8> {
+    let mut value = Vec::with_capacity(9 + deltas.len());
+    if header_len(prefix[0]) == 1 {
+        value.push(u8::from(signed));
+    }
+    value.extend_from_slice(&count.to_be_bytes());
+    value.extend_from_slice(deltas);
+    value
+}
+
+/// Appends the distance to a key's next sequence to its `deltas`.
+pub(crate) fn push_delta(deltas: &mut Vec<u8>, distance: u64) {
+    prost::encoding::encode_varint(distance, deltas);
+}
+
+/// The count an edge value of the family under `prefix` carries; None for an edge written
+/// before store format 4 (its family's count is its `c` counter).
+pub(crate) fn edge_count(prefix: &[u8], value: &[u8]) -> Option<u64> {
+    let at = header_len(prefix[0]);
+    keys::read_u64(value.get(at..at + 8)?)
+}
+
+/// The sequences of one edge key of the family under `prefix`, in ascending order.
+fn sequences(prefix: &[u8], key: &[u8], value: &[u8]) -> Result<Vec<u64>, StoreError> {
+    let first = key
+        .get(prefix.len()..)
+        .and_then(keys::read_u64)
+        .filter(|_| key.len() == prefix.len() + 8)
+        .ok_or_else(|| corrupt(key, "edge key does not end in a sequence"))?;
+    let mut out = vec![first];
+    let mut deltas = value.get(header_len(prefix[0]) + 8..).unwrap_or_default();
+    let mut last = first;
+    while !deltas.is_empty() {
+        let next = prost::encoding::decode_varint(&mut deltas)
+            .ok()
+            .filter(|distance| *distance > 0)
+            .and_then(|distance| last.checked_add(distance))
+            .ok_or_else(|| corrupt(key, "edge value holds a malformed sequence"))?;
+        out.push(next);
+        last = next;
+    }
+    Ok(out)
+}
+
+/// The sequences of the edge family under `prefix` in `order`, strictly past `after`.
+pub(crate) fn edges_under<'a>(
+    tree: &Tree,
+    prefix: &[u8],
+    after: Option<u64>,
+    order: Order,
+) -> Keys<'a> {
+    let end = match super::pager::prefix_end(prefix) {
+        Some(end) => Bound::Excluded(end),
+        None => Bound::Unbounded,
+    };
+    let start = match (order, after) {
+        // The key at or below the cursor may hold sequences past it.
+        (Order::Asc, Some(after)) => match floor_key(tree, prefix, after) {
+            Ok(Some(key)) => Bound::Included(key),
+            Ok(None) => Bound::Excluded(keys::with_sequence(prefix, after)),
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        },
+        _ => Bound::Included(prefix.to_vec()),
+    };
+    let range = match (order, after) {
+        (Order::Desc, Some(before)) => {
+            (start, Bound::Excluded(keys::with_sequence(prefix, before)))
+        }
+        _ => (start, end),
+    };
+    let past = move |sequence: u64| match (order, after) {
+        (_, None) => true,
+        (Order::Asc, Some(after)) => sequence > after,
+        (Order::Desc, Some(before)) => sequence < before,
+    };
+    let prefix = prefix.to_vec();
+    let expand = move |item: Result<super::Entry, StoreError>| {
+        let (key, value) = match item {
+            Ok(entry) => entry,
+            Err(e) => return vec![Err(e)],
+        };
+        match sequences(&prefix, &key, &value) {
+            Ok(mut all) => {
+                all.retain(|sequence| past(*sequence));
+                if order == Order::Desc {
+                    all.reverse();
+                }
+                all.into_iter().map(Ok).collect()
+            }
+            Err(e) => vec![Err(e)],
+        }
+    };
+    let iter = tree.range(range);
+    match order {
+        Order::Asc => Box::new(iter.flat_map(expand)),
+        Order::Desc => Box::new(iter.rev().flat_map(expand)),
+    }
+}
+
+/// The newest key of the family under `prefix` at or below `prefix ‖ sequence`.
+fn floor_key(tree: &Tree, prefix: &[u8], sequence: u64) -> Result<Option<Vec<u8>>, StoreError> {
+    let range = (
+        Bound::Included(prefix.to_vec()),
+        Bound::Included(keys::with_sequence(prefix, sequence)),
+    );
+    match tree.keys(range).next_back() {
+        None => Ok(None),
+        Some(key) => Ok(Some(key?.to_vec())),
+    }
+}
+
+/// Whether the edge family under `prefix` lists `sequence`.
+pub(crate) fn edge_contains(tree: &Tree, prefix: &[u8], sequence: u64) -> Result<bool, StoreError> {
+    let range = (
+        Bound::Included(prefix.to_vec()),
+        Bound::Included(keys::with_sequence(prefix, sequence)),
+    );
+    match tree.range(range).next_back() {
+        None => Ok(false),
+        Some(entry) => {
+            let (key, value) = entry?;
+            Ok(sequences(prefix, &key, &value)?.contains(&sequence))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Batch, StoreEngine};
+
+    const GAS: &[u8] = b"gtype\0";
+
+    fn deltas(distances: &[u64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for distance in distances {
+            push_delta(&mut out, *distance);
+        }
+        out
+    }
+
+    fn read(tree: &Tree, after: Option<u64>, order: Order) -> Result<Vec<u64>, StoreError> {
+        edges_under(tree, GAS, after, order).collect()
+    }
+
+    #[test]
+    fn a_key_lists_its_sequences_and_a_malformed_one_is_an_error() {
+        for engine in StoreEngine::built() {
+            let (_dir, tree) = crate::store::tree::scratch_on(engine);
+            let mut batch = Batch::default();
+            // Sequences 3, 4, 300 in one key (a distance of two varint bytes), 301 in the next.
+            let value = edge_value(GAS, false, 3, &deltas(&[1, 296]));
+            batch.insert(keys::with_sequence(GAS, 3), value);
+            batch.insert(
+                keys::with_sequence(GAS, 301),
+                edge_value(GAS, false, 4, &[]),
+            );
+            tree.apply_batch(batch).unwrap();
+            assert_eq!(read(&tree, None, Order::Asc).unwrap(), [3, 4, 300, 301]);
+            assert_eq!(read(&tree, Some(4), Order::Asc).unwrap(), [300, 301]);
+            assert_eq!(read(&tree, Some(301), Order::Desc).unwrap(), [300, 4, 3]);
+            assert_eq!(read(&tree, Some(4), Order::Desc).unwrap(), [3]);
+            for (sequence, listed) in [(3, true), (4, true), (5, false), (300, true), (302, false)]
+            {
+                assert_eq!(
+                    edge_contains(&tree, GAS, sequence).unwrap(),
+                    listed,
+                    "{engine} {sequence}"
+                );
+            }
+            let newest = tree.get(keys::with_sequence(GAS, 301)).unwrap().unwrap();
+            assert_eq!(edge_count(GAS, &newest), Some(4));
+            // A count written before format 4 is not there; the `a` family's flag comes first.
+            assert_eq!(edge_count(GAS, &[]), None);
+            let account = keys::account_prefix(keys::ACCOUNT_EDGE, &[1; 20]);
+            assert_eq!(edge_count(&account, &[1]), None);
+            assert_eq!(
+                edge_count(&account, &edge_value(&account, true, 9, &[5])),
+                Some(9)
+            );
+
+            // A truncated varint and a distance of zero: errors, not a panic or a loop.
+            for bad in [vec![0x80], deltas(&[0])] {
+                let mut batch = Batch::default();
+                batch.insert(keys::with_sequence(GAS, 3), edge_value(GAS, false, 1, &bad));
+                tree.apply_batch(batch).unwrap();
+                assert!(read(&tree, None, Order::Asc).is_err(), "{engine} {bad:?}");
+                assert!(edge_contains(&tree, GAS, 3).is_err(), "{engine} {bad:?}");
+            }
+        }
+    }
+}
