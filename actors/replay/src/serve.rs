@@ -1,5 +1,6 @@
 //! The replay node: answers as the recorded node did, with the wire formats a real node
-//! speaks — CometBFT RPC (`/status`, `/block`, `/block_results`, `/header`), Cosmos REST (a block's txs,
+//! speaks — CometBFT RPC (`/status`, `/block`, `/block_results`, `/header`; `block` and
+//! `block_results` also as JSON-RPC calls posted to `/`, alone or batched), Cosmos REST (a block's txs,
 //! paged as the gRPC gateway pages them; every other recorded answer as it was) and the EVM
 //! JSON-RPC (single and batched calls).
 //!
@@ -58,9 +59,10 @@ struct Replay {
     recording: Recording,
     rest: HashMap<RestKey, (u16, String)>,
     rpc: HashMap<(String, String), Value>,
-    /// Each height's `/block` and `/block_results` answers, rendered once at start: a
+    /// Each height's `/block` and `/block_results` results, rendered once at start: a
     /// follower catching up asks each once, and a benchmark of its catch-up
-    /// (benches/catchup_http.py) should not measure the replay node's JSON rendering.
+    /// (benches/catchup_http.py) should not measure the replay node's JSON rendering. Each
+    /// answer wraps one in its envelope ([`envelope`]), with the id the call gave.
     rendered: HashMap<u64, (web::Bytes, web::Bytes)>,
     latency: Duration,
 }
@@ -79,10 +81,19 @@ async fn delayed(
     next.call(request).await
 }
 
-fn rpc_envelope(result: &Value) -> web::Bytes {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": -1, "result": result}))
-        .unwrap_or_default()
-        .into()
+fn rendered_result(result: &Value) -> web::Bytes {
+    serde_json::to_vec(result).unwrap_or_default().into()
+}
+
+/// A JSON-RPC answer around a rendered `result`, answering the call of `id` (JSON).
+fn envelope(id: &[u8], result: &[u8]) -> Vec<u8> {
+    let mut answer = Vec::with_capacity(result.len() + 40);
+    answer.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    answer.extend_from_slice(id);
+    answer.extend_from_slice(br#","result":"#);
+    answer.extend_from_slice(result);
+    answer.push(b'}');
+    answer
 }
 
 /// Binds the replay node's listeners for `recording`; run the servers on an actix system.
@@ -101,6 +112,7 @@ pub fn bind(
             .route("/block", web::get().to(block))
             .route("/block_results", web::get().to(block_results))
             .route("/header", web::get().to(header))
+            .route("/", web::post().to(rpc_post))
             .default_service(web::to(rpc_unknown))
     })
     .workers(1)
@@ -156,7 +168,10 @@ fn replay_of(mut recording: Recording, latency: Duration) -> web::Data<Replay> {
     let rendered = recording
         .blocks
         .iter()
-        .map(|(h, b)| (*h, (rpc_envelope(&b.block), rpc_envelope(&b.block_results))))
+        .map(|(h, b)| {
+            let block = rendered_result(&b.block);
+            (*h, (block, rendered_result(&b.block_results)))
+        })
         .collect();
     web::Data::new(Replay {
         rest: recording.take_rest_index(),
@@ -241,11 +256,15 @@ fn query_height(req: &HttpRequest) -> Option<u64> {
 
 /// CometBFT's answer for a height above the tip (`/block_results`: its own wording).
 pub(crate) fn not_yet(height: u64, tip: u64, results: bool) -> HttpResponse {
-    rpc_error(if results {
+    rpc_error(not_yet_text(height, tip, results))
+}
+
+fn not_yet_text(height: u64, tip: u64, results: bool) -> String {
+    if results {
         format!("could not find results for height #{height}")
     } else {
         format!("height {height} must be less than or equal to the current blockchain height {tip}")
-    })
+    }
 }
 
 async fn block(replay: web::Data<Replay>, req: HttpRequest) -> HttpResponse {
@@ -259,19 +278,82 @@ async fn block_results(replay: web::Data<Replay>, req: HttpRequest) -> HttpRespo
 /// The recorded height's answer, or the error a node gives for it: "not yet" above the tip,
 /// a pruned node's below it (or in a gap).
 fn rendered_answer(replay: &Replay, req: &HttpRequest, results: bool) -> HttpResponse {
-    let recording = &replay.recording;
-    let tip = recording.tip();
-    let height = query_height(req).unwrap_or(tip);
-    match replay.rendered.get(&height) {
-        Some((block, block_results)) => HttpResponse::Ok()
+    let height = query_height(req).unwrap_or(replay.recording.tip());
+    match rendered(replay, height, results) {
+        Ok(result) => HttpResponse::Ok()
             .content_type("application/json")
-            .body(if results { block_results } else { block }.clone()),
-        None if height > tip => not_yet(height, tip, results),
-        None => rpc_error(format!(
+            .body(envelope(b"-1", result)),
+        Err(data) => rpc_error(data),
+    }
+}
+
+/// The rendered `/block` (or `/block_results`) result of `height`, or the error text a node
+/// answers for it.
+fn rendered(replay: &Replay, height: u64, results: bool) -> Result<&web::Bytes, String> {
+    let tip = replay.recording.tip();
+    match replay.rendered.get(&height) {
+        Some((block, block_results)) => Ok(if results { block_results } else { block }),
+        None if height > tip => Err(not_yet_text(height, tip, results)),
+        None => Err(format!(
             "height {height} is not available, lowest height is {} (not in the recording)",
-            recording.earliest()
+            replay.recording.earliest()
         )),
     }
+}
+
+/// JSON-RPC calls posted to `/`: one call, or a batch (an array) answered with an array in
+/// the order asked, as CometBFT answers them (HTTP 200, each call's error in its answer).
+/// The replay answers `block` and `block_results`.
+async fn rpc_post(replay: web::Data<Replay>, body: web::Bytes) -> HttpResponse {
+    let answer = |call: &Value| {
+        let id = serde_json::to_vec(call.get("id").unwrap_or(&json!(-1))).unwrap_or_default();
+        let height = call["params"]["height"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| call["params"]["height"].as_u64().map(|h| h.to_string()))
+            .and_then(|h| h.parse::<u64>().ok())
+            .unwrap_or(replay.recording.tip());
+        let outcome = match call["method"].as_str().unwrap_or_default() {
+            "block" => rendered(&replay, height, false),
+            "block_results" => rendered(&replay, height, true),
+            other => Err(format!(
+                "method {other:?} is not served by the replay node as a posted call"
+            )),
+        };
+        match outcome {
+            Ok(result) => envelope(&id, result),
+            Err(data) => {
+                let id: Value = serde_json::from_slice(&id).unwrap_or(json!(-1));
+                serde_json::to_vec(&json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {"code": -32603, "message": "Internal error", "data": data}
+                }))
+                .unwrap_or_default()
+            }
+        }
+    };
+    let body = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(calls)) => {
+            let mut out = b"[".to_vec();
+            for (i, call) in calls.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&answer(call));
+            }
+            out.push(b']');
+            out
+        }
+        Ok(call) => answer(&call),
+        Err(e) => return HttpResponse::InternalServerError().json(json!({
+            "jsonrpc": "2.0", "id": -1,
+            "error": {"code": -32700, "message": "Parse error. Invalid JSON", "data": e.to_string()}
+        })),
+    };
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body)
 }
 
 /// CometBFT `/header`: a recorded block's header, or the one recorded after the tip.

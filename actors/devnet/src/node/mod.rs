@@ -232,13 +232,6 @@ async fn rpc_call(
     }
 }
 
-fn rpc_response(id: &Value, outcome: Result<Value, String>) -> HttpResponse {
-    match outcome {
-        Ok(result) => HttpResponse::Ok().json(render::envelope(id, result)),
-        Err(data) => HttpResponse::InternalServerError().json(render::error_envelope(id, &data)),
-    }
-}
-
 /// One JSON-RPC call, with the fault due for it (if any) injected.
 async fn rpc_answer(
     node: &web::Data<DevnetNode>,
@@ -246,6 +239,35 @@ async fn rpc_answer(
     method: &str,
     params: &Value,
 ) -> HttpResponse {
+    let (status, body, wire) = rpc_outcome(node, id, method, params).await;
+    match wire {
+        None => HttpResponse::build(status_code(status)).json(body),
+        Some(fault) => {
+            wire_fault(
+                node,
+                fault,
+                status,
+                serde_json::to_vec(&body).unwrap_or_default(),
+            )
+            .await
+        }
+    }
+}
+
+fn status_code(status: u16) -> actix_web::http::StatusCode {
+    actix_web::http::StatusCode::from_u16(status)
+        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// One JSON-RPC call's answer — HTTP status and envelope — with the fault due for it (if
+/// any): one that changes the answer is in it; one that breaks the HTTP answer it goes out in
+/// is returned, for [`wire_fault`].
+async fn rpc_outcome(
+    node: &web::Data<DevnetNode>,
+    id: &Value,
+    method: &str,
+    params: &Value,
+) -> (u16, Value, Option<FaultKind>) {
     let requested = params.get("height").map(|h| match h {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -272,7 +294,10 @@ async fn rpc_answer(
     };
     let Some((fault, height)) = due.and_then(|(route, h)| Some((node.faults.take(route, h)?, h)))
     else {
-        return rpc_response(id, rpc_call(node, method, params).await);
+        return match rpc_call(node, method, params).await {
+            Ok(result) => (200, render::envelope(id, result), None),
+            Err(data) => (500, render::error_envelope(id, &data), None),
+        };
     };
     let mut params = params.clone();
     if fault == FaultKind::HeightMismatch {
@@ -283,17 +308,10 @@ async fn rpc_answer(
         tamper(node, fault, height, &mut result);
         result
     });
-    let (status, body) = match outcome {
-        Ok(result) => (200, render::envelope(id, result)),
-        Err(data) => (500, render::error_envelope(id, &data)),
-    };
-    wire_fault(
-        node,
-        fault,
-        status,
-        serde_json::to_vec(&body).unwrap_or_default(),
-    )
-    .await
+    match outcome {
+        Ok(result) => (200, render::envelope(id, result), Some(fault)),
+        Err(data) => (500, render::error_envelope(id, &data), Some(fault)),
+    }
 }
 
 /// `result` (of the call the fault is due for at `height`) as the fault serves it.
@@ -368,8 +386,7 @@ async fn wire_fault(
     status: u16,
     body: Vec<u8>,
 ) -> HttpResponse {
-    let status = actix_web::http::StatusCode::from_u16(status)
-        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
+    let status = status_code(status);
     let json = |body: Vec<u8>| {
         HttpResponse::build(status)
             .content_type("application/json")
@@ -414,11 +431,33 @@ async fn rpc_get(node: web::Data<DevnetNode>, req: HttpRequest) -> HttpResponse 
     rpc_answer(&node, &json!(-1), &method, &params).await
 }
 
+/// JSON-RPC calls posted to `/`: one call, or a batch (an array) answered as CometBFT
+/// answers one — an array of the answers in the order asked, HTTP 200, each call's error in
+/// its answer. A fault due for one of a batch's calls breaks the batch's HTTP answer.
 async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse {
     let Ok(call) = serde_json::from_slice::<Value>(&body) else {
         return HttpResponse::InternalServerError()
             .json(json!({"jsonrpc": "2.0", "id": -1, "error": {"code": -32700, "message": "Parse error. Invalid JSON", "data": ""}}));
     };
+    if let Value::Array(calls) = call {
+        let mut answers = Vec::with_capacity(calls.len());
+        let mut wire = None;
+        for call in &calls {
+            let id = call.get("id").cloned().unwrap_or(json!(-1));
+            let method = call["method"].as_str().unwrap_or_default();
+            let params = call.get("params").cloned().unwrap_or(json!({}));
+            let (_, answer, fault) = rpc_outcome(&node, &id, method, &params).await;
+            answers.push(answer);
+            wire = wire.or(fault);
+        }
+        let body = serde_json::to_vec(&answers).unwrap_or_default();
+        return match wire {
+            None => HttpResponse::Ok()
+                .content_type("application/json")
+                .body(body),
+            Some(fault) => wire_fault(&node, fault, 200, body).await,
+        };
+    }
     let id = call.get("id").cloned().unwrap_or(json!(-1));
     let method = call
         .get("method")

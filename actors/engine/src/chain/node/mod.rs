@@ -10,6 +10,7 @@
 //! logged, counted in `weaver_malformed_chain_data_total{chain_id,kind}` and retried (with
 //! backoff and URL rotation) — a partial or inconsistent block is never returned.
 
+mod batch;
 pub mod eth;
 mod headers;
 mod query;
@@ -67,6 +68,8 @@ pub struct NodeClient {
     /// next header from here ([`NodeClient::next_header`]); dropped when a block is refused
     /// above the client ([`NodeClient::next_urls`]).
     fetched_headers: headers::FetchedHeaders,
+    /// Whether the RPC nodes answer a block and its results as one batch.
+    batches: batch::Batches,
 }
 
 enum Api {
@@ -85,7 +88,7 @@ const MONIKER_RETRY: Duration = Duration::from_secs(15);
 /// not worth holding a chain for.
 const PROPOSER_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A `/block` answer checked and verified ([`NodeClient::checked_block`]): what the rest of a
+/// A `/block` answer checked and verified ([`NodeClient::check_block`]): what the rest of a
 /// block's assembly reads of it.
 struct CheckedBlock {
     header: Header,
@@ -109,6 +112,7 @@ impl NodeClient {
             monikers: DashMap::new(),
             proposer_lookups: DashMap::new(),
             fetched_headers: Default::default(),
+            batches: Default::default(),
         })
     }
 
@@ -238,22 +242,10 @@ impl NodeClient {
                 Err(e) => self.malformed(path, "invalid_json", format!("HTTP {status}: {e}")),
                 Ok(RpcEnvelope {
                     error: Some(error), ..
-                }) => {
-                    let text = if error.data.is_empty() {
-                        error.message
-                    } else {
-                        error.data
-                    };
-                    if let Some(h) = height {
-                        if text
-                            .contains("must be less than or equal to the current blockchain height")
-                            || text.contains("could not find results for height")
-                        {
-                            return Err(SourceError::FutureHeight(h));
-                        }
-                    }
-                    SourceError::Node(format!("{path}: {text}"))
-                }
+                }) => match self.rpc_error(path, height, error) {
+                    future @ SourceError::FutureHeight(_) => return Err(future),
+                    error => error,
+                },
                 Ok(RpcEnvelope {
                     result: Some(result),
                     ..
@@ -265,6 +257,24 @@ impl NodeClient {
                 return Err(error);
             }
         }
+    }
+
+    /// A JSON-RPC error answer to `path`: [`SourceError::FutureHeight`] when it says the
+    /// height asked for is not made yet, else the node's error.
+    fn rpc_error(&self, path: &str, height: Option<u64>, error: RpcError) -> SourceError {
+        let text = if error.data.is_empty() {
+            error.message
+        } else {
+            error.data
+        };
+        if let Some(h) = height {
+            if text.contains("must be less than or equal to the current blockchain height")
+                || text.contains("could not find results for height")
+            {
+                return SourceError::FutureHeight(h);
+            }
+        }
+        SourceError::Node(format!("{path}: {text}"))
     }
 
     async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
@@ -373,9 +383,8 @@ impl NodeClient {
             .then(|| self.fetched_headers.fetching(height));
         let block_path = format!("/block?height={height}");
         let results_path = format!("/block_results?height={height}");
-        let (checked, results, commit) = futures_util::future::try_join3(
-            self.checked_block(height, &block_path),
-            self.rpc::<BlockResults>(&results_path, Some(height)),
+        let ((checked, results), commit) = futures_util::future::try_join(
+            self.block_and_results(height, &block_path, &results_path),
             self.commit_of(height),
         )
         .await?;
@@ -516,15 +525,44 @@ impl NodeClient {
         ))
     }
 
-    /// `/block` at `height`, of the configured chain and the height asked for, verified
-    /// against its header ([`NodeClient::verify`]) and its header kept for the block below as
-    /// soon as it is (that block may be waiting for it: not for this block's results too).
-    async fn checked_block(
+    /// `/block` and `/block_results` at `height`, the block checked ([`Self::check_block`]):
+    /// one batch when the node answers batches, else two GETs.
+    async fn block_and_results(
         &self,
         height: u64,
         block_path: &str,
+        results_path: &str,
+    ) -> Result<(CheckedBlock, BlockResults), SourceError> {
+        let failed = match self.batched_block(height).await? {
+            batch::Batched::Answers(block, results) => {
+                return Ok((self.check_block(height, block_path, block)?, results));
+            }
+            batch::Batched::Off => false,
+            batch::Batched::Failed => true,
+        };
+        let answered = futures_util::future::try_join(
+            async {
+                let block = self.rpc::<BlockResponse>(block_path, Some(height)).await?;
+                self.check_block(height, block_path, block)
+            },
+            self.rpc::<BlockResults>(results_path, Some(height)),
+        )
+        .await?;
+        if failed {
+            self.batch_failed();
+        }
+        Ok(answered)
+    }
+
+    /// `/block` at `height`, of the configured chain and the height asked for, verified
+    /// against its header ([`NodeClient::verify`]) and its header kept for the block below as
+    /// soon as it is (that block may be waiting for it: not for this block's results too).
+    fn check_block(
+        &self,
+        height: u64,
+        block_path: &str,
+        block: BlockResponse,
     ) -> Result<CheckedBlock, SourceError> {
-        let block = self.rpc::<BlockResponse>(block_path, Some(height)).await?;
         let header: Header = serde_json::from_str(block.block.header_text.get()).map_err(|e| {
             self.malformed(block_path, "invalid_json", format!("block header: {e}"))
         })?;

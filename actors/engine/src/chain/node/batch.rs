@@ -1,0 +1,286 @@
+//! A block and its results in one request: `/block` and `/block_results` of one height as a
+//! JSON-RPC batch (`POST /` with an array of two calls), which CometBFT answers with one HTTP
+//! response, an array of the two answers. A block costs one RPC request instead of two — for
+//! the node (a public endpoint that limits requests counts one) and for weaver (each request's
+//! HTTP work: `benches/README.md`, "Store format 6").
+//!
+//! A node or proxy that does not answer batches the CometBFT way — an HTTP 4xx, or one JSON
+//! object (an error) where the array should be — turns them off for the client's life, logged
+//! once: from then on a block is asked with two GETs, as before. Anything else that goes wrong
+//! with a batch (the connection, a 5xx, a timeout, a node's error) makes that block's two GETs,
+//! which carry the retries; batches are turned off after [`FAILURES_TO_GIVE_UP`] such failures
+//! in a row where the GETs were answered. An array that is not the two answers asked for is
+//! refused as malformed, like any answer.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use serde::Deserialize;
+
+use super::wire::{BlockResponse, BlockResults, RpcError};
+use super::{parse_json, Api, NodeClient};
+use crate::chain::SourceError;
+use crate::system::retry::NODE_CALL;
+use crate::system::stage_cpu;
+
+/// Batches that failed in a row (not refused: no answer) before they are turned off.
+const FAILURES_TO_GIVE_UP: u32 = 3;
+
+/// Whether a client's RPC nodes answer batches.
+#[derive(Debug, Default)]
+pub(super) struct Batches {
+    off: AtomicBool,
+    failures: AtomicU32,
+}
+
+/// One answer of a batch: its id says which call it answers.
+#[derive(Deserialize)]
+struct Answer<T> {
+    #[serde(default)]
+    id: Option<i64>,
+    result: Option<T>,
+    error: Option<RpcError>,
+}
+
+/// The two answers, in the order asked (CometBFT keeps it) or the other.
+#[derive(Deserialize)]
+struct InOrder(Answer<BlockResponse>, Answer<BlockResults>);
+
+#[derive(Deserialize)]
+struct Reversed(Answer<BlockResults>, Answer<BlockResponse>);
+
+/// What a batch's answer was. (Its answers unboxed: one per block, moved once.)
+#[allow(clippy::large_enum_variant)]
+enum Outcome {
+    Answers(Answer<BlockResponse>, Answer<BlockResults>),
+    /// Not a batch answer: the node does not do batches.
+    Refused(String),
+    /// A malformed array, counted as such.
+    Malformed(SourceError),
+}
+
+/// The batch's request: `block` (id 0) and `block_results` (id 1) at `height`.
+fn request(height: u64) -> String {
+    format!(
+        r#"[{{"jsonrpc":"2.0","id":0,"method":"block","params":{{"height":"{height}"}}}},{{"jsonrpc":"2.0","id":1,"method":"block_results","params":{{"height":"{height}"}}}}]"#
+    )
+}
+
+/// What asking for a block and its results as a batch gave. (Its answers unboxed: one per
+/// block, moved once.)
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Batched {
+    Answers(BlockResponse, BlockResults),
+    /// Batches are off: ask with GETs.
+    Off,
+    /// No answer (the connection, a 5xx, a timeout) or a node's error: ask with GETs, and
+    /// tell [`NodeClient::batch_failed`] if they are answered.
+    Failed,
+}
+
+impl NodeClient {
+    /// `/block` and `/block_results` at `height` in one batch.
+    pub(super) async fn batched_block(&self, height: u64) -> Result<Batched, SourceError> {
+        if self.batches.off.load(Ordering::Relaxed) {
+            return Ok(Batched::Off);
+        }
+        let body = request(height);
+        // One attempt: the GETs that follow a failure carry the retries.
+        let sent = self
+            .send(
+                Api::Rpc,
+                "/",
+                NODE_CALL.attempts(1),
+                |url| {
+                    self.http
+                        .post(url)
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(body.clone())
+                },
+                |_| false,
+            )
+            .await;
+        let Ok((status, answer)) = sent else {
+            return Ok(Batched::Failed);
+        };
+        let outcome = stage_cpu::timed(&self.config.chain_id, "parse", || {
+            outcome(height, status, &answer, |reason| {
+                self.malformed("/ (batch)", "invalid_json", reason)
+            })
+        });
+        match outcome {
+            Outcome::Answers(block, results) => {
+                let block = self.batch_answer(block, "/block", height);
+                let results = self.batch_answer(results, "/block_results", height);
+                match (block, results) {
+                    (Ok(block), Ok(results)) => {
+                        self.batches.failures.store(0, Ordering::Relaxed);
+                        Ok(Batched::Answers(block, results))
+                    }
+                    // A node's error (a pruned height, say): the GETs ask again, with their
+                    // retries, as they would have.
+                    (Err(SourceError::Node(_)), _) | (_, Err(SourceError::Node(_))) => {
+                        Ok(Batched::Failed)
+                    }
+                    (Err(error), _) | (_, Err(error)) => Err(error),
+                }
+            }
+            Outcome::Refused(reason) => {
+                if !self.batches.off.swap(true, Ordering::Relaxed) {
+                    tracing::info!(chain_id = %self.config.chain_id, rpc = self.base(&Api::Rpc), %reason, "the RPC node does not answer JSON-RPC batches: a block is asked with two requests");
+                }
+                Ok(Batched::Off)
+            }
+            Outcome::Malformed(error) => Err(error),
+        }
+    }
+
+    /// A batch failed where the GETs after it were answered; the last of
+    /// [`FAILURES_TO_GIVE_UP`] in a row turns batches off. (A node that answers nothing does
+    /// not turn them off: they come back with it.)
+    pub(super) fn batch_failed(&self) {
+        let failures = self.batches.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if failures >= FAILURES_TO_GIVE_UP && !self.batches.off.swap(true, Ordering::Relaxed) {
+            tracing::info!(chain_id = %self.config.chain_id, rpc = self.base(&Api::Rpc), failures, "JSON-RPC batches failed where GETs were answered, in a row: a block is asked with two requests");
+        }
+    }
+
+    /// One answer of the batch as [`NodeClient::rpc`] reads the answer to a GET.
+    fn batch_answer<T>(
+        &self,
+        answer: Answer<T>,
+        path: &str,
+        height: u64,
+    ) -> Result<T, SourceError> {
+        match (answer.result, answer.error) {
+            (_, Some(error)) => Err(self.rpc_error(path, Some(height), error)),
+            (Some(result), None) => Ok(result),
+            (None, None) => {
+                Err(self.malformed(path, "invalid_json", "neither result nor error".into()))
+            }
+        }
+    }
+}
+
+/// Reads a batch's answer: the two answers with the ids asked for, in either order.
+fn outcome(
+    height: u64,
+    status: u16,
+    body: &[u8],
+    malformed: impl Fn(String) -> SourceError,
+) -> Outcome {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'[') {
+        // A 4xx, or one JSON object where the array should be: the node parsed the batch and
+        // refused it, or a proxy did. A 2xx that is not JSON at all is malformed.
+        if status >= 400 || parse_json::<serde::de::IgnoredAny>(body).is_ok() {
+            return Outcome::Refused(format!(
+                "HTTP {status}: {}",
+                super::truncate(&super::text(body))
+            ));
+        }
+        return Outcome::Malformed(malformed(format!(
+            "HTTP {status}: a batch's answer is not JSON"
+        )));
+    }
+    let (block, results) = match parse_json::<InOrder>(body) {
+        Ok(InOrder(block, results)) => (block, results),
+        Err(in_order) => match parse_json::<Reversed>(body) {
+            Ok(Reversed(results, block)) => (block, results),
+            Err(_) => {
+                return Outcome::Malformed(malformed(format!(
+                    "height {height}: not the batch's two answers: {in_order}"
+                )))
+            }
+        },
+    };
+    if block.id != Some(0) || results.id != Some(1) {
+        return Outcome::Malformed(malformed(format!(
+            "height {height}: the batch's answers carry ids {:?} and {:?}, not 0 and 1",
+            block.id, results.id
+        )));
+    }
+    Outcome::Answers(block, results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLOCK: &str =
+        r#"{"block_id":{"hash":"AB"},"block":{"header":{"height":"7"},"data":{"txs":[]}}}"#;
+    const RESULTS: &str = r#"{"height":"7","txs_results":null,"finalize_block_events":[]}"#;
+
+    fn answer(id: &str, result: &str) -> String {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+    }
+
+    fn read(status: u16, body: &str) -> Outcome {
+        outcome(7, status, body.as_bytes(), |reason| {
+            SourceError::Malformed {
+                path: "/".into(),
+                reason,
+            }
+        })
+    }
+
+    #[test]
+    fn the_request_is_the_two_calls_with_ids_0_and_1() {
+        let calls: serde_json::Value = serde_json::from_str(&request(7)).unwrap();
+        assert_eq!(calls[0]["id"], 0);
+        assert_eq!(calls[0]["method"], "block");
+        assert_eq!(calls[0]["params"]["height"], "7");
+        assert_eq!(calls[1]["id"], 1);
+        assert_eq!(calls[1]["method"], "block_results");
+        assert_eq!(calls[1]["params"]["height"], "7");
+    }
+
+    #[test]
+    fn the_two_answers_are_read_in_either_order() {
+        let in_order = format!("[{},{}]", answer("0", BLOCK), answer("1", RESULTS));
+        let reversed = format!(" [{},{}]", answer("1", RESULTS), answer("0", BLOCK));
+        for body in [in_order, reversed] {
+            match read(200, &body) {
+                Outcome::Answers(block, results) => {
+                    assert_eq!(block.result.unwrap().block_id.hash, "AB");
+                    assert_eq!(results.result.unwrap().height, 7);
+                }
+                _ => panic!("not read: {body}"),
+            }
+        }
+        // Each answer may be an error of its own.
+        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error","data":"could not find results for height #7"}}"#;
+        match read(200, &format!("[{},{error}]", answer("0", BLOCK))) {
+            Outcome::Answers(_, results) => assert!(results.error.is_some()),
+            _ => panic!("an error answer is an answer"),
+        }
+    }
+
+    #[test]
+    fn a_node_without_batches_is_told_from_a_malformed_answer() {
+        // Refusals: one JSON object, or a 4xx whatever its body.
+        for (status, body) in [
+            (
+                200,
+                r#"{"jsonrpc":"2.0","id":-1,"error":{"code":-32600,"message":"Invalid Request"}}"#,
+            ),
+            (405, "<html>Method Not Allowed</html>"),
+            (404, ""),
+        ] {
+            assert!(
+                matches!(read(status, body), Outcome::Refused(_)),
+                "{status} {body}"
+            );
+        }
+        // Malformed: a 2xx that is not JSON, a cut array, other answers, wrong ids.
+        let wrong_ids = format!("[{},{}]", answer("5", BLOCK), answer("1", RESULTS));
+        let cut = format!("[{},{}]", answer("0", BLOCK), answer("1", RESULTS));
+        for body in [
+            "{'jsonrpc': '2.0', result: undefined}",
+            &cut[..cut.len() / 2],
+            "[1,2]",
+            &wrong_ids,
+        ] {
+            assert!(matches!(read(200, body), Outcome::Malformed(_)), "{body}");
+        }
+    }
+}
