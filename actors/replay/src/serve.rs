@@ -209,11 +209,16 @@ fn rpc_result(result: Value) -> HttpResponse {
 
 /// A CometBFT RPC error as a real node sends it (HTTP 500, the text in `data`).
 fn rpc_error(data: String) -> HttpResponse {
-    HttpResponse::InternalServerError().json(json!({
+    HttpResponse::InternalServerError().json(error_envelope(json!(-1), data))
+}
+
+/// A CometBFT JSON-RPC error answer to the call of `id`, the text in `data`.
+fn error_envelope(id: Value, data: String) -> Value {
+    json!({
         "jsonrpc": "2.0",
-        "id": -1,
+        "id": id,
         "error": {"code": -32603, "message": "Internal error", "data": data}
-    }))
+    })
 }
 
 async fn status(replay: web::Data<Replay>) -> HttpResponse {
@@ -306,31 +311,23 @@ fn rendered(replay: &Replay, height: u64, results: bool) -> Result<&web::Bytes, 
 /// The replay answers `block` and `block_results`.
 async fn rpc_post(replay: web::Data<Replay>, body: web::Bytes) -> HttpResponse {
     let answer = |call: &Value| {
-        let id = serde_json::to_vec(call.get("id").unwrap_or(&json!(-1))).unwrap_or_default();
-        let height = call["params"]["height"]
-            .as_str()
-            .map(str::to_string)
-            .or_else(|| call["params"]["height"].as_u64().map(|h| h.to_string()))
-            .and_then(|h| h.parse::<u64>().ok())
-            .unwrap_or(replay.recording.tip());
-        let outcome = match call["method"].as_str().unwrap_or_default() {
+        let id = call.get("id").cloned().unwrap_or(json!(-1));
+        // CometBFT's int64 parameters: a string of digits or a number; none is the latest.
+        let height = match &call["params"]["height"] {
+            Value::Null => Ok(replay.recording.tip()),
+            Value::String(h) => h.parse::<u64>().map_err(|e| e.to_string()),
+            other => other.as_u64().ok_or_else(|| format!("height {other}")),
+        };
+        let outcome = height.and_then(|height| match call["method"].as_str().unwrap_or_default() {
             "block" => rendered(&replay, height, false),
             "block_results" => rendered(&replay, height, true),
             other => Err(format!(
                 "method {other:?} is not served by the replay node as a posted call"
             )),
-        };
+        });
         match outcome {
-            Ok(result) => envelope(&id, result),
-            Err(data) => {
-                let id: Value = serde_json::from_slice(&id).unwrap_or(json!(-1));
-                serde_json::to_vec(&json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {"code": -32603, "message": "Internal error", "data": data}
-                }))
-                .unwrap_or_default()
-            }
+            Ok(result) => envelope(&serde_json::to_vec(&id).unwrap_or_default(), result),
+            Err(data) => serde_json::to_vec(&error_envelope(id, data)).unwrap_or_default(),
         }
     };
     let body = match serde_json::from_slice::<Value>(&body) {

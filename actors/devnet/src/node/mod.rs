@@ -254,6 +254,14 @@ async fn rpc_answer(
     }
 }
 
+/// A fault [`wire_fault`] applies to the HTTP answer, not to the call's result.
+fn breaks_the_answer(fault: FaultKind) -> bool {
+    matches!(
+        fault,
+        FaultKind::Http5xx | FaultKind::Timeout | FaultKind::Truncated | FaultKind::InvalidJson
+    )
+}
+
 fn status_code(status: u16) -> actix_web::http::StatusCode {
     actix_web::http::StatusCode::from_u16(status)
         .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR)
@@ -448,7 +456,9 @@ async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse
             let params = call.get("params").cloned().unwrap_or(json!({}));
             let (_, answer, fault) = rpc_outcome(&node, &id, method, &params).await;
             answers.push(answer);
-            wire = wire.or(fault);
+            // A fault that changes an answer is in it; one that breaks the HTTP answer
+            // breaks the batch's (the first such).
+            wire = wire.or(fault.filter(|fault| breaks_the_answer(*fault)));
         }
         let body = serde_json::to_vec(&answers).unwrap_or_default();
         return match wire {

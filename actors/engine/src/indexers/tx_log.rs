@@ -171,19 +171,21 @@ mod tests {
         of.iter().map(|a| a.to_vec()).collect()
     }
 
+    /// A test tx's record and hash keys, as every format writes them.
+    fn record_keys(batch: &mut Batch, sequence: u64) {
+        batch.insert(
+            keys::by_u64(keys::TX, sequence),
+            format!("{{\"s\":{sequence}}}").into_bytes(),
+        );
+        batch.insert(keys::tx_hash(&[sequence as u8; 32]), sequence.to_be_bytes());
+    }
+
     /// A block as a store before format 4 holds it: `y height sequence` edges, edges
     /// without counts, `c` counters.
     fn write_format_3(store: &BlocksStore, height: u64, txs: &[(u64, &[u8])]) {
         let mut batch = Batch::default();
         for (sequence, signer) in txs {
-            batch.insert(
-                keys::by_u64(keys::TX, *sequence),
-                format!("{{\"s\":{sequence}}}").into_bytes(),
-            );
-            batch.insert(
-                keys::tx_hash(&[*sequence as u8; 32]),
-                sequence.to_be_bytes(),
-            );
+            record_keys(&mut batch, *sequence);
             batch.insert(
                 keys::with_sequence(&keys::height_prefix(height), *sequence),
                 [],
@@ -217,14 +219,7 @@ mod tests {
             batch.insert(keys::with_sequence(&prefix, sequence), value);
         };
         for (sequence, signer) in txs {
-            batch.insert(
-                keys::by_u64(keys::TX, *sequence),
-                format!("{{\"s\":{sequence}}}").into_bytes(),
-            );
-            batch.insert(
-                keys::tx_hash(&[*sequence as u8; 32]),
-                sequence.to_be_bytes(),
-            );
+            record_keys(&mut batch, *sequence);
             for account in [ALICE, BOB] {
                 let signed = account == *signer;
                 let prefix = keys::account_prefix(keys::ACCOUNT_EDGE, account);

@@ -5,13 +5,14 @@
 //! Why one key per block: an account most txs touch (a chain's fee collector, the metadata
 //! object of its fee denom) and a message type most txs carry had a key per tx, a third of a
 //! block's key writes; each key costs a write-buffer insert, its walk at flush and its free
-//! (`benches/README.md`, "Store format 6"). A key written before format 6 holds one sequence
-//! and reads as a key of one.
+//! (`benches/README.md`, "Store format 6, a block in one request"). A key written before
+//! format 6 holds one sequence and reads as a key of one.
 //!
 //! Value: `[flag] ‖ count ‖ deltas`. `flag` (the `a` family only): 1 when the account signed one
-//! of the key's txs. `count` (u64, big-endian): the family's edges up to the key's last
-//! sequence. `deltas`: each further sequence as the LEB128 varint of its distance from the one
-//! before. Edges written before store format 4 hold the flag or nothing, and no count.
+//! of the key's txs (kept for the format; nothing reads it: the `s` family lists those txs).
+//! `count` (u64, big-endian): the family's edges up to the key's last sequence. `deltas`: each
+//! further sequence as the LEB128 varint of its distance from the one before. Edges written
+//! before store format 4 hold the flag or nothing, and no count.
 
 use std::ops::Bound;
 
@@ -46,26 +47,62 @@ pub(crate) fn edge_count(prefix: &[u8], value: &[u8]) -> Option<u64> {
     keys::read_u64(value.get(at..at + 8)?)
 }
 
-/// The sequences of one edge key of the family under `prefix`, in ascending order.
-fn sequences(prefix: &[u8], key: &[u8], value: &[u8]) -> Result<Vec<u64>, StoreError> {
+/// The sequences of one edge key of the family under `prefix`, in ascending order: the key's
+/// own, then one per delta of its value.
+fn sequences<'a>(
+    prefix: &[u8],
+    key: &'a [u8],
+    value: &'a [u8],
+) -> Result<Sequences<'a>, StoreError> {
     let first = key
         .get(prefix.len()..)
         .and_then(keys::read_u64)
         .filter(|_| key.len() == prefix.len() + 8)
         .ok_or_else(|| corrupt(key, "edge key does not end in a sequence"))?;
-    let mut out = vec![first];
-    let mut deltas = value.get(header_len(prefix[0]) + 8..).unwrap_or_default();
-    let mut last = first;
-    while !deltas.is_empty() {
-        let next = prost::encoding::decode_varint(&mut deltas)
-            .ok()
-            .filter(|distance| *distance > 0)
-            .and_then(|distance| last.checked_add(distance))
-            .ok_or_else(|| corrupt(key, "edge value holds a malformed sequence"))?;
-        out.push(next);
-        last = next;
+    Ok(Sequences {
+        key,
+        next: Some(first),
+        deltas: value.get(header_len(prefix[0]) + 8..).unwrap_or_default(),
+    })
+}
+
+struct Sequences<'a> {
+    key: &'a [u8],
+    next: Option<u64>,
+    deltas: &'a [u8],
+}
+
+impl Iterator for Sequences<'_> {
+    type Item = Result<u64, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let current = self.next.take()?;
+        if !self.deltas.is_empty() {
+            let next = prost::encoding::decode_varint(&mut self.deltas)
+                .ok()
+                .filter(|distance| *distance > 0)
+                .and_then(|distance| current.checked_add(distance));
+            match next {
+                Some(next) => self.next = Some(next),
+                None => {
+                    self.deltas = &[];
+                    return Some(Err(corrupt(
+                        self.key,
+                        "edge value holds a malformed sequence",
+                    )));
+                }
+            }
+        }
+        Some(Ok(current))
     }
-    Ok(out)
+}
+
+/// The keys of the family under `prefix` up to `prefix ‖ sequence`, included.
+fn at_or_below(prefix: &[u8], sequence: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    (
+        Bound::Included(prefix.to_vec()),
+        Bound::Included(keys::with_sequence(prefix, sequence)),
+    )
 }
 
 /// The sequences of the edge family under `prefix` in `order`, strictly past `after`.
@@ -105,7 +142,9 @@ pub(crate) fn edges_under<'a>(
             Ok(entry) => entry,
             Err(e) => return vec![Err(e)],
         };
-        match sequences(&prefix, &key, &value) {
+        let all = sequences(&prefix, &key, &value)
+            .and_then(|listed| listed.collect::<Result<Vec<u64>, _>>());
+        match all {
             Ok(mut all) => {
                 all.retain(|sequence| past(*sequence));
                 if order == Order::Desc {
@@ -125,29 +164,26 @@ pub(crate) fn edges_under<'a>(
 
 /// The newest key of the family under `prefix` at or below `prefix ‖ sequence`.
 fn floor_key(tree: &Tree, prefix: &[u8], sequence: u64) -> Result<Option<Vec<u8>>, StoreError> {
-    let range = (
-        Bound::Included(prefix.to_vec()),
-        Bound::Included(keys::with_sequence(prefix, sequence)),
-    );
-    match tree.keys(range).next_back() {
+    match tree.keys(at_or_below(prefix, sequence)).next_back() {
         None => Ok(None),
         Some(key) => Ok(Some(key?.to_vec())),
     }
 }
 
-/// Whether the edge family under `prefix` lists `sequence`.
+/// Whether the edge family under `prefix` lists `sequence`: the one key that may, the newest
+/// at or below it, read up to it.
 pub(crate) fn edge_contains(tree: &Tree, prefix: &[u8], sequence: u64) -> Result<bool, StoreError> {
-    let range = (
-        Bound::Included(prefix.to_vec()),
-        Bound::Included(keys::with_sequence(prefix, sequence)),
-    );
-    match tree.range(range).next_back() {
-        None => Ok(false),
-        Some(entry) => {
-            let (key, value) = entry?;
-            Ok(sequences(prefix, &key, &value)?.contains(&sequence))
+    let Some(entry) = tree.range(at_or_below(prefix, sequence)).next_back() else {
+        return Ok(false);
+    };
+    let (key, value) = entry?;
+    for listed in sequences(prefix, &key, &value)? {
+        let listed = listed?;
+        if listed >= sequence {
+            return Ok(listed == sequence);
         }
     }
+    Ok(false)
 }
 
 #[cfg(test)]

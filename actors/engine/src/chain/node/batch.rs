@@ -2,17 +2,20 @@
 //! JSON-RPC batch (`POST /` with an array of two calls), which CometBFT answers with one HTTP
 //! response, an array of the two answers. A block costs one RPC request instead of two — for
 //! the node (a public endpoint that limits requests counts one) and for weaver (each request's
-//! HTTP work: `benches/README.md`, "Store format 6").
+//! HTTP work: `benches/README.md`, "Store format 6, a block in one request").
 //!
-//! A node or proxy that does not answer batches the CometBFT way — an HTTP 4xx, or one JSON
-//! object (an error) where the array should be — turns them off for the client's life, logged
-//! once: from then on a block is asked with two GETs, as before. Anything else that goes wrong
-//! with a batch (the connection, a 5xx, a timeout, a node's error) makes that block's two GETs,
-//! which carry the retries; batches are turned off after [`FAILURES_TO_GIVE_UP`] such failures
-//! in a row where the GETs were answered. An array that is not the two answers asked for is
-//! refused as malformed, like any answer.
+//! A node or proxy that says it does not take batches — HTTP 400, 404, 405, 413 or 501, or a
+//! JSON-RPC "invalid request" / "parse error" / "method not found" object where the array should
+//! be — turns them off for the client's life, logged once: from then on a block is asked with
+//! two GETs, as before. Anything else that goes wrong with a batch (the connection, a 5xx, a
+//! 429, a timeout, a node's error, an answer that is not the two asked for — counted as
+//! malformed) makes that block's two GETs, which carry the retries and the URL rotation; after
+//! [`FAILURES_TO_PAUSE`] such failures in a row where the GETs were answered, batches pause for
+//! [`PAUSE`] and are tried again.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
@@ -21,15 +24,20 @@ use super::{parse_json, Api, NodeClient};
 use crate::chain::SourceError;
 use crate::system::retry::NODE_CALL;
 use crate::system::stage_cpu;
+use crate::system::Recover;
 
-/// Batches that failed in a row (not refused: no answer) before they are turned off.
-const FAILURES_TO_GIVE_UP: u32 = 3;
+/// Batches that failed in a row, where the GETs after them were answered, before they pause.
+const FAILURES_TO_PAUSE: u32 = 3;
+/// How long batches pause after [`FAILURES_TO_PAUSE`].
+const PAUSE: Duration = Duration::from_secs(300);
 
 /// Whether a client's RPC nodes answer batches.
 #[derive(Debug, Default)]
 pub(super) struct Batches {
-    off: AtomicBool,
+    /// The node said it does not take batches.
+    refused: AtomicBool,
     failures: AtomicU32,
+    paused_until: Mutex<Option<Instant>>,
 }
 
 /// One answer of a batch: its id says which call it answers.
@@ -52,10 +60,13 @@ struct Reversed(Answer<BlockResults>, Answer<BlockResponse>);
 #[allow(clippy::large_enum_variant)]
 enum Outcome {
     Answers(Answer<BlockResponse>, Answer<BlockResults>),
-    /// Not a batch answer: the node does not do batches.
+    /// The node does not take batches.
     Refused(String),
-    /// A malformed array, counted as such.
-    Malformed(SourceError),
+    /// Not the two answers asked for; `malformed` when it is not JSON or not theirs.
+    Unusable {
+        reason: String,
+        malformed: bool,
+    },
 }
 
 /// The batch's request: `block` (id 0) and `block_results` (id 1) at `height`.
@@ -70,17 +81,17 @@ fn request(height: u64) -> String {
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Batched {
     Answers(BlockResponse, BlockResults),
-    /// Batches are off: ask with GETs.
+    /// Batches are off or paused: ask with GETs.
     Off,
-    /// No answer (the connection, a 5xx, a timeout) or a node's error: ask with GETs, and
-    /// tell [`NodeClient::batch_failed`] if they are answered.
+    /// No usable answer: ask with GETs, and tell [`NodeClient::batch_failed`] if they are
+    /// answered.
     Failed,
 }
 
 impl NodeClient {
     /// `/block` and `/block_results` at `height` in one batch.
     pub(super) async fn batched_block(&self, height: u64) -> Result<Batched, SourceError> {
-        if self.batches.off.load(Ordering::Relaxed) {
+        if self.batches_off() {
             return Ok(Batched::Off);
         }
         let body = request(height);
@@ -96,16 +107,15 @@ impl NodeClient {
                         .header(reqwest::header::CONTENT_TYPE, "application/json")
                         .body(body.clone())
                 },
-                |_| false,
+                // A 5xx JSON-RPC object is read: it may say batches are not taken.
+                |text| text.trim_start().starts_with('{'),
             )
             .await;
         let Ok((status, answer)) = sent else {
             return Ok(Batched::Failed);
         };
         let outcome = stage_cpu::timed(&self.config.chain_id, "parse", || {
-            outcome(height, status, &answer, |reason| {
-                self.malformed("/ (batch)", "invalid_json", reason)
-            })
+            outcome(height, status, &answer)
         });
         match outcome {
             Outcome::Answers(block, results) => {
@@ -116,31 +126,53 @@ impl NodeClient {
                         self.batches.failures.store(0, Ordering::Relaxed);
                         Ok(Batched::Answers(block, results))
                     }
-                    // A node's error (a pruned height, say): the GETs ask again, with their
-                    // retries, as they would have.
-                    (Err(SourceError::Node(_)), _) | (_, Err(SourceError::Node(_))) => {
-                        Ok(Batched::Failed)
-                    }
-                    (Err(error), _) | (_, Err(error)) => Err(error),
+                    (Err(future @ SourceError::FutureHeight(_)), _)
+                    | (_, Err(future @ SourceError::FutureHeight(_))) => Err(future),
+                    // A node's error (a pruned height, say) or an answer of neither: the GETs
+                    // ask again, with their retries, as they would have.
+                    _ => Ok(Batched::Failed),
                 }
             }
             Outcome::Refused(reason) => {
-                if !self.batches.off.swap(true, Ordering::Relaxed) {
-                    tracing::info!(chain_id = %self.config.chain_id, rpc = self.base(&Api::Rpc), %reason, "the RPC node does not answer JSON-RPC batches: a block is asked with two requests");
+                if !self.batches.refused.swap(true, Ordering::Relaxed) {
+                    tracing::info!(chain_id = %self.config.chain_id, rpc = self.base(&Api::Rpc), %reason, "the RPC node does not take JSON-RPC batches: a block is asked with two requests");
                 }
                 Ok(Batched::Off)
             }
-            Outcome::Malformed(error) => Err(error),
+            Outcome::Unusable { reason, malformed } => {
+                if malformed {
+                    self.malformed("/ (batch)", "invalid_json", reason);
+                }
+                Ok(Batched::Failed)
+            }
+        }
+    }
+
+    /// Whether batches are off (refused) or paused.
+    fn batches_off(&self) -> bool {
+        if self.batches.refused.load(Ordering::Relaxed) {
+            return true;
+        }
+        let mut paused = self.batches.paused_until.lock().recover();
+        match *paused {
+            Some(until) if Instant::now() < until => true,
+            Some(_) => {
+                *paused = None;
+                false
+            }
+            None => false,
         }
     }
 
     /// A batch failed where the GETs after it were answered; the last of
-    /// [`FAILURES_TO_GIVE_UP`] in a row turns batches off. (A node that answers nothing does
-    /// not turn them off: they come back with it.)
+    /// [`FAILURES_TO_PAUSE`] in a row pauses batches for [`PAUSE`]. (A node that answers
+    /// nothing does not count: batches come back with it.)
     pub(super) fn batch_failed(&self) {
         let failures = self.batches.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if failures >= FAILURES_TO_GIVE_UP && !self.batches.off.swap(true, Ordering::Relaxed) {
-            tracing::info!(chain_id = %self.config.chain_id, rpc = self.base(&Api::Rpc), failures, "JSON-RPC batches failed where GETs were answered, in a row: a block is asked with two requests");
+        if failures >= FAILURES_TO_PAUSE {
+            self.batches.failures.store(0, Ordering::Relaxed);
+            *self.batches.paused_until.lock().recover() = Some(Instant::now() + PAUSE);
+            tracing::info!(chain_id = %self.config.chain_id, rpc = self.base(&Api::Rpc), failures, pause_secs = PAUSE.as_secs(), "JSON-RPC batches failed in a row where GETs were answered: paused");
         }
     }
 
@@ -161,43 +193,48 @@ impl NodeClient {
     }
 }
 
+/// The JSON-RPC error codes that say a batch was not taken: invalid request, method not
+/// found, parse error.
+const NOT_TAKEN: [i64; 3] = [-32600, -32601, -32700];
+
+/// An answer that is one JSON-RPC error object.
+#[derive(Deserialize)]
+struct ErrorAnswer {
+    error: RpcError,
+}
+
 /// Reads a batch's answer: the two answers with the ids asked for, in either order.
-fn outcome(
-    height: u64,
-    status: u16,
-    body: &[u8],
-    malformed: impl Fn(String) -> SourceError,
-) -> Outcome {
+fn outcome(height: u64, status: u16, body: &[u8]) -> Outcome {
+    let said = || format!("HTTP {status}: {}", super::truncate(&super::text(body)));
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'[') {
-        // A 4xx, or one JSON object where the array should be: the node parsed the batch and
-        // refused it, or a proxy did. A 2xx that is not JSON at all is malformed.
-        if status >= 400 || parse_json::<serde::de::IgnoredAny>(body).is_ok() {
-            return Outcome::Refused(format!(
-                "HTTP {status}: {}",
-                super::truncate(&super::text(body))
-            ));
+        let not_taken = parse_json::<ErrorAnswer>(body)
+            .is_ok_and(|answer| NOT_TAKEN.contains(&answer.error.code));
+        if matches!(status, 400 | 404 | 405 | 413 | 501) || not_taken {
+            return Outcome::Refused(said());
         }
-        return Outcome::Malformed(malformed(format!(
-            "HTTP {status}: a batch's answer is not JSON"
-        )));
+        let malformed = status < 300 && parse_json::<serde::de::IgnoredAny>(body).is_err();
+        return Outcome::Unusable {
+            reason: said(),
+            malformed,
+        };
     }
+    let unusable = |reason: String| Outcome::Unusable {
+        reason: format!("height {height}: {reason}"),
+        malformed: true,
+    };
     let (block, results) = match parse_json::<InOrder>(body) {
         Ok(InOrder(block, results)) => (block, results),
         Err(in_order) => match parse_json::<Reversed>(body) {
             Ok(Reversed(results, block)) => (block, results),
-            Err(_) => {
-                return Outcome::Malformed(malformed(format!(
-                    "height {height}: not the batch's two answers: {in_order}"
-                )))
-            }
+            Err(_) => return unusable(format!("not the batch's two answers: {in_order}")),
         },
     };
     if block.id != Some(0) || results.id != Some(1) {
-        return Outcome::Malformed(malformed(format!(
-            "height {height}: the batch's answers carry ids {:?} and {:?}, not 0 and 1",
+        return unusable(format!(
+            "the batch's answers carry ids {:?} and {:?}, not 0 and 1",
             block.id, results.id
-        )));
+        ));
     }
     Outcome::Answers(block, results)
 }
@@ -215,12 +252,15 @@ mod tests {
     }
 
     fn read(status: u16, body: &str) -> Outcome {
-        outcome(7, status, body.as_bytes(), |reason| {
-            SourceError::Malformed {
-                path: "/".into(),
-                reason,
-            }
-        })
+        outcome(7, status, body.as_bytes())
+    }
+
+    /// Whether an unusable answer is malformed (`None`: not unusable).
+    fn malformed(outcome: Outcome) -> Option<bool> {
+        match outcome {
+            Outcome::Unusable { malformed, .. } => Some(malformed),
+            _ => None,
+        }
     }
 
     #[test]
@@ -256,18 +296,35 @@ mod tests {
     }
 
     #[test]
-    fn a_node_without_batches_is_told_from_a_malformed_answer() {
-        // Refusals: one JSON object, or a 4xx whatever its body.
+    fn a_node_without_batches_is_told_from_a_failure_and_a_malformed_answer() {
+        // Refusals: a JSON-RPC "invalid request" (or parse error) object, the statuses that
+        // say the route or method is not there.
         for (status, body) in [
             (
                 200,
                 r#"{"jsonrpc":"2.0","id":-1,"error":{"code":-32600,"message":"Invalid Request"}}"#,
+            ),
+            (
+                500,
+                r#"{"jsonrpc":"2.0","id":-1,"error":{"code":-32700,"message":"Parse error"}}"#,
             ),
             (405, "<html>Method Not Allowed</html>"),
             (404, ""),
         ] {
             assert!(
                 matches!(read(status, body), Outcome::Refused(_)),
+                "{status} {body}"
+            );
+        }
+        // Failures for now, not refusals: a rate limit, a proxy's own error, a 5xx.
+        for (status, body) in [
+            (429, "Too Many Requests"),
+            (200, r#"{"error":"rate limited"}"#),
+            (503, "<html>503</html>"),
+        ] {
+            assert_eq!(
+                malformed(read(status, body)),
+                Some(false),
                 "{status} {body}"
             );
         }
@@ -280,7 +337,7 @@ mod tests {
             "[1,2]",
             &wrong_ids,
         ] {
-            assert!(matches!(read(200, body), Outcome::Malformed(_)), "{body}");
+            assert_eq!(malformed(read(200, body)), Some(true), "{body}");
         }
     }
 }
