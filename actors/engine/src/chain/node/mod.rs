@@ -482,8 +482,8 @@ impl NodeClient {
 
     /// The header after `height`, which commits to its results (`None` when results are not
     /// verified): the one of the block above when this client fetched it or is fetching it (a
-    /// follower catching up has it in flight, so a block costs two RPC requests, not three),
-    /// else `/header`.
+    /// follower catching up has it in flight, so a block costs one batch or two GETs, not a
+    /// `/header` more), else `/header`.
     /// Not made yet: [`SourceError::FutureHeight`].
     async fn next_header(
         &self,
