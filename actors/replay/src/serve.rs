@@ -169,8 +169,10 @@ fn replay_of(mut recording: Recording, latency: Duration) -> web::Data<Replay> {
         .blocks
         .iter()
         .map(|(h, b)| {
-            let block = rendered_result(&b.block);
-            (*h, (block, rendered_result(&b.block_results)))
+            (
+                *h,
+                (rendered_result(&b.block), rendered_result(&b.block_results)),
+            )
         })
         .collect();
     web::Data::new(Replay {

@@ -451,9 +451,7 @@ async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse
         let mut answers = Vec::with_capacity(calls.len());
         let mut wire = None;
         for call in &calls {
-            let id = call.get("id").cloned().unwrap_or(json!(-1));
-            let method = call["method"].as_str().unwrap_or_default();
-            let params = call.get("params").cloned().unwrap_or(json!({}));
+            let (id, method, params) = call_parts(call);
             let (_, answer, fault) = rpc_outcome(&node, &id, method, &params).await;
             answers.push(answer);
             // A fault that changes an answer is in it; one that breaks the HTTP answer
@@ -468,13 +466,16 @@ async fn rpc_post(node: web::Data<DevnetNode>, body: web::Bytes) -> HttpResponse
             Some(fault) => wire_fault(&node, fault, 200, body).await,
         };
     }
-    let id = call.get("id").cloned().unwrap_or(json!(-1));
-    let method = call
-        .get("method")
-        .and_then(|m| m.as_str())
-        .unwrap_or_default();
-    let params = call.get("params").cloned().unwrap_or(json!({}));
+    let (id, method, params) = call_parts(&call);
     rpc_answer(&node, &id, method, &params).await
+}
+
+/// A posted JSON-RPC call's id (-1 without one), method and params (`{}` without them).
+fn call_parts(call: &Value) -> (Value, &str, Value) {
+    let id = call.get("id").cloned().unwrap_or(json!(-1));
+    let method = call["method"].as_str().unwrap_or_default();
+    let params = call.get("params").cloned().unwrap_or(json!({}));
+    (id, method, params)
 }
 
 /// What a gateway without a route answers: 501, no gateway error body (the `*_501` faults).

@@ -16,7 +16,7 @@
 
 use std::ops::Bound;
 
-use super::pager::{Keys, Order};
+use super::pager::{family_range, Keys, Order};
 use super::{corrupt, keys, StoreError, Tree};
 
 /// The bytes before the count in a value of the family `tag`.
@@ -112,25 +112,15 @@ pub(crate) fn edges_under<'a>(
     after: Option<u64>,
     order: Order,
 ) -> Keys<'a> {
-    let end = match super::pager::prefix_end(prefix) {
-        Some(end) => Bound::Excluded(end),
-        None => Bound::Unbounded,
-    };
-    let start = match (order, after) {
+    let mut range = family_range(prefix, after.as_ref(), order);
+    if let (Order::Asc, Some(after)) = (order, after) {
         // The key at or below the cursor may hold sequences past it.
-        (Order::Asc, Some(after)) => match floor_key(tree, prefix, after) {
-            Ok(Some(key)) => Bound::Included(key),
-            Ok(None) => Bound::Excluded(keys::with_sequence(prefix, after)),
+        match floor_key(tree, prefix, after) {
+            Ok(Some(key)) => range.0 = Bound::Included(key),
+            Ok(None) => {}
             Err(e) => return Box::new(std::iter::once(Err(e))),
-        },
-        _ => Bound::Included(prefix.to_vec()),
-    };
-    let range = match (order, after) {
-        (Order::Desc, Some(before)) => {
-            (start, Bound::Excluded(keys::with_sequence(prefix, before)))
         }
-        _ => (start, end),
-    };
+    }
     let past = move |sequence: u64| match (order, after) {
         (_, None) => true,
         (Order::Asc, Some(after)) => sequence > after,

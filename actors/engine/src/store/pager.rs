@@ -66,7 +66,7 @@ pub type Keys<'a, C = u64> = Box<dyn Iterator<Item = Result<C, StoreError>> + 'a
 pub type Rows<'a, C = u64> = Box<dyn Iterator<Item = Result<(C, Bytes), StoreError>> + 'a>;
 
 /// The keys of the family `prefix ‖ cursor` strictly past `after` in `order`, as a range.
-fn family_range<C: CursorKey>(
+pub(crate) fn family_range<C: CursorKey>(
     prefix: &[u8],
     after: Option<&C>,
     order: Order,
@@ -150,7 +150,7 @@ pub(crate) fn rows_in<'a, C: CursorKey + 'a>(
 }
 
 /// The first key after every key that starts with `prefix` (None: no such key).
-pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {

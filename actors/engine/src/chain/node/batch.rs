@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::wire::{BlockResponse, BlockResults, RpcError};
+use super::wire::{BlockResponse, BlockResults, RpcEnvelope, RpcError};
 use super::{parse_json, Api, NodeClient};
 use crate::chain::SourceError;
 use crate::system::retry::NODE_CALL;
@@ -47,6 +47,16 @@ struct Answer<T> {
     id: Option<i64>,
     result: Option<T>,
     error: Option<RpcError>,
+}
+
+impl<T> Answer<T> {
+    /// The answer as [`NodeClient::rpc`] reads the answer to a GET.
+    fn into_envelope(self) -> RpcEnvelope<T> {
+        RpcEnvelope {
+            result: self.result,
+            error: self.error,
+        }
+    }
 }
 
 /// The two answers, in the order asked (CometBFT keeps it) or the other.
@@ -119,8 +129,9 @@ impl NodeClient {
         });
         match outcome {
             Outcome::Answers(block, results) => {
-                let block = self.batch_answer(block, "/block", height);
-                let results = self.batch_answer(results, "/block_results", height);
+                let block = self.answer_of("/block", Some(height), block.into_envelope());
+                let results =
+                    self.answer_of("/block_results", Some(height), results.into_envelope());
                 match (block, results) {
                     (Ok(block), Ok(results)) => {
                         self.batches.failures.store(0, Ordering::Relaxed);
@@ -153,15 +164,11 @@ impl NodeClient {
         if self.batches.refused.load(Ordering::Relaxed) {
             return true;
         }
-        let mut paused = self.batches.paused_until.lock().recover();
-        match *paused {
-            Some(until) if Instant::now() < until => true,
-            Some(_) => {
-                *paused = None;
-                false
-            }
-            None => false,
-        }
+        self.batches
+            .paused_until
+            .lock()
+            .recover()
+            .is_some_and(|until| Instant::now() < until)
     }
 
     /// A batch failed where the GETs after it were answered; the last of
@@ -175,41 +182,19 @@ impl NodeClient {
             tracing::info!(chain_id = %self.config.chain_id, rpc = self.base(&Api::Rpc), failures, pause_secs = PAUSE.as_secs(), "JSON-RPC batches failed in a row where GETs were answered: paused");
         }
     }
-
-    /// One answer of the batch as [`NodeClient::rpc`] reads the answer to a GET.
-    fn batch_answer<T>(
-        &self,
-        answer: Answer<T>,
-        path: &str,
-        height: u64,
-    ) -> Result<T, SourceError> {
-        match (answer.result, answer.error) {
-            (_, Some(error)) => Err(self.rpc_error(path, Some(height), error)),
-            (Some(result), None) => Ok(result),
-            (None, None) => {
-                Err(self.malformed(path, "invalid_json", "neither result nor error".into()))
-            }
-        }
-    }
 }
 
 /// The JSON-RPC error codes that say a batch was not taken: invalid request, method not
 /// found, parse error.
 const NOT_TAKEN: [i64; 3] = [-32600, -32601, -32700];
 
-/// An answer that is one JSON-RPC error object.
-#[derive(Deserialize)]
-struct ErrorAnswer {
-    error: RpcError,
-}
-
 /// Reads a batch's answer: the two answers with the ids asked for, in either order.
 fn outcome(height: u64, status: u16, body: &[u8]) -> Outcome {
     let said = || format!("HTTP {status}: {}", super::truncate(&super::text(body)));
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'[') {
-        let not_taken = parse_json::<ErrorAnswer>(body)
-            .is_ok_and(|answer| NOT_TAKEN.contains(&answer.error.code));
+        let not_taken = parse_json::<RpcEnvelope<serde::de::IgnoredAny>>(body)
+            .is_ok_and(|answer| answer.error.is_some_and(|e| NOT_TAKEN.contains(&e.code)));
         if matches!(status, 400 | 404 | 405 | 413 | 501) || not_taken {
             return Outcome::Refused(said());
         }

@@ -240,17 +240,11 @@ impl NodeClient {
                     error
                 }
                 Err(e) => self.malformed(path, "invalid_json", format!("HTTP {status}: {e}")),
-                Ok(RpcEnvelope {
-                    error: Some(error), ..
-                }) => match self.rpc_error(path, height, error) {
-                    future @ SourceError::FutureHeight(_) => return Err(future),
-                    error => error,
+                Ok(envelope) => match self.answer_of(path, height, envelope) {
+                    Ok(result) => return Ok(result),
+                    Err(future @ SourceError::FutureHeight(_)) => return Err(future),
+                    Err(error) => error,
                 },
-                Ok(RpcEnvelope {
-                    result: Some(result),
-                    ..
-                }) => return Ok(result),
-                Ok(_) => self.malformed(path, "invalid_json", "neither result nor error".into()),
             };
             self.rotate(&Api::Rpc);
             if !attempts.retry().await {
@@ -259,9 +253,27 @@ impl NodeClient {
         }
     }
 
-    /// A JSON-RPC error answer to `path`: [`SourceError::FutureHeight`] when it says the
-    /// height asked for is not made yet, else the node's error.
-    fn rpc_error(&self, path: &str, height: Option<u64>, error: RpcError) -> SourceError {
+    /// The result of a JSON-RPC answer to `path`, or its error: [`SourceError::FutureHeight`]
+    /// when it says the height asked for is not made yet, else the node's error; an answer of
+    /// neither is malformed (counted).
+    fn answer_of<T>(
+        &self,
+        path: &str,
+        height: Option<u64>,
+        envelope: RpcEnvelope<T>,
+    ) -> Result<T, SourceError> {
+        let error = match envelope {
+            RpcEnvelope {
+                error: Some(error), ..
+            } => error,
+            RpcEnvelope {
+                result: Some(result),
+                ..
+            } => return Ok(result),
+            _ => {
+                return Err(self.malformed(path, "invalid_json", "neither result nor error".into()))
+            }
+        };
         let text = if error.data.is_empty() {
             error.message
         } else {
@@ -271,10 +283,10 @@ impl NodeClient {
             if text.contains("must be less than or equal to the current blockchain height")
                 || text.contains("could not find results for height")
             {
-                return SourceError::FutureHeight(h);
+                return Err(SourceError::FutureHeight(h));
             }
         }
-        SourceError::Node(format!("{path}: {text}"))
+        Err(SourceError::Node(format!("{path}: {text}")))
     }
 
     async fn rest<T: DeserializeOwned>(&self, path: &str) -> Result<T, SourceError> {
